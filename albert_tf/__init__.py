@@ -1,0 +1,37 @@
+"""albert_tf: ALBERT (Lan et al., 2019) in TensorFlow 2 / Keras 3, from raw text to a served model.
+
+Heavy submodules (TensorFlow, Keras) load on first use, so data-pipeline
+processes that never touch the model do not pay for them.
+
+>>> import albert_tf
+>>> config = albert_tf.AlbertConfig.from_preset("albert_tiny")
+>>> pretrainer = albert_tf.AlbertPretrainer(config)
+"""
+
+import importlib
+
+__version__ = "0.1.0"
+
+_LAZY_EXPORTS = {
+    "AlbertConfig": "albert_tf.albert_config",
+    "preset_names": "albert_tf.albert_config",
+    "AlbertEncoder": "albert_tf.networks.albert_encoder",
+    "AlbertPretrainer": "albert_tf.models.albert_pretrainer",
+    "TransformerBlock": "albert_tf.layers.transformer_block",
+    "load_encoder": "albert_tf.checkpoints.model_dir",
+    "load_pretrainer": "albert_tf.checkpoints.model_dir",
+    "load_model": "albert_tf.checkpoints.model_dir",
+    "write_model_dir": "albert_tf.checkpoints.model_dir",
+}
+
+__all__ = sorted(_LAZY_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _LAZY_EXPORTS:
+        return getattr(importlib.import_module(_LAZY_EXPORTS[name]), name)
+    raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -1,0 +1,223 @@
+"""`AlbertConfig`: the architecture of an ALBERT model, validated when made.
+
+The fields are those of the original `albert_config.json` (google-research/albert),
+so an original config file loads unchanged, plus `sharing`, which selects the
+cross-layer parameter-sharing mode of the paper's Table 4 ablation.
+
+>>> config = AlbertConfig.from_preset("albert_base_v2")
+>>> config.hidden_size, config.num_hidden_layers
+(768, 12)
+>>> AlbertConfig.from_dict(config.to_dict()) == config
+True
+"""
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+# The original code uses tf.contrib's layer_norm default; all three later
+# implementations agree on it. It is a constant of the architecture, not a knob.
+LAYER_NORM_EPSILON = 1e-12
+
+# Additive attention bias for padded keys, as in the original `modeling.py`.
+ATTENTION_MASK_BIAS = -10000.0
+
+SHARING_MODES = ("all", "attention", "ffn", "none")
+
+# "gelu" means the tanh approximation, as in the original ALBERT code (and
+# Hugging Face's "gelu_new"); "gelu_exact" is the erf form.
+ACTIVATIONS = ("gelu", "gelu_new", "gelu_exact", "relu", "tanh", "linear")
+
+# Keys of the original albert_config.json that the original model code never
+# reads. They are accepted when they hold their no-op values and dropped.
+_ORIGINAL_NOOP_KEYS = {
+    "down_scale_factor": 1,
+    "gap_size": 0,
+    "net_structure_type": 0,
+    "layers_to_keep": [],
+}
+
+PRESETS_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+@dataclasses.dataclass(frozen=True)
+class AlbertConfig:
+    """Architecture of an ALBERT encoder (defaults: ALBERT-base v2).
+
+    Attributes:
+      vocab_size: SentencePiece vocabulary size V.
+      embedding_size: width E of the factorized token embedding.
+      hidden_size: width H of the transformer.
+      num_hidden_layers: number L of transformer layers applied.
+      num_hidden_groups: number G of parameter groups; layer l uses group
+        floor(l * G / L). Only for `sharing="all"` (or "none", where it is L).
+      inner_group_num: number R of transformer blocks inside a group, applied
+        one after the other each time the group is used.
+      num_attention_heads: attention heads; must divide hidden_size.
+      intermediate_size: inner width of the feed-forward network.
+      hidden_act: activation of the FFN and MLM transform ("gelu" is the tanh
+        approximation, as in the original code).
+      hidden_dropout_prob: dropout on embeddings and sublayer outputs.
+      attention_probs_dropout_prob: dropout on attention probabilities.
+      max_position_embeddings: longest sequence the position table covers.
+      type_vocab_size: number of segment (token type) ids.
+      initializer_range: stddev of the truncated-normal initializer.
+      sharing: "all" (ALBERT), "attention" or "ffn" (only that sublayer is
+        shared across layers), or "none" (every layer owns its weights, BERT).
+    """
+
+    vocab_size: int = 30000
+    embedding_size: int = 128
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_hidden_groups: int = 1
+    inner_group_num: int = 1
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.0
+    attention_probs_dropout_prob: float = 0.0
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    sharing: str = "all"
+
+    def __post_init__(self):
+        errors = []
+        for name in (
+            "vocab_size",
+            "embedding_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_hidden_groups",
+            "inner_group_num",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                errors.append(f"{name} must be a positive integer, got {value!r}")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                errors.append(f"{name} must be in [0, 1), got {value!r}")
+        if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
+            errors.append(f"initializer_range must be > 0, got {self.initializer_range!r}")
+        if self.hidden_act not in ACTIVATIONS:
+            errors.append(f"hidden_act must be one of {ACTIVATIONS}, got {self.hidden_act!r}")
+        if self.sharing not in SHARING_MODES:
+            errors.append(f"sharing must be one of {SHARING_MODES}, got {self.sharing!r}")
+        if not errors:
+            errors.extend(self._structure_errors())
+        if errors:
+            raise ValueError("Invalid AlbertConfig: " + "; ".join(errors))
+
+    def _structure_errors(self):
+        errors = []
+        if self.hidden_size % self.num_attention_heads:
+            errors.append(
+                f"hidden_size {self.hidden_size} is not a multiple of "
+                f"num_attention_heads {self.num_attention_heads}"
+            )
+        if self.num_hidden_groups > self.num_hidden_layers:
+            errors.append(
+                f"num_hidden_groups {self.num_hidden_groups} exceeds "
+                f"num_hidden_layers {self.num_hidden_layers}: some groups would never be used"
+            )
+        if self.sharing == "none" and self.num_hidden_groups not in (1, self.num_hidden_layers):
+            errors.append(
+                f'sharing="none" gives every layer its own weights (one group per layer); '
+                f"num_hidden_groups must be 1 or {self.num_hidden_layers}, got {self.num_hidden_groups}"
+            )
+        if self.sharing in ("attention", "ffn") and (
+            self.num_hidden_groups != 1 or self.inner_group_num != 1
+        ):
+            errors.append(
+                f'sharing="{self.sharing}" shares one sublayer across all layers; it needs '
+                f"num_hidden_groups=1 and inner_group_num=1, got {self.num_hidden_groups} and "
+                f"{self.inner_group_num}"
+            )
+        return errors
+
+    # --- Derived structure -------------------------------------------------
+
+    @property
+    def head_size(self):
+        return self.hidden_size // self.num_attention_heads
+
+    @property
+    def num_groups(self):
+        """Number of distinct parameter groups the encoder holds."""
+        return self.num_hidden_layers if self.sharing == "none" else self.num_hidden_groups
+
+    def group_of_layer(self, layer_index):
+        """Group used by layer `layer_index` (0-based): floor(l * G / L)."""
+        return layer_index * self.num_groups // self.num_hidden_layers
+
+    # --- Serialization ------------------------------------------------------
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    def to_json_string(self):
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_json_file(self, path):
+        with open(path, "w") as f:
+            f.write(self.to_json_string())
+
+    @classmethod
+    def from_dict(cls, values, source="config"):
+        """Builds a config from our JSON or an original albert_config.json."""
+        if not isinstance(values, dict):
+            raise ValueError(f"{source}: expected a JSON object, got {type(values).__name__}")
+        values = dict(values)
+        for key, noop_value in _ORIGINAL_NOOP_KEYS.items():
+            if key in values:
+                value = values.pop(key)
+                if value != noop_value:
+                    raise ValueError(
+                        f"{source}: {key}={value!r} is not supported (the original model code "
+                        f"ignores it too); only {noop_value!r} is accepted"
+                    )
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"{source}: unknown AlbertConfig keys {unknown}; known keys: {sorted(known)}")
+        try:
+            return cls(**values)
+        except ValueError as error:
+            raise ValueError(f"{source}: {error}") from None
+
+    @classmethod
+    def from_json_file(cls, path):
+        try:
+            with open(path) as f:
+                values = json.load(f)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path}: config file not found") from None
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not valid JSON ({error})") from None
+        return cls.from_dict(values, source=str(path))
+
+    @classmethod
+    def from_preset(cls, name):
+        path = PRESETS_DIR / f"{name}.json"
+        if not path.is_file():
+            raise ValueError(f"Unknown preset {name!r}; presets: {', '.join(preset_names())}")
+        return cls.from_json_file(path)
+
+    @classmethod
+    def from_name_or_path(cls, name_or_path):
+        """A preset name (`albert_base_v2`) or the path of a JSON config file."""
+        if os.path.exists(name_or_path) or name_or_path.endswith(".json"):
+            return cls.from_json_file(name_or_path)
+        return cls.from_preset(name_or_path)
+
+
+def preset_names():
+    """Names of the JSON presets shipped in `configs/`, sorted."""
+    return sorted(path.stem for path in PRESETS_DIR.glob("*.json"))

@@ -1,0 +1,269 @@
+"""Hugging Face ALBERT checkpoints (`save_pretrained` directories), both ways.
+
+One declarative table maps original TF1 names to Hugging Face names. Each rule is
+a pair of templates whose `{placeholders}` match the same values on both sides,
+and whether the tensor is transposed (torch Linear weights are [out, in]).
+"""
+
+import dataclasses
+import json
+import os
+import re
+
+import numpy as np
+
+from albert_tf.albert_config import LAYER_NORM_EPSILON, AlbertConfig
+
+HF_CONFIG_FILE = "config.json"
+SAFETENSORS_FILE = "model.safetensors"
+SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
+PYTORCH_FILE = "pytorch_model.bin"
+
+_PLACEHOLDERS = {"group": r"\d+", "inner": r"\d+", "projection": "query|key|value"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    original: str
+    huggingface: str
+    transpose: bool = False
+
+
+def _dense(original, huggingface):
+    return (
+        Rule(f"{original}/kernel", f"{huggingface}.weight", transpose=True),
+        Rule(f"{original}/bias", f"{huggingface}.bias"),
+    )
+
+
+def _layer_norm(original, huggingface):
+    return (Rule(f"{original}/gamma", f"{huggingface}.weight"), Rule(f"{original}/beta", f"{huggingface}.bias"))
+
+
+_LAYER = "bert/encoder/transformer/group_{group}/inner_group_{inner}"
+_HF_LAYER = "albert.encoder.albert_layer_groups.{group}.albert_layers.{inner}"
+
+RULES = (
+    Rule("bert/embeddings/word_embeddings", "albert.embeddings.word_embeddings.weight"),
+    Rule("bert/embeddings/position_embeddings", "albert.embeddings.position_embeddings.weight"),
+    Rule("bert/embeddings/token_type_embeddings", "albert.embeddings.token_type_embeddings.weight"),
+    *_layer_norm("bert/embeddings/LayerNorm", "albert.embeddings.LayerNorm"),
+    *_dense("bert/encoder/embedding_hidden_mapping_in", "albert.encoder.embedding_hidden_mapping_in"),
+    *_dense(f"{_LAYER}/attention_1/self/{{projection}}", f"{_HF_LAYER}.attention.{{projection}}"),
+    *_dense(f"{_LAYER}/attention_1/output/dense", f"{_HF_LAYER}.attention.dense"),
+    *_layer_norm(f"{_LAYER}/LayerNorm", f"{_HF_LAYER}.attention.LayerNorm"),
+    *_dense(f"{_LAYER}/ffn_1/intermediate/dense", f"{_HF_LAYER}.ffn"),
+    *_dense(f"{_LAYER}/ffn_1/intermediate/output/dense", f"{_HF_LAYER}.ffn_output"),
+    *_layer_norm(f"{_LAYER}/LayerNorm_1", f"{_HF_LAYER}.full_layer_layer_norm"),
+    *_dense("bert/pooler/dense", "albert.pooler"),
+    *_dense("cls/predictions/transform/dense", "predictions.dense"),
+    *_layer_norm("cls/predictions/transform/LayerNorm", "predictions.LayerNorm"),
+    Rule("cls/predictions/output_bias", "predictions.bias"),
+    # Both sides store the SOP matrix as [2, H]: no transpose.
+    Rule("cls/seq_relationship/output_weights", "sop_classifier.classifier.weight"),
+    Rule("cls/seq_relationship/output_bias", "sop_classifier.classifier.bias"),
+)
+
+# Hugging Face tensors that duplicate others (tied) or are buffers, not weights.
+_TIED_OR_BUFFERS = {
+    "predictions.decoder.weight": "albert.embeddings.word_embeddings.weight",
+    "predictions.decoder.bias": "predictions.bias",
+    "albert.embeddings.position_ids": None,
+    "albert.embeddings.token_type_ids": None,
+}
+
+
+def _template_regex(template):
+    pattern = re.escape(template)
+    for name, value in _PLACEHOLDERS.items():
+        pattern = pattern.replace(re.escape("{" + name + "}"), f"(?P<{name}>{value})")
+    return re.compile(pattern + r"\Z")
+
+
+_COMPILED = [(rule, _template_regex(rule.original), _template_regex(rule.huggingface)) for rule in RULES]
+
+
+def original_to_huggingface(name):
+    """(Hugging Face name, transpose) for an original name, or None."""
+    for rule, original_regex, _ in _COMPILED:
+        match = original_regex.match(name)
+        if match:
+            return rule.huggingface.format(**match.groupdict()), rule.transpose
+    return None
+
+
+def huggingface_to_original(name):
+    """(original name, transpose) for a Hugging Face name, or None."""
+    for rule, _, huggingface_regex in _COMPILED:
+        match = huggingface_regex.match(name)
+        if match:
+            return rule.original.format(**match.groupdict()), rule.transpose
+    return None
+
+
+# --- Configs ---------------------------------------------------------------
+
+_HF_TO_OUR_ACTIVATION = {
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "gelu_fast": None,  # a different approximation: refuse rather than drift
+    "gelu": "gelu_exact",  # Hugging Face's "gelu" is the erf form
+    "relu": "relu",
+    "tanh": "tanh",
+    "linear": "linear",
+}
+_OUR_TO_HF_ACTIVATION = {"gelu": "gelu_new", "gelu_new": "gelu_new", "gelu_exact": "gelu", "relu": "relu",
+                         "tanh": "tanh", "linear": "linear"}
+
+
+def albert_config_from_huggingface(hf_config, source=HF_CONFIG_FILE):
+    """AlbertConfig for a Hugging Face ALBERT config dict; refuses what we cannot match exactly."""
+    if hf_config.get("model_type", "albert") != "albert":
+        raise ValueError(f"{source}: model_type is {hf_config.get('model_type')!r}, not 'albert'")
+    epsilon = hf_config.get("layer_norm_eps", LAYER_NORM_EPSILON)
+    if epsilon != LAYER_NORM_EPSILON:
+        raise ValueError(f"{source}: layer_norm_eps={epsilon}; ALBERT uses {LAYER_NORM_EPSILON}")
+    position_type = hf_config.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise ValueError(f"{source}: position_embedding_type={position_type!r}; only 'absolute' is ALBERT")
+    activation = hf_config.get("hidden_act", "gelu_new")
+    if _HF_TO_OUR_ACTIVATION.get(activation) is None:
+        raise ValueError(f"{source}: hidden_act={activation!r} is not supported")
+    num_layers = hf_config.get("num_hidden_layers", 12)
+    num_groups = hf_config.get("num_hidden_groups", 1)
+    # One group per layer is the not-shared (BERT-style) model of the paper.
+    not_shared = num_layers > 1 and num_groups == num_layers
+    values = {
+        "vocab_size": hf_config.get("vocab_size", 30000),
+        "embedding_size": hf_config.get("embedding_size", 128),
+        "hidden_size": hf_config.get("hidden_size", 4096),
+        "num_hidden_layers": num_layers,
+        "num_hidden_groups": 1 if not_shared else num_groups,
+        "inner_group_num": hf_config.get("inner_group_num", 1),
+        "num_attention_heads": hf_config.get("num_attention_heads", 64),
+        "intermediate_size": hf_config.get("intermediate_size", 16384),
+        "hidden_act": _HF_TO_OUR_ACTIVATION[activation],
+        "hidden_dropout_prob": hf_config.get("hidden_dropout_prob", 0.0),
+        "attention_probs_dropout_prob": hf_config.get("attention_probs_dropout_prob", 0.0),
+        "max_position_embeddings": hf_config.get("max_position_embeddings", 512),
+        "type_vocab_size": hf_config.get("type_vocab_size", 2),
+        "initializer_range": hf_config.get("initializer_range", 0.02),
+        "sharing": "none" if not_shared else "all",
+    }
+    return AlbertConfig.from_dict(values, source=source)
+
+
+def albert_config_to_huggingface(config, with_heads):
+    """A Hugging Face config dict for `config` (sharing "all" or "none")."""
+    if config.sharing not in ("all", "none"):
+        raise ValueError(f'sharing="{config.sharing}" cannot be expressed as a Hugging Face ALBERT config')
+    return {
+        "architectures": ["AlbertForPreTraining" if with_heads else "AlbertModel"],
+        "model_type": "albert",
+        "vocab_size": config.vocab_size,
+        "embedding_size": config.embedding_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_hidden_layers,
+        "num_hidden_groups": config.num_groups,
+        "inner_group_num": config.inner_group_num,
+        "num_attention_heads": config.num_attention_heads,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": _OUR_TO_HF_ACTIVATION[config.hidden_act],
+        "hidden_dropout_prob": config.hidden_dropout_prob,
+        "attention_probs_dropout_prob": config.attention_probs_dropout_prob,
+        "max_position_embeddings": config.max_position_embeddings,
+        "type_vocab_size": config.type_vocab_size,
+        "initializer_range": config.initializer_range,
+        "layer_norm_eps": LAYER_NORM_EPSILON,
+        "position_embedding_type": "absolute",
+        "classifier_dropout_prob": 0.1,
+        "pad_token_id": 0,
+        "bos_token_id": 2,
+        "eos_token_id": 3,
+        "tie_word_embeddings": True,
+    }
+
+
+# --- Reading ---------------------------------------------------------------
+
+
+def _read_state_dict(directory):
+    safetensors_path = os.path.join(directory, SAFETENSORS_FILE)
+    index_path = os.path.join(directory, SAFETENSORS_INDEX_FILE)
+    pytorch_path = os.path.join(directory, PYTORCH_FILE)
+    if os.path.isfile(safetensors_path) or os.path.isfile(index_path):
+        from safetensors.numpy import load_file
+
+        if os.path.isfile(safetensors_path):
+            return load_file(safetensors_path)
+        with open(index_path) as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        state = {}
+        for shard in shards:
+            state.update(load_file(os.path.join(directory, shard)))
+        return state
+    if os.path.isfile(pytorch_path):
+        try:
+            import torch
+        except ImportError:
+            raise ImportError(
+                f"{pytorch_path}: reading pytorch_model.bin needs torch (pip install torch==2.13.0), "
+                "or save the model with safetensors"
+            ) from None
+        state = torch.load(pytorch_path, map_location="cpu", weights_only=True)
+        return {name: tensor.float().numpy() for name, tensor in state.items()}
+    raise FileNotFoundError(
+        f"{directory}: no {SAFETENSORS_FILE}, {SAFETENSORS_INDEX_FILE} or {PYTORCH_FILE}"
+    )
+
+
+def read_huggingface_dir(directory):
+    """(AlbertConfig, {original name: array}, [HF names without a rule]) for a save_pretrained dir."""
+    config_path = os.path.join(directory, HF_CONFIG_FILE)
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{directory}: no {HF_CONFIG_FILE}; expected a save_pretrained directory")
+    with open(config_path) as f:
+        config = albert_config_from_huggingface(json.load(f), source=config_path)
+    state = _read_state_dict(directory)
+    # A bare AlbertModel saves its tensors without the "albert." prefix.
+    if not any(name.startswith("albert.") for name in state):
+        state = {f"albert.{name}": tensor for name, tensor in state.items()}
+    tensors, unmapped = {}, []
+    for name, tensor in state.items():
+        if name in _TIED_OR_BUFFERS:
+            tied_to = _TIED_OR_BUFFERS[name]
+            if tied_to in state and not np.array_equal(np.asarray(tensor), np.asarray(state[tied_to])):
+                unmapped.append(f"{name} (not equal to {tied_to}, which it should be tied to)")
+            continue
+        translated = huggingface_to_original(name)
+        if translated is None:
+            unmapped.append(name)
+            continue
+        original_name, transpose = translated
+        array = np.asarray(tensor, dtype=np.float32)
+        tensors[original_name] = array.T if transpose else array
+    return config, tensors, unmapped
+
+
+# --- Writing ---------------------------------------------------------------
+
+
+def write_huggingface_dir(config, tensors, directory, with_heads):
+    """Writes config.json + model.safetensors for {original name: array}."""
+    from safetensors.numpy import save_file
+
+    state = {}
+    for name, array in tensors.items():
+        translated = original_to_huggingface(name)
+        if translated is None:
+            raise ValueError(f"{name}: no Hugging Face name for this tensor")
+        hf_name, transpose = translated
+        state[hf_name] = np.ascontiguousarray(array.T if transpose else array)
+    if not with_heads:
+        # AlbertModel.from_pretrained expects its own names, without "albert.".
+        state = {name.removeprefix("albert."): array for name, array in state.items()}
+    os.makedirs(directory, exist_ok=True)
+    save_file(state, os.path.join(directory, SAFETENSORS_FILE), metadata={"format": "pt"})
+    with open(os.path.join(directory, HF_CONFIG_FILE), "w") as f:
+        json.dump(albert_config_to_huggingface(config, with_heads), f, indent=2, sort_keys=True)
+        f.write("\n")

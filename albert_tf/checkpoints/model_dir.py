@@ -1,0 +1,177 @@
+"""albert_tf checkpoint directories: `albert_tf.json` (what the model is) + weights.
+
+A directory holds either one `weights` checkpoint (written by the converter or
+at the end of training) or the `ckpt-N` series that run_pretraining's
+CheckpointManager keeps. Both are TF object-graph checkpoints whose root has a
+`model` child, so one loader reads both; a training checkpoint's optimizer and
+input-iterator state is simply not restored.
+
+Metadata (`albert_tf.json`):
+  {"format": "albert_tf", "format_version": 1, "model": "<kind>",
+   "albert_config": {...}, ...kind-specific keys}
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from albert_tf.albert_config import AlbertConfig
+from albert_tf.file_utils import staged_directory
+
+METADATA_FILE = "albert_tf.json"
+WEIGHTS_PREFIX = "weights"
+# The SentencePiece model a checkpoint was trained with, when it travels with it.
+SPM_MODEL_FILE = "spm.model"
+FORMAT_VERSION = 1
+
+# kind -> callable(metadata dict) -> keras.Model with an `.encoder` (or itself an
+# encoder). Task modules register their heads here so loading needs no
+# knowledge of tasks.
+_MODEL_BUILDERS = {}
+
+
+def register_model_kind(kind):
+    def decorator(builder):
+        _MODEL_BUILDERS[kind] = builder
+        return builder
+
+    return decorator
+
+
+def model_kinds():
+    _register_builtin_kinds()
+    return sorted(_MODEL_BUILDERS)
+
+
+def _register_builtin_kinds():
+    if "encoder" in _MODEL_BUILDERS:
+        return
+    from albert_tf.models.albert_pretrainer import AlbertPretrainer
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+
+    _MODEL_BUILDERS["encoder"] = lambda metadata: AlbertEncoder(_albert_config(metadata))
+    _MODEL_BUILDERS["pretrainer"] = lambda metadata: AlbertPretrainer(_albert_config(metadata))
+
+
+def _albert_config(metadata):
+    return AlbertConfig.from_dict(metadata["albert_config"], source=METADATA_FILE)
+
+
+def write_metadata(directory, kind, albert_config, **extra):
+    """Writes albert_tf.json atomically (temp file + rename)."""
+    metadata = {
+        "format": "albert_tf",
+        "format_version": FORMAT_VERSION,
+        "model": kind,
+        "albert_config": albert_config.to_dict(),
+        **extra,
+    }
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, METADATA_FILE)
+    with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as f:
+        json.dump(metadata, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(f.name, path)
+    return metadata
+
+
+def read_metadata(directory):
+    path = os.path.join(directory, METADATA_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"{directory}: not an albert_tf checkpoint directory (no {METADATA_FILE}); "
+            "convert other checkpoints with `python -m albert_tf.convert`"
+        )
+    try:
+        with open(path) as f:
+            metadata = json.load(f)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from None
+    if metadata.get("format") != "albert_tf" or "albert_config" not in metadata or "model" not in metadata:
+        raise ValueError(f"{path}: not albert_tf metadata (needs format, model and albert_config)")
+    if metadata.get("format_version", 0) > FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: format_version {metadata['format_version']} is newer than this albert_tf "
+            f"understands ({FORMAT_VERSION}); upgrade albert_tf"
+        )
+    return metadata
+
+
+def spm_model_path(directory):
+    """The SentencePiece model stored in a checkpoint directory, or None."""
+    path = os.path.join(directory, SPM_MODEL_FILE)
+    return path if os.path.isfile(path) else None
+
+
+def resolve_checkpoint(path):
+    """(directory, checkpoint prefix) for a checkpoint directory or a `ckpt-N` prefix."""
+    if tf.io.gfile.exists(path + ".index"):
+        return os.path.dirname(path) or ".", path
+    if not tf.io.gfile.isdir(path):
+        raise FileNotFoundError(f"{path}: no such checkpoint directory")
+    weights = os.path.join(path, WEIGHTS_PREFIX)
+    if tf.io.gfile.exists(weights + ".index"):
+        return path, weights
+    latest = tf.train.latest_checkpoint(path)
+    if latest is None:
+        raise FileNotFoundError(f"{path}: holds no checkpoint ({WEIGHTS_PREFIX}.index or ckpt-N)")
+    return path, latest
+
+
+def write_model_dir(model, directory, kind, overwrite=False, files=None, **extra):
+    """Writes metadata + weights (+ `files`: {name in dir: source path}), all or nothing."""
+    with staged_directory(directory, overwrite=overwrite) as staging:
+        tf.train.Checkpoint(model=model).write(os.path.join(staging, WEIGHTS_PREFIX))
+        for name, source in (files or {}).items():
+            shutil.copyfile(source, os.path.join(staging, name))
+        write_metadata(staging, kind, model.albert_config, **extra)
+    return os.path.abspath(directory)
+
+
+def build_model(metadata):
+    _register_builtin_kinds()
+    kind = metadata["model"]
+    if kind not in _MODEL_BUILDERS:
+        raise ValueError(f"Unknown model kind {kind!r} in {METADATA_FILE}; known: {model_kinds()}")
+    return _MODEL_BUILDERS[kind](metadata)
+
+
+def restore_weights(model, checkpoint_prefix):
+    """Restores `model` from the `model` child of a checkpoint; every variable must be found."""
+    status = tf.train.Checkpoint(model=model).read(checkpoint_prefix)
+    try:
+        status.expect_partial().assert_existing_objects_matched()
+    except AssertionError as error:
+        raise ValueError(
+            f"{checkpoint_prefix}: checkpoint does not match the model its {METADATA_FILE} "
+            f"describes ({error})"
+        ) from None
+
+
+def load_model(path):
+    """(model, metadata) for an albert_tf checkpoint directory or ckpt prefix."""
+    directory, prefix = resolve_checkpoint(path)
+    metadata = read_metadata(directory)
+    model = build_model(metadata)
+    restore_weights(model, prefix)
+    return model, metadata
+
+
+def load_pretrainer(path):
+    """The `AlbertPretrainer` saved in an albert_tf checkpoint directory."""
+    model, metadata = load_model(path)
+    if metadata["model"] != "pretrainer":
+        raise ValueError(
+            f"{path}: holds a {metadata['model']!r} model without pretraining heads; "
+            "use load_encoder, or convert a checkpoint that has the MLM and SOP heads"
+        )
+    return model
+
+
+def load_encoder(path):
+    """The `AlbertEncoder` of any albert_tf checkpoint (encoder, pretrainer or task model)."""
+    model, _ = load_model(path)
+    return getattr(model, "encoder", model)

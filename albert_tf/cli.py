@@ -1,0 +1,54 @@
+"""What every `python -m albert_tf.<tool>` shares: quiet TF logs, one-line errors."""
+
+import os
+import sys
+
+from absl import app, flags, logging
+
+# Errors that describe bad input or environment, reported in one line. Anything
+# else is a bug and keeps its traceback.
+USER_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, ValueError, ImportError)
+
+
+def import_tensorflow_quietly():
+    """Imports TensorFlow with its C++ start-up chatter silenced.
+
+    On a machine without a GPU, TF prints CUDA-probe lines to fd 2 before its
+    log level applies. Set TF_CPP_MIN_LOG_LEVEL=0 to see them (and all C++ logs).
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if "tensorflow" in sys.modules or os.environ["TF_CPP_MIN_LOG_LEVEL"] != "3":
+        import tensorflow  # noqa: F401
+
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            import tensorflow  # noqa: F401
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def run(main, define_flags, uses_tensorflow=True):
+    """Defines the tool's flags and runs `main(argv) -> exit code` under absl."""
+    if uses_tensorflow:
+        import_tensorflow_quietly()
+    define_flags()
+    main_spec = getattr(sys.modules["__main__"], "__spec__", None)
+    program = main_spec.name if main_spec else os.path.basename(sys.argv[0])
+
+    def wrapped(argv):
+        if not flags.FLAGS["verbosity"].present:
+            logging.set_verbosity(logging.WARNING)
+        try:
+            return main(argv)
+        except USER_ERRORS as error:
+            if flags.FLAGS["verbosity"].value >= 1:
+                raise
+            print(f"{program}: error: {error}", file=sys.stderr)
+            return 1
+
+    app.run(wrapped)

@@ -1,0 +1,109 @@
+"""`SelfAttentionBlock`: multi-head self-attention, residual and post-LayerNorm."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf.albert_config import LAYER_NORM_EPSILON
+from albert_tf.layers.initializers import truncated_normal
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class SelfAttentionBlock(keras.layers.Layer):
+    """LayerNorm(x + Dropout(Attention(x))), the first half of an ALBERT layer.
+
+    Query, key and value keep their own [H, H] kernels (the original checkpoint's
+    `attention_1/self/{query,key,value}`), but are applied as one [H, 3H] matmul:
+    one large matmul keeps oneDNN and the GPU busier than three small ones. Dense
+    layers with plain matmuls, not einsum: einsum-based dense layers ran the same
+    shapes ~30% slower on CPU (ALBERT_SPEC §11).
+
+    Softmax and the residual LayerNorm run in float32 under mixed precision.
+
+    Call arguments:
+      hidden_states: [batch, seq, hidden_size].
+      attention_bias: float32 [batch, 1, 1, seq], 0 for real keys and
+        ATTENTION_MASK_BIAS for padding.
+
+    Returns float32 [batch, seq, hidden_size].
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        attention_dropout_rate=0.0,
+        dropout_rate=0.0,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if hidden_size % num_attention_heads:
+            raise ValueError(
+                f"hidden_size {hidden_size} is not a multiple of num_attention_heads {num_attention_heads}"
+            )
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.head_size = hidden_size // num_attention_heads
+        self.attention_dropout_rate = attention_dropout_rate
+        self.dropout_rate = dropout_rate
+        self.initializer_range = initializer_range
+
+        def dense(name):
+            return keras.layers.Dense(
+                hidden_size, kernel_initializer=truncated_normal(initializer_range), name=name
+            )
+
+        self.query = dense("query")
+        self.key = dense("key")
+        self.value = dense("value")
+        self.output_dense = dense("output_dense")
+        self.attention_dropout = keras.layers.Dropout(attention_dropout_rate, name="attention_dropout")
+        self.output_dropout = keras.layers.Dropout(dropout_rate, name="output_dropout")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=LAYER_NORM_EPSILON, dtype="float32", name="layer_norm"
+        )
+
+    def build(self, input_shape):
+        for dense in (self.query, self.key, self.value, self.output_dense):
+            dense.build((None, None, self.hidden_size))
+        self.layer_norm.build((None, None, self.hidden_size))
+        super().build(input_shape)
+
+    def call(self, hidden_states, attention_bias, training=None):
+        batch_size = tf.shape(hidden_states)[0]
+        seq_length = tf.shape(hidden_states)[1]
+        inputs = tf.cast(hidden_states, self.compute_dtype)
+
+        # Variables read inside call are autocast to the compute dtype.
+        qkv_kernel = tf.concat([self.query.kernel, self.key.kernel, self.value.kernel], axis=1)
+        qkv_bias = tf.concat([self.query.bias, self.key.bias, self.value.bias], axis=0)
+        qkv = tf.matmul(tf.reshape(inputs, [-1, self.hidden_size]), qkv_kernel) + qkv_bias
+        qkv = tf.reshape(qkv, [batch_size, seq_length, 3, self.num_attention_heads, self.head_size])
+        query, key, value = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]), num=3)
+
+        query = query * tf.cast(self.head_size**-0.5, query.dtype)
+        scores = tf.matmul(query, key, transpose_b=True)
+        # Keras autocasts float call arguments to the compute dtype; in bfloat16
+        # the -10000 bias rounds to -9984, which masks just as completely.
+        scores = tf.cast(scores, tf.float32) + tf.cast(attention_bias, tf.float32)
+        probabilities = tf.nn.softmax(scores, axis=-1)
+        probabilities = self.attention_dropout(probabilities, training=training)
+        context = tf.matmul(tf.cast(probabilities, value.dtype), value)
+        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch_size, seq_length, self.hidden_size])
+
+        attention_output = self.output_dropout(self.output_dense(context), training=training)
+        return self.layer_norm(tf.cast(hidden_states, tf.float32) + tf.cast(attention_output, tf.float32))
+
+    def compute_output_spec(self, hidden_states, attention_bias, training=None):
+        return keras.KerasTensor(hidden_states.shape, dtype="float32")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            attention_dropout_rate=self.attention_dropout_rate,
+            dropout_rate=self.dropout_rate,
+            initializer_range=self.initializer_range,
+        )
+        return config

@@ -1,0 +1,94 @@
+"""`AlbertPretrainer`: the encoder with its masked-LM and sentence-order heads."""
+
+import keras
+
+from albert_tf.albert_config import AlbertConfig
+from albert_tf.layers.initializers import truncated_normal
+from albert_tf.layers.masked_lm_head import MaskedLMHead
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_inputs
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertPretrainer(keras.Model):
+    """ALBERT with the pretraining heads: MLM tied to the embeddings, and SOP.
+
+    Inputs (dict): `input_word_ids`, `input_mask`, `input_type_ids` (int32
+    [batch, seq]) and `masked_lm_positions` (int32 [batch, P]).
+
+    Outputs (dict, float32): `sequence_output` [batch, seq, H], `pooled_output`
+    [batch, H], `mlm_logits` [batch, P, V], `sop_logits` [batch, 2].
+
+    The SOP head is a single dense layer on the pooled output, as in the
+    original (no extra dense + tanh).
+
+    >>> pretrainer = AlbertPretrainer(AlbertConfig.from_preset("albert_tiny"))
+    >>> pretrainer.encoder.albert_config.num_hidden_layers
+    4
+    """
+
+    def __init__(self, config=None, encoder=None, seq_length=None, max_predictions_per_seq=None, **kwargs):
+        if encoder is None:
+            if config is None:
+                raise ValueError("AlbertPretrainer needs an AlbertConfig or an AlbertEncoder")
+            if isinstance(config, dict):
+                config = AlbertConfig.from_dict(config)
+            encoder = AlbertEncoder(config, seq_length=seq_length)
+        elif config is not None and config != encoder.albert_config:
+            raise ValueError("config differs from encoder.albert_config; pass one of them")
+        config = encoder.albert_config
+        kwargs.setdefault("name", "albert_pretrainer")
+
+        # === Layers ===
+        self.encoder = encoder
+        self.masked_lm_head = MaskedLMHead(
+            encoder.embeddings,
+            hidden_act=config.hidden_act,
+            initializer_range=config.initializer_range,
+            name="masked_lm_head",
+        )
+        self.sentence_order_head = keras.layers.Dense(
+            2,
+            kernel_initializer=truncated_normal(config.initializer_range),
+            dtype="float32",
+            name="sentence_order_head",
+        )
+
+        # === Functional Model ===
+        inputs = encoder_inputs(seq_length)
+        inputs["masked_lm_positions"] = keras.Input(
+            shape=(max_predictions_per_seq,), dtype="int32", name="masked_lm_positions"
+        )
+        encoder_outputs = encoder({name: inputs[name] for name in ENCODER_INPUTS})
+        sequence_output = encoder_outputs["sequence_output"]
+        pooled_output = encoder_outputs["pooled_output"]
+        super().__init__(
+            inputs=inputs,
+            outputs={
+                "sequence_output": sequence_output,
+                "pooled_output": pooled_output,
+                "mlm_logits": self.masked_lm_head(sequence_output, inputs["masked_lm_positions"]),
+                "sop_logits": self.sentence_order_head(pooled_output),
+            },
+            **kwargs,
+        )
+
+        # === Config ===
+        self.seq_length = seq_length
+        self.max_predictions_per_seq = max_predictions_per_seq
+
+    @property
+    def albert_config(self):
+        return self.encoder.albert_config
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "config": self.albert_config.to_dict(),
+            "seq_length": self.seq_length,
+            "max_predictions_per_seq": self.max_predictions_per_seq,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

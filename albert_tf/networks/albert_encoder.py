@@ -1,0 +1,164 @@
+"""`AlbertEncoder`: embeddings, E -> H projection, shared transformer layers, pooler."""
+
+import keras
+from keras import ops
+
+from albert_tf.albert_config import ATTENTION_MASK_BIAS, AlbertConfig
+from albert_tf.layers.albert_embeddings import AlbertEmbeddings
+from albert_tf.layers.initializers import truncated_normal
+from albert_tf.layers.transformer_block import TransformerBlock
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def encoder_inputs(seq_length=None):
+    """The three int32 [batch, seq] inputs of the TF Hub encoder convention."""
+    return {name: keras.Input(shape=(seq_length,), dtype="int32", name=name) for name in ENCODER_INPUTS}
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertEncoder(keras.Model):
+    """The ALBERT encoder network (TF Hub encoder inputs and outputs).
+
+    In the default `sharing="all"` mode it holds ONE `TransformerBlock` per
+    (group, inner group), and calls it for every layer of its group: with one
+    group, one block serves all L layers. `sharing="none"` gives each layer its
+    own block; `"attention"` and `"ffn"` give each layer its own block around a
+    single shared attention or feed-forward sublayer (the paper's Table 4).
+
+    Inputs (dict): `input_word_ids`, `input_mask`, `input_type_ids`, int32
+    [batch, seq].
+
+    Outputs (dict): `sequence_output` [batch, seq, H], `pooled_output` [batch, H]
+    (tanh of a dense layer on the first token), and `encoder_outputs`, the list of
+    the L layers' outputs, each [batch, seq, H]. All float32.
+
+    >>> encoder = AlbertEncoder(AlbertConfig.from_preset("albert_tiny"))
+    >>> ids = ops.ones((2, 8), "int32")
+    >>> outputs = encoder({"input_word_ids": ids, "input_mask": ids,
+    ...                    "input_type_ids": ops.zeros((2, 8), "int32")})
+    >>> outputs["pooled_output"].shape, len(outputs["encoder_outputs"])
+    ((2, 128), 4)
+    """
+
+    def __init__(self, config, seq_length=None, **kwargs):
+        if isinstance(config, dict):
+            config = AlbertConfig.from_dict(config)
+        kwargs.setdefault("name", "albert_encoder")
+
+        # === Layers ===
+        self.embeddings = AlbertEmbeddings(
+            vocab_size=config.vocab_size,
+            embedding_size=config.embedding_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            initializer_range=config.initializer_range,
+            dropout_rate=config.hidden_dropout_prob,
+            name="embeddings",
+        )
+        self.embedding_projection = keras.layers.Dense(
+            config.hidden_size,
+            kernel_initializer=truncated_normal(config.initializer_range),
+            name="embedding_projection",
+        )
+        self.transformer_blocks = _build_transformer_blocks(config)
+        self.pooler = keras.layers.Dense(
+            config.hidden_size,
+            activation="tanh",
+            kernel_initializer=truncated_normal(config.initializer_range),
+            name="pooler",
+        )
+
+        # === Functional Model ===
+        inputs = encoder_inputs(seq_length)
+        attention_bias = _attention_bias(inputs["input_mask"])
+        hidden_states = self.embedding_projection(
+            self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+        )
+        encoder_outputs = []
+        for layer_index in range(config.num_hidden_layers):
+            for block in _blocks_of_layer(config, self.transformer_blocks, layer_index):
+                hidden_states = block(hidden_states, attention_bias)
+            encoder_outputs.append(hidden_states)
+        sequence_output = hidden_states
+        pooled_output = ops.cast(self.pooler(sequence_output[:, 0, :]), "float32")
+        super().__init__(
+            inputs=inputs,
+            outputs={
+                "sequence_output": sequence_output,
+                "pooled_output": pooled_output,
+                "encoder_outputs": encoder_outputs,
+            },
+            **kwargs,
+        )
+
+        # === Config ===
+        self.albert_config = config
+        self.seq_length = seq_length
+
+    @property
+    def word_embeddings(self):
+        """The V x E table the masked-LM head is tied to."""
+        return self.embeddings.word_embeddings
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "config": self.albert_config.to_dict(),
+            "seq_length": self.seq_length,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _attention_bias(input_mask):
+    """[batch, seq] 1/0 mask -> float32 [batch, 1, 1, seq] additive bias."""
+    padding = 1.0 - ops.cast(input_mask, "float32")
+    return ops.expand_dims(ops.expand_dims(padding * ATTENTION_MASK_BIAS, 1), 1)
+
+
+def _build_transformer_blocks(config):
+    """The distinct blocks the encoder owns, as a flat list.
+
+    "all"/"none": num_groups * inner_group_num blocks, group-major.
+    "attention"/"ffn": num_hidden_layers blocks that all reference one sublayer.
+    """
+
+    def block(name, **shared):
+        return TransformerBlock(
+            hidden_size=config.hidden_size,
+            num_attention_heads=config.num_attention_heads,
+            intermediate_size=config.intermediate_size,
+            hidden_act=config.hidden_act,
+            dropout_rate=config.hidden_dropout_prob,
+            attention_dropout_rate=config.attention_probs_dropout_prob,
+            initializer_range=config.initializer_range,
+            name=name,
+            **shared,
+        )
+
+    if config.sharing in ("all", "none"):
+        return [
+            block(f"transformer_group_{group}_inner_{inner}")
+            for group in range(config.num_groups)
+            for inner in range(config.inner_group_num)
+        ]
+    # One shared sublayer, created by the first block and handed to the others.
+    first = block("transformer_layer_0")
+    if config.sharing == "attention":
+        shared = {"attention_block": first.attention_block}
+    else:
+        shared = {"feed_forward_block": first.feed_forward_block}
+    return [first] + [block(f"transformer_layer_{layer}", **shared) for layer in range(1, config.num_hidden_layers)]
+
+
+def _blocks_of_layer(config, blocks, layer_index):
+    """The blocks applied, in order, as layer `layer_index`."""
+    if config.sharing in ("attention", "ffn"):
+        return [blocks[layer_index]]
+    group = config.group_of_layer(layer_index)
+    start = group * config.inner_group_num
+    return blocks[start : start + config.inner_group_num]

@@ -1,0 +1,27 @@
+"""Test-session set-up that must happen before TensorFlow runs any op."""
+
+import os
+import pathlib
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# Deterministic kernels, so runs that should match bit for bit do.
+os.environ.setdefault("TF_DETERMINISTIC_OPS", "1")
+
+import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+# MirroredStrategy tests need two CPU devices; logical devices can only be
+# configured before the runtime initializes.
+_cpus = tf.config.list_physical_devices("CPU")
+tf.config.set_logical_device_configuration(_cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data():
+    """../shared/data when present (real public data); tests using it skip otherwise."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"{SHARED_DATA} not present")
+    return SHARED_DATA

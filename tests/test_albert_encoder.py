@@ -1,0 +1,188 @@
+import dataclasses
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.albert_config import AlbertConfig
+from albert_tf.layers.feed_forward_block import FeedForwardBlock
+from albert_tf.layers.self_attention_block import SelfAttentionBlock
+from albert_tf.layers.transformer_block import TransformerBlock
+from albert_tf.models.albert_pretrainer import AlbertPretrainer
+from albert_tf.networks.albert_encoder import AlbertEncoder
+
+TINY = AlbertConfig(
+    vocab_size=97, embedding_size=8, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
+    intermediate_size=32, max_position_embeddings=32,
+)
+
+
+def random_inputs(batch=3, seq=10, vocab=97, seed=0, pad_from=None):
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, seq), np.int32)
+    if pad_from is not None:
+        mask[:, pad_from:] = 0
+    return {
+        "input_word_ids": rng.integers(5, vocab, (batch, seq)).astype(np.int32) * mask,
+        "input_mask": mask,
+        "input_type_ids": (np.arange(seq)[None, :] >= seq // 2).astype(np.int32).repeat(batch, 0),
+    }
+
+
+def owned_blocks(encoder):
+    seen = {}
+    for layer in encoder._flatten_layers(include_self=False, recursive=True):
+        if isinstance(layer, TransformerBlock):
+            seen[id(layer)] = layer
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("num_layers", [1, 12, 48])
+def test_all_shared_encoder_owns_one_block_whatever_the_depth(num_layers):
+    config = dataclasses.replace(TINY, num_hidden_layers=num_layers)
+    encoder = AlbertEncoder(config)
+    blocks = owned_blocks(encoder)
+    assert len(blocks) == 1
+    block = blocks[0]
+    # Every trainable variable is an embedding, the projection, the pooler or
+    # one of the one block's 16 variables.
+    others = encoder.embeddings.weights + encoder.embedding_projection.weights + encoder.pooler.weights
+    assert len(block.trainable_variables) == 16
+    assert {id(v) for v in encoder.trainable_variables} == {id(v) for v in others + block.trainable_variables}
+    # The one object is really applied L times.
+    outputs = encoder(random_inputs())
+    assert len(outputs["encoder_outputs"]) == num_layers
+
+
+def test_the_shared_block_is_applied_at_every_layer():
+    encoder = AlbertEncoder(TINY)
+    inputs = random_inputs()
+    outputs = encoder(inputs)
+    block = encoder.transformer_blocks[0]
+    embeddings = encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+    hidden = encoder.embedding_projection(embeddings)
+    bias = (1.0 - tf.cast(inputs["input_mask"], tf.float32))[:, None, None, :] * -10000.0
+    for layer_output in outputs["encoder_outputs"]:
+        hidden = block(hidden, bias)
+        np.testing.assert_allclose(layer_output, hidden, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "sharing, shared_type, per_layer_type",
+    [("attention", SelfAttentionBlock, FeedForwardBlock), ("ffn", FeedForwardBlock, SelfAttentionBlock)],
+)
+def test_partial_sharing_shares_exactly_one_sublayer(sharing, shared_type, per_layer_type):
+    config = dataclasses.replace(TINY, sharing=sharing, num_hidden_layers=4)
+    encoder = AlbertEncoder(config)
+    sublayers = [layer for layer in encoder._flatten_layers(include_self=False, recursive=True)]
+    shared = {id(layer) for layer in sublayers if isinstance(layer, shared_type)}
+    per_layer = {id(layer) for layer in sublayers if isinstance(layer, per_layer_type)}
+    assert len(shared) == 1 and len(per_layer) == 4
+    attention_params = 4 * (16 * 16 + 16) + 2 * 16
+    ffn_params = 16 * 32 + 32 + 32 * 16 + 16 + 2 * 16
+    shared_params, per_layer_params = (
+        (attention_params, ffn_params) if sharing == "attention" else (ffn_params, attention_params)
+    )
+    unique = {id(v): v for block in encoder.transformer_blocks for v in block.weights}
+    assert sum(int(np.prod(v.shape)) for v in unique.values()) == shared_params + 4 * per_layer_params
+    attribute = "attention_block" if sharing == "attention" else "feed_forward_block"
+    assert len({id(getattr(block, attribute)) for block in encoder.transformer_blocks}) == 1
+
+
+def test_not_shared_encoder_owns_one_block_per_layer():
+    encoder = AlbertEncoder(dataclasses.replace(TINY, sharing="none"))
+    assert len(owned_blocks(encoder)) == 3
+
+
+def test_groups_and_inner_groups_build_g_times_r_blocks():
+    config = dataclasses.replace(TINY, num_hidden_layers=4, num_hidden_groups=2, inner_group_num=3)
+    encoder = AlbertEncoder(config)
+    assert len(owned_blocks(encoder)) == 6
+    assert len(encoder(random_inputs())["encoder_outputs"]) == 4
+
+
+def test_outputs_shapes_and_dtypes():
+    pretrainer = AlbertPretrainer(TINY)
+    inputs = dict(random_inputs(batch=2, seq=12), masked_lm_positions=np.array([[1, 2, 3], [4, 5, 0]], np.int32))
+    outputs = pretrainer(inputs)
+    assert outputs["sequence_output"].shape == (2, 12, 16)
+    assert outputs["pooled_output"].shape == (2, 16)
+    assert outputs["mlm_logits"].shape == (2, 3, 97)
+    assert outputs["sop_logits"].shape == (2, 2)
+    assert all(value.dtype == tf.float32 for value in outputs.values())
+
+
+def test_padding_does_not_change_the_real_tokens_outputs():
+    encoder = AlbertEncoder(TINY)
+    short = random_inputs(seq=6)
+    padded = {name: np.pad(value, ((0, 0), (0, 4))) for name, value in short.items()}
+    # Padded positions hold random ids and segment ids: only the mask may hide them.
+    padded["input_word_ids"][:, 6:] = 42
+    padded["input_type_ids"][:, 6:] = 1
+    np.testing.assert_allclose(
+        encoder(short)["sequence_output"], encoder(padded)["sequence_output"][:, :6], atol=1e-5
+    )
+
+
+def test_mlm_head_is_tied_to_the_e_wide_embedding_table():
+    pretrainer = AlbertPretrainer(TINY)
+    word_embeddings = pretrainer.encoder.embeddings.word_embeddings
+    assert tuple(word_embeddings.shape) == (97, 8)
+    head_own = [v for v in pretrainer.masked_lm_head.weights if v is not word_embeddings
+                and all(v is not w for w in pretrainer.encoder.weights)]
+    assert {tuple(v.shape) for v in head_own} == {(16, 8), (8,), (97,)}  # transform, LN, vocab bias: no V x E
+    inputs = dict(random_inputs(), masked_lm_positions=np.zeros((3, 2), np.int32))
+    with tf.GradientTape() as tape:
+        logits = pretrainer(inputs)["mlm_logits"]
+    # The table gets gradient through the output layer even for ids not in the input.
+    gradient = tf.convert_to_tensor(tape.gradient(logits, word_embeddings))
+    unused_ids = sorted(set(range(97)) - set(inputs["input_word_ids"].ravel().tolist()))
+    assert np.abs(gradient.numpy()[unused_ids]).sum() > 0
+
+
+def test_config_round_trips_through_keras_serialization():
+    for model in (AlbertEncoder(TINY), AlbertPretrainer(dataclasses.replace(TINY, sharing="ffn"))):
+        rebuilt = model.__class__.from_config(model.get_config())
+        assert rebuilt.get_config() == model.get_config()
+        assert rebuilt.albert_config == model.albert_config
+    for layer in (
+        TransformerBlock(hidden_size=16, num_attention_heads=2, intermediate_size=32, hidden_act="relu"),
+        SelfAttentionBlock(hidden_size=16, num_attention_heads=4, dropout_rate=0.1),
+        FeedForwardBlock(hidden_size=16, intermediate_size=8, hidden_act="gelu_exact"),
+    ):
+        rebuilt = layer.__class__.from_config(layer.get_config())
+        assert rebuilt.get_config() == layer.get_config()
+
+
+def test_keras_serialization_of_a_whole_model(tmp_path):
+    encoder = AlbertEncoder(TINY)
+    path = tmp_path / "encoder.keras"
+    encoder.save(path)
+    restored = keras.models.load_model(path)
+    inputs = random_inputs()
+    np.testing.assert_allclose(encoder(inputs)["pooled_output"], restored(inputs)["pooled_output"], atol=1e-6)
+
+
+def test_mixed_bfloat16_keeps_layer_norm_and_outputs_in_float32():
+    config = dataclasses.replace(TINY, num_hidden_layers=2)
+    reference = AlbertPretrainer(config)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        mixed = AlbertPretrainer(config)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    mixed.set_weights(reference.get_weights())
+    assert mixed.encoder.transformer_blocks[0].attention_block.query.compute_dtype == "bfloat16"
+    assert mixed.encoder.transformer_blocks[0].attention_block.layer_norm.compute_dtype == "float32"
+    inputs = dict(random_inputs(), masked_lm_positions=np.ones((3, 2), np.int32))
+    mixed_outputs, reference_outputs = mixed(inputs), reference(inputs)
+    for name in ("sequence_output", "mlm_logits", "sop_logits"):
+        assert mixed_outputs[name].dtype == tf.float32
+        np.testing.assert_allclose(mixed_outputs[name], reference_outputs[name], atol=0.1)
+
+
+def test_sequences_longer_than_the_position_table_fail():
+    encoder = AlbertEncoder(TINY)
+    with pytest.raises(ValueError, match="Sequence length 40 exceeds max_position_embeddings 32"):
+        encoder(random_inputs(seq=40))

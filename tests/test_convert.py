@@ -1,0 +1,145 @@
+"""Converter behaviour on incomplete, foreign and mismatched checkpoints."""
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import transformers
+
+import huggingface_oracle as oracle
+from albert_tf.albert_config import AlbertConfig
+from albert_tf.checkpoints.assign import CheckpointMismatchError
+from albert_tf.checkpoints.model_dir import load_encoder, load_pretrainer, write_model_dir
+from albert_tf.checkpoints.tf1_format import write_tf1_checkpoint
+from albert_tf.convert import convert
+from albert_tf.models.albert_pretrainer import AlbertPretrainer
+
+SMALL = AlbertConfig(
+    vocab_size=50, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+    intermediate_size=32, max_position_embeddings=16,
+)
+
+
+@pytest.fixture
+def tf1_tensors():
+    return oracle.original_tf1_tensors(oracle.random_pretraining_model(SMALL), SMALL)
+
+
+def write_tf1(tmp_path, tensors, config=SMALL):
+    directory = tmp_path / "google"
+    directory.mkdir(exist_ok=True)
+    write_tf1_checkpoint(tensors, str(directory / "model.ckpt"))
+    config.to_json_file(directory / "albert_config.json")
+    return str(directory / "model.ckpt")
+
+
+def test_missing_tensor_is_named_and_nothing_is_written(tmp_path, tf1_tensors):
+    del tf1_tensors["bert/encoder/transformer/group_0/inner_group_0/LayerNorm_1/beta"]
+    with pytest.raises(CheckpointMismatchError, match="missing from the source \\(1\\): bert/encoder/"
+                       "transformer/group_0/inner_group_0/LayerNorm_1/beta"):
+        convert("tf1", "albert_tf", write_tf1(tmp_path, tf1_tensors), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".out")]
+
+
+def test_unmapped_tensor_is_named(tmp_path, tf1_tensors):
+    tf1_tensors["bert/encoder/transformer/group_1/inner_group_0/LayerNorm/gamma"] = np.ones(16, np.float32)
+    with pytest.raises(CheckpointMismatchError, match="not mapped to any model variable \\(1\\): "
+                       "bert/encoder/transformer/group_1/inner_group_0/LayerNorm/gamma"):
+        convert("tf1", "albert_tf", write_tf1(tmp_path, tf1_tensors), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_shape_mismatch_is_named_with_both_shapes(tmp_path, tf1_tensors):
+    wrong = dataclasses.replace(SMALL, vocab_size=60)
+    with pytest.raises(CheckpointMismatchError, match=r"bert/embeddings/word_embeddings \(source \(50, 8\), "
+                       r"model \(60, 8\)\).*cls/predictions/output_bias"):
+        convert("tf1", "albert_tf", write_tf1(tmp_path, tf1_tensors, wrong), str(tmp_path / "out"))
+
+
+def test_masked_lm_without_sop_needs_init_missing_heads(tmp_path):
+    model = oracle.random_pretraining_model(SMALL, model_class=transformers.AlbertForMaskedLM)
+    model.save_pretrained(tmp_path / "hf")
+    expected = ["bert/pooler/dense/bias", "bert/pooler/dense/kernel", "cls/seq_relationship/output_bias",
+                "cls/seq_relationship/output_weights"]
+    with pytest.raises(CheckpointMismatchError, match=", ".join(expected)):
+        convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "out"))
+    summary = convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "out"),
+                      init_missing_heads=True)
+    assert summary["initialized_heads"] == expected
+    pretrainer = load_pretrainer(str(tmp_path / "out"))
+    np.testing.assert_array_equal(
+        pretrainer.masked_lm_head.output_bias.numpy(), model.state_dict()["predictions.bias"].numpy()
+    )
+
+
+def test_bare_albert_model_converts_to_an_encoder(tmp_path):
+    model = oracle.random_pretraining_model(SMALL, model_class=transformers.AlbertModel)
+    model.save_pretrained(tmp_path / "hf", safe_serialization=False)  # pytorch_model.bin
+    assert (tmp_path / "hf" / "pytorch_model.bin").exists() or (tmp_path / "hf" / "model.safetensors").exists()
+    summary = convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "out"))
+    assert summary["kind"] == "encoder"
+    encoder = load_encoder(str(tmp_path / "out"))
+    np.testing.assert_array_equal(
+        encoder.embeddings.word_embeddings.numpy(), model.state_dict()["embeddings.word_embeddings.weight"].numpy()
+    )
+    with pytest.raises(ValueError, match="without pretraining heads; use load_encoder"):
+        load_pretrainer(str(tmp_path / "out"))
+
+
+def test_partial_sharing_modes_refuse_foreign_formats(tmp_path):
+    model = AlbertPretrainer(dataclasses.replace(SMALL, sharing="attention"))
+    write_model_dir(model, tmp_path / "ours", "pretrainer")
+    assert load_pretrainer(str(tmp_path / "ours")).albert_config.sharing == "attention"
+    with pytest.raises(ValueError, match='sharing="attention" has no counterpart'):
+        convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
+    assert not (tmp_path / "hf").exists()
+
+
+def test_output_directory_is_never_clobbered_by_default(tmp_path, tf1_tensors):
+    source = write_tf1(tmp_path, tf1_tensors)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("precious")
+    with pytest.raises(FileExistsError, match="not empty"):
+        convert("tf1", "albert_tf", source, str(tmp_path / "out"))
+    assert (tmp_path / "out" / "keep.txt").read_text() == "precious"
+    convert("tf1", "albert_tf", source, str(tmp_path / "out"), overwrite=True)
+    assert not (tmp_path / "out" / "keep.txt").exists()
+
+
+def test_sentencepiece_model_travels_with_the_weights(tmp_path, tf1_tensors):
+    spm = tmp_path / "30k-clean.model"
+    spm.write_bytes(b"spm bytes")
+    convert("tf1", "albert_tf", write_tf1(tmp_path, tf1_tensors), str(tmp_path / "ours"), spm_model_file=str(spm))
+    assert (tmp_path / "ours" / "spm.model").read_bytes() == b"spm bytes"
+    convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
+    assert (tmp_path / "hf" / "spiece.model").read_bytes() == b"spm bytes"
+
+
+def test_not_a_checkpoint_is_a_clear_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        convert("huggingface", "albert_tf", str(tmp_path / "empty"), str(tmp_path / "out"))
+    with pytest.raises(FileNotFoundError, match="no TF1 checkpoint"):
+        convert("tf1", "albert_tf", str(tmp_path / "empty"), str(tmp_path / "out"))
+    with pytest.raises(FileNotFoundError, match="holds no checkpoint"):
+        load_pretrainer(str(tmp_path / "empty"))
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "albert_tf.convert", *args], capture_output=True, text=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
+def test_cli_success_and_one_line_failure(tmp_path, tf1_tensors):
+    source = write_tf1(tmp_path, tf1_tensors)
+    result = run_cli("--from=tf1", f"--input={source}", f"--output={tmp_path / 'out'}")
+    assert result.returncode == 0, result.stderr
+    assert "Converted tf1 -> albert_tf: a pretrainer with 32 tensors" in result.stdout
+    result = run_cli("--from=tf1", f"--input={tmp_path / 'nowhere'}", f"--output={tmp_path / 'out2'}")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith("albert_tf.convert: error:")
+    assert "nowhere" in result.stderr and not (tmp_path / "out2").exists()

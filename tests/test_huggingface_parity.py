@@ -1,0 +1,142 @@
+"""Numerical parity with Hugging Face's PyTorch ALBERT, both directions of the converter."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import transformers
+
+import huggingface_oracle as oracle
+from albert_tf.albert_config import AlbertConfig
+from albert_tf.checkpoints.model_dir import load_pretrainer, write_model_dir
+from albert_tf.checkpoints.tf1_format import write_tf1_checkpoint
+from albert_tf.convert import convert
+from albert_tf.models.albert_pretrainer import AlbertPretrainer
+
+TOLERANCE = 1e-4
+OUTPUTS = ("sequence_output", "pooled_output", "mlm_logits", "sop_logits")
+
+TINY_GROUPS = AlbertConfig(
+    vocab_size=211, embedding_size=16, hidden_size=32, num_hidden_layers=5, num_hidden_groups=2,
+    inner_group_num=2, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
+)
+
+CONFIGS = {
+    "tiny": AlbertConfig.from_preset("albert_tiny"),
+    "base": AlbertConfig.from_preset("albert_base_v2"),
+    "groups": TINY_GROUPS,
+    "not_shared_exact_gelu": dataclasses.replace(TINY_GROUPS, sharing="none", num_hidden_groups=1,
+                                                 hidden_act="gelu_exact"),
+}
+
+
+def padded_inputs(config, batch=3, seq=24, predictions=5, seed=0):
+    """Inputs whose rows have 24, 17 and 9 real tokens; padding holds junk ids to prove masking."""
+    rng = np.random.default_rng(seed)
+    lengths = [seq, seq - 7, seq - 15][:batch]
+    mask = (np.arange(seq)[None, :] < np.array(lengths)[:, None]).astype(np.int32)
+    ids = rng.integers(5, config.vocab_size, (batch, seq)).astype(np.int32)
+    types = np.stack([(np.arange(seq) >= length // 2).astype(np.int32) for length in lengths])
+    positions = np.stack([rng.choice(length, predictions, replace=False) for length in lengths]).astype(np.int32)
+    inputs = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+    return inputs, positions
+
+
+def assert_outputs_match(ours, theirs):
+    for name in OUTPUTS:
+        difference = np.max(np.abs(np.asarray(ours[name]) - theirs[name]))
+        assert difference <= TOLERANCE, f"{name}: max |difference| {difference:.2e} > {TOLERANCE}"
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_huggingface_to_albert_tf(name, tmp_path):
+    config = CONFIGS[name]
+    hf_model = oracle.random_pretraining_model(config)
+    hf_model.save_pretrained(tmp_path / "hf")
+    convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "ours"))
+    ours = load_pretrainer(str(tmp_path / "ours"))
+    assert ours.albert_config == config
+
+    inputs, positions = padded_inputs(config)
+    assert_outputs_match(
+        ours({**inputs, "masked_lm_positions": positions}),
+        oracle.run_pretraining_model(hf_model, inputs, positions),
+    )
+
+
+def randomize(model, seed=0):
+    rng = np.random.default_rng(seed)
+    model.set_weights([rng.normal(1.0 if "gamma" in w.path else 0.0, 0.02 if w.ndim == 2 else 0.1, w.shape)
+                       .astype(np.float32) for w in model.weights])
+
+
+@pytest.mark.parametrize("name", ["tiny", "groups"])
+def test_albert_tf_to_huggingface(name, tmp_path):
+    config = CONFIGS[name]
+    ours = AlbertPretrainer(config)
+    randomize(ours)
+    write_model_dir(ours, tmp_path / "ours", "pretrainer")
+    convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
+
+    hf_model, info = transformers.AlbertForPreTraining.from_pretrained(tmp_path / "hf", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+    inputs, positions = padded_inputs(config, seed=1)
+    assert_outputs_match(
+        ours({**inputs, "masked_lm_positions": positions}),
+        oracle.run_pretraining_model(hf_model.eval(), inputs, positions),
+    )
+
+
+def test_encoder_only_export_loads_as_huggingface_albert_model(tmp_path):
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+
+    config = CONFIGS["tiny"]
+    encoder = AlbertEncoder(config)
+    randomize(encoder, seed=3)
+    write_model_dir(encoder, tmp_path / "ours", "encoder")
+    convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
+    hf_model, info = transformers.AlbertModel.from_pretrained(tmp_path / "hf", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    inputs, _ = padded_inputs(config)
+    import torch
+
+    with torch.no_grad():
+        theirs = hf_model.eval()(
+            input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
+            token_type_ids=torch.tensor(inputs["input_type_ids"], dtype=torch.long),
+        )
+    np.testing.assert_allclose(encoder(inputs)["pooled_output"], theirs.pooler_output.numpy(), atol=TOLERANCE)
+
+
+@pytest.mark.parametrize("name", ["tiny", "groups"])
+def test_original_tf1_checkpoint_to_albert_tf(name, tmp_path):
+    """A checkpoint with the original names (and optimizer slots) converts and matches Hugging Face."""
+    config = CONFIGS[name]
+    hf_model = oracle.random_pretraining_model(config, seed=5)
+    tensors = oracle.original_tf1_tensors(hf_model, config)
+    # What the original training leaves beside the weights.
+    tensors["global_step"] = np.array(125000, np.int64)
+    tensors["bert/embeddings/word_embeddings/adam_m"] = np.zeros((config.vocab_size, config.embedding_size), np.float32)
+    tensors["bert/pooler/dense/kernel/adam_v"] = np.zeros((config.hidden_size, config.hidden_size), np.float32)
+    (tmp_path / "google").mkdir()
+    write_tf1_checkpoint(tensors, str(tmp_path / "google" / "model.ckpt-best"))
+    config.to_json_file(tmp_path / "google" / "albert_config.json")
+
+    convert("tf1", "albert_tf", str(tmp_path / "google" / "model.ckpt-best"), str(tmp_path / "ours"))
+    ours = load_pretrainer(str(tmp_path / "ours"))
+    inputs, positions = padded_inputs(config, seed=2)
+    assert_outputs_match(
+        ours({**inputs, "masked_lm_positions": positions}),
+        oracle.run_pretraining_model(hf_model, inputs, positions),
+    )
+
+    # And back: albert_tf -> tf1 gives the original names and values.
+    convert("albert_tf", "tf1", str(tmp_path / "ours"), str(tmp_path / "tf1_again"))
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(str(tmp_path / "tf1_again" / "model.ckpt"))
+    for tensor_name, value in tensors.items():
+        if tensor_name == "global_step" or tensor_name.endswith(("/adam_m", "/adam_v")):
+            continue
+        np.testing.assert_array_equal(reader.get_tensor(tensor_name), value)
