@@ -1,0 +1,157 @@
+"""ALBERT's n-gram masked-LM selection (ALBERT_SPEC §6), for a batch of sequences.
+
+Spans are n consecutive whole words, n in 1..ngram with p(n) ∝ 1/n (6/11, 3/11,
+2/11 for ngram=3; reversed with favor_shorter_ngram=False, as in the original).
+Candidate start words are visited in random order; a span that would exceed the
+budget is retried shorter (n-1, ..., 1) and skipped if even one word does not
+fit; spans that touch an already-masked word are skipped. Near the end of a
+sequence a span is clipped to the words that remain (n is still drawn from the
+full distribution, as in the original). The budget is min(max_predictions_per_seq, max(1, round(len(tokens) *
+masked_lm_prob))), with [CLS]/[SEP] counted in len(tokens), as in the original.
+Each selected token becomes [MASK] with p=0.8, stays with p=0.1, or becomes a
+random ordinary piece with p=0.1.
+
+[CLS]/[SEP] are never masked and end a word; a continuation piece right after
+one (left by front truncation) starts a word.
+
+Unlike the original, every draw comes from the caller's seeded generator (the
+original drew n from numpy's global, unseeded RNG). All sequences of a batch
+are handled with one set of NumPy operations; only the span-selection loop
+runs per sequence, on Python ints.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from albert_tf.text.albert_tokenizer import MASK_ID
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskingConfig:
+    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = 20
+    ngram: int = 3
+    favor_shorter_ngram: bool = True
+    do_whole_word_mask: bool = True
+
+    def ngram_probabilities(self):
+        probabilities = 1.0 / np.arange(1, self.ngram + 1)
+        if not self.favor_shorter_ngram:
+            probabilities = probabilities[::-1]
+        return probabilities / probabilities.sum()
+
+    def ngram_cumulative_probabilities(self):
+        """The CDF of n, for drawing by inverse transform."""
+        return np.cumsum(self.ngram_probabilities())
+
+
+@dataclasses.dataclass
+class MaskedBatch:
+    input_ids: np.ndarray  # int32 [N, S], replacements applied, zero padding
+    positions: np.ndarray  # int32 [N, P], ascending per row, zero padding
+    labels: np.ndarray  # int32 [N, P], the original ids
+    weights: np.ndarray  # float32 [N, P], 1.0 for real predictions
+    ngram_lengths: list  # n of every selected span (for statistics)
+    replacement_counts: np.ndarray  # int64 [3]: [MASK], kept, random
+
+
+def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative, random_piece_ids, rng):
+    """Chooses and applies the masked-LM predictions of N sequences.
+
+    Args:
+      tokens: int32 [N, S] token ids, zero padded past `lengths`.
+      lengths: int [N] real lengths.
+      is_special: bool [N, S], True at [CLS]/[SEP].
+      word_start_table: bool [V], whether a piece starts a word.
+      config: MaskingConfig; cumulative: config.ngram_cumulative_probabilities() (passed
+        in so it is computed once, not per batch).
+      random_piece_ids: ids a random replacement may take.
+      rng: numpy Generator.
+    """
+    count, width = tokens.shape
+    max_predictions = config.max_predictions_per_seq
+    output = tokens.copy()
+    positions = np.zeros((count, max_predictions), np.int32)
+    labels = np.zeros((count, max_predictions), np.int32)
+    weights = np.zeros((count, max_predictions), np.float32)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if count == 0 or config.masked_lm_prob == 0:
+        return MaskedBatch(output, positions, labels, weights, [], np.zeros(3, np.int64))
+
+    # Word starts and ends, over the flattened batch. The first padding position
+    # of each row (or the next row's [CLS]) is a boundary too, so a word never
+    # runs past its row.
+    in_row = np.arange(width)[None, :] < lengths[:, None]
+    candidate = in_row & ~is_special
+    after_special = np.zeros_like(is_special)
+    after_special[:, 1:] = is_special[:, :-1]
+    starts_word = candidate & (after_special | (word_start_table[tokens] if config.do_whole_word_mask else True))
+    boundary = starts_word | is_special | ~in_row
+    flat_starts = np.flatnonzero(starts_word)
+    flat_boundaries = np.append(np.flatnonzero(boundary), count * width)
+    flat_ends = flat_boundaries[np.searchsorted(flat_boundaries, flat_starts, side="right")]
+    word_row = flat_starts // width
+    words_per_row = np.bincount(word_row, minlength=count)
+    first_word = np.concatenate(([0], np.cumsum(words_per_row)))
+
+    # Random visiting order within each row, and each candidate's n.
+    num_words = len(flat_starts)
+    uniforms = rng.random(2 * num_words)
+    order = np.lexsort((uniforms[:num_words], word_row)).tolist()
+    ngram_draws = np.searchsorted(cumulative, uniforms[num_words:], side="right") + 1
+    remaining = first_word[word_row + 1] - np.arange(num_words)  # words left in the row from each word
+    span_words = np.minimum(np.minimum(ngram_draws, config.ngram), remaining).tolist()
+    token_prefix = [0] + np.cumsum(flat_ends - flat_starts).tolist()  # tokens in words [0, w), batch-wide
+    # np.round rounds halves to even, like the original's Python round().
+    budgets = np.minimum(max_predictions, np.maximum(1, np.round(lengths * config.masked_lm_prob))).astype(int).tolist()
+
+    covered = [False] * num_words
+    chosen = []  # (row, word) of every masked word
+    ngram_lengths = []
+    for row in range(count):
+        budget = budgets[row]
+        masked = 0
+        row_order = order[first_word[row] : first_word[row + 1]]
+        for word in row_order:
+            if masked >= budget:
+                break
+            n = span_words[word]
+            while n > 0 and masked + token_prefix[word + n] - token_prefix[word] > budget:
+                n -= 1
+            if n == 0 or True in covered[word : word + n]:
+                continue
+            covered[word : word + n] = [True] * n
+            ngram_lengths.append(n)
+            masked += token_prefix[word + n] - token_prefix[word]
+
+    # Masked tokens, in position order within each row.
+    chosen_words = np.flatnonzero(covered)
+    word_sizes = (flat_ends - flat_starts)[chosen_words]
+    flat_positions = np.repeat(flat_starts[chosen_words], word_sizes) + _ranges_within(word_sizes)
+    rows = flat_positions // width
+    slots = np.arange(len(rows)) - np.searchsorted(rows, rows)  # index among the row's predictions
+    columns = flat_positions % width
+    original = tokens.ravel()[flat_positions]
+
+    total = len(flat_positions)
+    draws = rng.random(3 * total)
+    # 80% [MASK]; otherwise keep or random with equal odds (10% / 10%).
+    kinds = ((draws[:total] >= 0.8) * (1 + (draws[total : 2 * total] >= 0.5))).astype(np.int8)
+    random_ids = random_piece_ids[(draws[2 * total :] * len(random_piece_ids)).astype(np.int64)]
+    output.ravel()[flat_positions] = np.where(kinds == 0, MASK_ID, np.where(kinds == 1, original, random_ids))
+    positions[rows, slots] = columns
+    labels[rows, slots] = original
+    weights[rows, slots] = 1.0
+    return MaskedBatch(output, positions, labels, weights, ngram_lengths, np.bincount(kinds, minlength=3))
+
+
+def _ranges_within(sizes):
+    """[0..s0-1, 0..s1-1, ...] for sizes [s0, s1, ...]."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    return np.arange(total) - starts
+

@@ -1,0 +1,143 @@
+"""`AlbertTokenizer`: SentencePiece with the original ALBERT preprocessing and ids.
+
+>>> tokenizer = AlbertTokenizer("spm.model")            # doctest: +SKIP
+>>> tokenizer.tokenize("Pi is 3.14, roughly.")          # doctest: +SKIP
+['▁pi', '▁is', '▁3.14', ',', '▁roughly', '.']
+"""
+
+import numpy as np
+import sentencepiece
+
+from albert_tf.text.preprocessing import preprocess_text
+
+SPIECE_UNDERLINE = "\u2581"
+
+# The ids ALBERT's vocabulary layout fixes (ALBERT_SPEC §5).
+SPECIAL_PIECES = {"<pad>": 0, "<unk>": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
+PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = range(5)
+
+# Pieces the original masking treats as words of their own (`_is_start_piece`).
+_WORD_START_PUNCTUATION = set('!"#$%&"()*+,-./:;?@[\\]^_`{|}~') | {"€", "£"}
+_ENGLISH_LETTERS = set("abcdefghijklmnopqrstuvwxyz")
+
+
+def is_word_start_piece(piece):
+    """True if `piece` starts a word for whole-word masking, as in the original.
+
+    A piece starts a word if it begins with '▁' or '<', is a punctuation piece,
+    or contains any character outside a-z and that punctuation (digits, accented
+    or non-Latin letters: "foreign characters" are treated as whole pieces).
+    """
+    return (
+        piece.startswith(SPIECE_UNDERLINE)
+        or piece.startswith("<")
+        or piece in _WORD_START_PUNCTUATION
+        or not all(char.lower() in _ENGLISH_LETTERS or char in _WORD_START_PUNCTUATION for char in piece)
+    )
+
+
+def _ends_with_digit_comma(piece):
+    return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+
+class AlbertTokenizer:
+    """Python tokenizer: preprocess, SentencePiece-encode, split `<digit>,` pieces.
+
+    Args:
+      spm_model_file: path of a SentencePiece model, or None with `model_proto`.
+      model_proto: the serialized model (bytes).
+      lower_case, keep_accents: the original preprocessing switches.
+
+    Raises ValueError if the model's special pieces are not at ALBERT's ids
+    (<pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4).
+    """
+
+    def __init__(self, spm_model_file=None, model_proto=None, lower_case=True, keep_accents=False):
+        if (spm_model_file is None) == (model_proto is None):
+            raise ValueError("Pass exactly one of spm_model_file and model_proto")
+        if model_proto is None:
+            try:
+                with open(spm_model_file, "rb") as f:
+                    model_proto = f.read()
+            except FileNotFoundError:
+                raise FileNotFoundError(f"{spm_model_file}: SentencePiece model not found") from None
+        self.model_proto = model_proto
+        self.source = spm_model_file or "<model_proto>"
+        self.lower_case = lower_case
+        self.keep_accents = keep_accents
+        self.sp = sentencepiece.SentencePieceProcessor()
+        try:
+            self.sp.LoadFromSerializedProto(model_proto)
+        except (RuntimeError, OSError) as error:
+            raise ValueError(f"{self.source}: not a SentencePiece model ({error})") from None
+        wrong = {
+            piece: (self.sp.piece_to_id(piece), expected)
+            for piece, expected in SPECIAL_PIECES.items()
+            if self.sp.piece_to_id(piece) != expected or self.sp.id_to_piece(expected) != piece
+        }
+        if wrong:
+            found = ", ".join(f"{piece} at {self.sp.id_to_piece(expected)!r}'s place" for piece, (_, expected) in wrong.items())
+            raise ValueError(
+                f"{self.source}: not an ALBERT vocabulary; needs <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, "
+                f"[MASK]=4 ({found}). Train one with `python -m albert_tf.train_sentencepiece`."
+            )
+        pieces = [self.sp.id_to_piece(i) for i in range(self.vocab_size)]
+        self._needs_comma_split = np.array([_ends_with_digit_comma(p) for p in pieces], dtype=bool)
+        self.word_start_table = np.array([is_word_start_piece(p) for p in pieces], dtype=bool)
+        # Pieces a random replacement may use: not control symbols, not <unk>.
+        self.normal_piece_ids = np.array(
+            [i for i in range(self.vocab_size) if not (self.sp.is_control(i) or self.sp.is_unknown(i))],
+            dtype=np.int32,
+        )
+
+    @property
+    def vocab_size(self):
+        return self.sp.get_piece_size()
+
+    def preprocess(self, text):
+        return preprocess_text(text, lower_case=self.lower_case, keep_accents=self.keep_accents)
+
+    def _split_digit_commas(self, ids):
+        """The original's fix-up: a piece ending in `<digit>,` becomes its prefix pieces + ','."""
+        result = []
+        for token_id in ids:
+            if not self._needs_comma_split[token_id]:
+                result.append(token_id)
+                continue
+            piece = self.sp.id_to_piece(token_id)
+            sub_pieces = self.sp.encode_as_pieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
+            if not piece.startswith(SPIECE_UNDERLINE) and sub_pieces and sub_pieces[0].startswith(SPIECE_UNDERLINE):
+                if len(sub_pieces[0]) == 1:
+                    sub_pieces = sub_pieces[1:]
+                else:
+                    sub_pieces[0] = sub_pieces[0][1:]
+            result.extend(self.sp.piece_to_id(p) for p in sub_pieces)
+            result.append(self.sp.piece_to_id(piece[-1]))
+        return result
+
+    def encode_preprocessed(self, texts):
+        """Ids for already-preprocessed strings (a list), as lists of ints."""
+        return [
+            self._split_digit_commas(ids) if self._needs_comma_split[ids].any() else ids
+            for ids in self.sp.encode(list(texts))
+        ]
+
+    def encode(self, text):
+        """Ids of one raw string."""
+        return self.encode_preprocessed([self.preprocess(text)])[0]
+
+    def encode_batch(self, texts):
+        return self.encode_preprocessed([self.preprocess(text) for text in texts])
+
+    def tokenize(self, text):
+        """Pieces of one raw string."""
+        return [self.sp.id_to_piece(i) for i in self.encode(text)]
+
+    def id_to_piece(self, token_id):
+        return self.sp.id_to_piece(int(token_id))
+
+    def piece_to_id(self, piece):
+        return self.sp.piece_to_id(piece)
+
+    def decode(self, ids):
+        return self.sp.decode([int(i) for i in ids if int(i) not in (PAD_ID, CLS_ID, SEP_ID)])

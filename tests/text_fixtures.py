@@ -1,0 +1,63 @@
+"""Small corpora and SentencePiece models the tests make themselves."""
+
+import random
+
+WORDS = (
+    "the of and to in is was that for it with as his on be at by had are but from or have an they which one "
+    "you were her all she there would their we him been has when who will more no if out so said what up its "
+    "about into than them can only other new some could time these two may then do first any my now such like "
+    "our over man me even most made after also did many before must through back years where much your way "
+    "well down should because each just those people mr how too little state good very make world still own "
+    "see men work long get here between both life being under never day same another know while last might "
+    "us great old year off come since against go came right used take three river garden window morning "
+    "letter evening mountain village question answer country island summer winter bridge market"
+).split()
+
+SPECIAL_LINES = [
+    "Café déjà vu: naïve coöperation, Ångström and Œuvre.",
+    "``Quoted,'' she said -- ``twice''.",
+    "Prices rose 3.0, 12, 1,000,000, and 7,5 units; version 2.1, not 2.10,",
+    "Tabs\tand   many   spaces,\u00a0non-breaking\u2003em space\u3000ideographic.",
+    "東京と大阪は日本の都市です。 北京欢迎你！",
+    "Emoji 😀🎉 and symbols ™ © ½ ﬁ ligatures.",
+    "İstanbul ΟΔΟΣ Straße ǅ Ⅻ — Greek and Turkish.",
+]
+
+
+def random_sentence(rng, min_words=4, max_words=18):
+    words = [rng.choice(WORDS) for _ in range(rng.randint(min_words, max_words))]
+    if rng.random() < 0.2:
+        words.insert(rng.randrange(len(words)), f"{rng.randint(1, 999)},")
+    words[0] = words[0].capitalize()
+    return " ".join(words) + rng.choice([".", ".", ".", "?", "!"])
+
+
+def write_corpus(path, num_documents=12, seed=0, sentences=(3, 40), paragraphs=False):
+    """A sentence-per-line (or paragraph-per-line) corpus with blank lines between documents."""
+    rng = random.Random(seed)
+    lines = []
+    for document in range(num_documents):
+        count = rng.randint(*sentences)
+        sentences_of_document = [random_sentence(rng) for _ in range(count)]
+        if document % 4 == 0:
+            sentences_of_document.insert(0, SPECIAL_LINES[document // 4 % len(SPECIAL_LINES)])
+        if paragraphs:
+            for start in range(0, len(sentences_of_document), 4):
+                lines.append(" ".join(sentences_of_document[start : start + 4]))
+        else:
+            lines.extend(sentences_of_document)
+        lines.append("")
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def train_small_spm(tmp_path_factory, name="spm", vocab_size=400):
+    from albert_tf.train_sentencepiece import train
+
+    directory = tmp_path_factory.mktemp(name)
+    corpus = write_corpus(directory / "corpus.txt", num_documents=40, seed=1)
+    with open(corpus, "a", encoding="utf-8") as f:
+        f.write("\n" + "\n".join(SPECIAL_LINES * 3) + "\n")
+    prefix = directory / "spm"
+    train([str(corpus)], str(prefix), vocab_size=vocab_size, hard_vocab_limit=False, num_threads=1)
+    return prefix.with_suffix(".model")
