@@ -37,8 +37,10 @@ from albert_tf import cli
 _worker = {}
 
 
-def define_flags():
-    flags.DEFINE_list("input_file", None, "Input text files: comma-separated globs. Format: see --input_format.")
+def define_data_flags():
+    """The flags that determine the data (shared with the Beam pipeline)."""
+    flags.DEFINE_list("input_file", None, "Input text files (.gz read decompressed): comma-separated globs. "
+                      "Format: see --input_format.")
     flags.DEFINE_string("output_file", None, "Output prefix: writes PREFIX-NNNNN-of-NNNNN.tfrecord[.gz] and "
                         "PREFIX.metadata.json.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model (from albert_tf.train_sentencepiece or the "
@@ -66,7 +68,6 @@ def define_flags():
     flags.DEFINE_integer("random_document_pool", 100, "Other-document segments (NSP, --single_segment="
                          "other_document) come from the same pool of this many consecutive documents of a file.")
     flags.DEFINE_integer("random_seed", 12345, "Seed; the same seed gives byte-identical output.")
-    flags.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes (1 = run in this process).")
     flags.DEFINE_integer("num_output_shards", 1, "Output files. Each shard is sorted in memory at the end: "
                          "keep shards under ~1 GB (e.g. one per 2 GB of input text at dupe_factor 40).")
     flags.DEFINE_enum("compression", "none", ["none", "gzip"], "Output TFRecord compression.")
@@ -74,6 +75,11 @@ def define_flags():
     flags.DEFINE_integer("max_document_sentences", 100_000, "Documents longer than this many sentences (e.g. a "
                          "file without blank lines) are cut into parts (and counted).")
     flags.DEFINE_bool("overwrite", False, "Replace existing outputs with this prefix.")
+
+
+def define_flags():
+    define_data_flags()
+    flags.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes (1 = run in this process).")
 
 
 def _init_worker(model_proto, config, spool_directory):

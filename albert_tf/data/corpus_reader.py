@@ -5,6 +5,8 @@ Input formats (ALBERT_SPEC §6):
   paragraphs: one paragraph per line, a blank line between documents; each
               paragraph is split into sentences.
 
+Files ending in .gz are read decompressed.
+
 What is skipped, and counted in `CorpusStats` (nothing is silently dropped):
   - empty files (no text at all) and binary files (a NUL byte in the first 8 KiB);
   - lines longer than `max_line_bytes` (read in bounded chunks, never whole);
@@ -17,6 +19,7 @@ sentences, and counted, so one document never has to fit a whole file.
 import collections
 import dataclasses
 import glob
+import gzip
 import os
 
 from albert_tf.text.sentence_splitter import split_sentences
@@ -82,23 +85,36 @@ def expand_input_patterns(patterns):
     return sorted(paths)
 
 
-def _is_binary(path):
-    with open(path, "rb") as f:
-        return b"\x00" in f.read(_BINARY_SNIFF_BYTES)
+def open_local(path):
+    return open(path, "rb")
 
 
-def iter_file_lines(path, stats, max_line_bytes=DEFAULT_MAX_LINE_BYTES, file_object=None):
+def _open_text_source(path, opener):
+    """A binary file object of the file's text (gunzipped for .gz)."""
+    raw = opener(path)
+    return gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
+
+
+def _is_binary(path, opener):
+    try:
+        with _open_text_source(path, opener) as f:
+            return b"\x00" in f.read(_BINARY_SNIFF_BYTES)
+    except (OSError, EOFError):  # not gzip after all, or truncated
+        return True
+
+
+def iter_file_lines(path, stats, max_line_bytes=DEFAULT_MAX_LINE_BYTES, opener=open_local):
     """Yields the decoded lines of one file (without line ends), skipping and counting bad ones.
 
-    Blank lines are yielded (as ""): they separate documents.
+    Blank lines are yielded (as ""): they separate documents. `opener(path)`
+    returns a binary file object (Beam passes its FileSystems.open).
     """
-    if file_object is None and _is_binary(path):
+    if _is_binary(path, opener):
         stats.skipped_files[path] = "binary (NUL bytes)"
         return
     stats.files += 1
     seen_text = False
-    opener = (lambda: file_object) if file_object is not None else (lambda: open(path, "rb"))
-    with opener() as f:
+    with _open_text_source(path, opener) as f:
         while True:
             raw = f.readline(max_line_bytes + 1)
             if not raw:
@@ -125,7 +141,7 @@ def iter_file_lines(path, stats, max_line_bytes=DEFAULT_MAX_LINE_BYTES, file_obj
 
 
 def iter_documents(path, file_index, stats, input_format="sentences", max_line_bytes=DEFAULT_MAX_LINE_BYTES,
-                   max_document_sentences=DEFAULT_MAX_DOCUMENT_SENTENCES, file_object=None):
+                   max_document_sentences=DEFAULT_MAX_DOCUMENT_SENTENCES, opener=open_local):
     """Yields the `Document`s of one file, numbered from 0 in file order."""
     if input_format not in INPUT_FORMATS:
         raise ValueError(f"input_format must be one of {INPUT_FORMATS}, got {input_format!r}")
@@ -141,7 +157,7 @@ def iter_documents(path, file_index, stats, input_format="sentences", max_line_b
         sentences = []
         return document
 
-    for line in iter_file_lines(path, stats, max_line_bytes, file_object):
+    for line in iter_file_lines(path, stats, max_line_bytes, opener):
         if not line.strip():
             if sentences:
                 yield finish()

@@ -33,6 +33,7 @@ from albert_tf.data.corpus_reader import (
     DEFAULT_MAX_LINE_BYTES,
     CorpusStats,
     iter_documents,
+    open_local,
 )
 from albert_tf.data.pretraining_instances import (
     FLOAT_FEATURES,
@@ -78,21 +79,31 @@ def shard_paths(output_prefix, num_shards, compression):
     return [f"{output_prefix}-{index:05d}-of-{num_shards:05d}{extension}" for index in range(num_shards)]
 
 
+def output_patterns(output_prefix):
+    """Globs of every file a run with this prefix writes (any shard count, any compression)."""
+    return [f"{output_prefix}-?????-of-?????.tfrecord", f"{output_prefix}-?????-of-?????.tfrecord.gz",
+            output_prefix + METADATA_SUFFIX]
+
+
 def existing_outputs(output_prefix):
-    """Files a previous run with this prefix left (any shard count, any compression)."""
-    pattern = glob.escape(output_prefix)
-    return sorted(glob.glob(f"{pattern}-?????-of-?????.tfrecord*") + glob.glob(pattern + METADATA_SUFFIX))
+    """Files a previous run with this prefix left."""
+    escaped = glob.escape(output_prefix)
+    return sorted(path for pattern in output_patterns(escaped) for path in glob.glob(pattern))
 
 
 # --- Work units -------------------------------------------------------------------
 
 
+def iter_file(path, file_index, config, stats, opener=open_local):
+    """Documents of one input file, with the reading limits of `config`."""
+    return iter_documents(path, file_index, stats, config.input_format, config.max_line_bytes,
+                          config.max_document_sentences, opener)
+
+
 def iter_corpus(paths, config, stats):
     """Documents of all `paths` in order; file indexes follow the (sorted) list."""
     for file_index, path in enumerate(paths):
-        yield from iter_documents(
-            path, file_index, stats, config.input_format, config.max_line_bytes, config.max_document_sentences
-        )
+        yield from iter_file(path, file_index, config, stats)
 
 
 def group_into_units(documents, instance_config, unit_bytes=1 << 20):
@@ -182,10 +193,13 @@ def read_spool(path):
     return records
 
 
-def write_shard(records, path, compression):
-    """Sorts (sort tuple, example) records and writes them as one TFRecord file; returns the count."""
+def write_shard(records, path, compression, create=lambda path: open(path, "wb")):
+    """Sorts (sort tuple, example) records and writes them as one TFRecord file; returns the count.
+
+    `create(path)` opens the file for writing (Beam passes its FileSystems.create).
+    """
     records.sort(key=lambda record: record[0])
-    with TFRecordWriter(open(path, "wb"), "gzip" if compression == "gzip" else None) as writer:
+    with TFRecordWriter(create(path), "gzip" if compression == "gzip" else None) as writer:
         for _, data in records:
             writer.write(data)
     return len(records)

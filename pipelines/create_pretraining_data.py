@@ -1,0 +1,242 @@
+r"""create_pretraining_data as an Apache Beam pipeline, for corpora too big for one machine.
+
+Same flags and same output as `python -m albert_tf.create_pretraining_data`
+(byte for byte, for the same inputs and --random_seed), on any Beam runner.
+The runner must be named; Beam options go through untouched:
+
+  # Locally (FnApiRunner: no download; DirectRunner would first fetch Prism)
+  python -m pipelines.create_pretraining_data --runner=FnApiRunner \
+      --direct_num_workers=2 --direct_running_mode=multi_processing \
+      --input_file='corpus/*.txt' --output_file=out/train --spm_model_file=30k-clean.model
+
+  # Dataflow: ship albert_tf to the workers as a wheel
+  pip wheel --no-deps -w dist .
+  python -m pipelines.create_pretraining_data --runner=DataflowRunner \
+      --project=PROJECT --region=REGION --temp_location=gs://BUCKET/tmp \
+      --extra_package=dist/albert_tf-0.1.0-py3-none-any.whl \
+      --requirements_file=pipelines/requirements-workers.txt \
+      --input_file='gs://BUCKET/corpus/*.txt' --output_file=gs://BUCKET/data/train \
+      --spm_model_file=gs://BUCKET/30k-clean.model --num_output_shards=1024
+
+  # Flink / Spark: --runner=FlinkRunner --flink_master=HOST:PORT, or
+  #                --runner=SparkRunner --spark_master_url=spark://HOST:7077
+
+How it is laid out: one task reads each input file (document numbering is per
+file, so a huge single file is read by one worker: shard big corpora into many
+files). Its documents are grouped into the same work units as the local tool,
+redistributed, and turned into instances by the same `UnitProcessor`; each
+instance's sort key picks its output shard, each shard is sorted and written
+under a temporary name, and a final step renames every shard into place and
+writes the metadata. Nothing appears under the output names unless all of it
+was written.
+"""
+
+import json
+import os
+import sys
+import typing
+import uuid
+
+import apache_beam as beam
+from absl import app, flags, logging
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from albert_tf.create_pretraining_data import config_from_flags, define_data_flags
+from albert_tf.data import pretraining_data_job as job
+from albert_tf.data.corpus_reader import CorpusStats
+from albert_tf.data.pretraining_data_job import UnitProcessor
+from albert_tf.data.pretraining_instances import InstanceStats
+from albert_tf.text.albert_tokenizer import AlbertTokenizer
+
+FLAGS = flags.FLAGS
+
+
+def expand_patterns(patterns):
+    """Sorted files for comma-separated globs, on any Beam filesystem (local, gs://, ...)."""
+    paths = set()
+    for pattern in patterns:
+        matches = FileSystems.match([pattern])[0].metadata_list
+        if not matches:
+            raise FileNotFoundError(f"{pattern}: no such file (the pattern matches nothing)")
+        paths.update(match.path for match in matches)
+    return sorted(paths)
+
+
+def existing_outputs(output_prefix):
+    """Outputs of an earlier run with this prefix, on any Beam filesystem."""
+    return sorted(m.path for result in FileSystems.match(job.output_patterns(output_prefix)) for m in result.metadata_list)
+
+
+def _open_uncompressed(path):
+    # Decompression (.gz) is the corpus reader's job, exactly as in the local tool.
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def _create(path):
+    return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def read_units(indexed_path, config):
+    """(file index, path) -> work units of its documents, and its CorpusStats (tagged)."""
+    file_index, path = indexed_path
+    stats = CorpusStats()
+    yield from job.group_into_units(job.iter_file(path, file_index, config, stats, opener=_open_uncompressed),
+                                config.instances)
+    yield beam.pvalue.TaggedOutput("corpus_stats", stats)
+
+
+# Declared: Beam would otherwise infer the main output's type from a generator
+# that also yields the tagged statistics.
+@beam.typehints.with_output_types(typing.Tuple[int, typing.Any])
+class ProcessUnit(beam.DoFn):
+    """A work unit -> (shard, (sort tuple, example)) records, plus its InstanceStats (tagged)."""
+
+    def __init__(self, model_proto, config):
+        self.model_proto = model_proto
+        self.config = config
+
+    def setup(self):
+        self.processor = UnitProcessor(self.model_proto, self.config)
+
+    def process(self, unit):
+        stats = InstanceStats()
+        for shard, sort_tuple, example in self.processor.process(unit, stats):
+            yield shard, (sort_tuple, example)
+        yield beam.pvalue.TaggedOutput("instance_stats", stats)
+
+
+def _merge_all(items, make):
+    merged = make()
+    for item in items:
+        merged.merge(item)
+    return merged
+
+
+def write_shard_to_temp(shard_records, final_paths, compression, attempt):
+    """(shard, records) -> (shard, temporary path, count)."""
+    shard, records = shard_records
+    temporary = f"{final_paths[shard]}.beam-temp-{attempt}"
+    count = job.write_shard(list(records), temporary, compression, create=_create)
+    return shard, temporary, count
+
+
+def finalize(_, written, instance_stats, corpus_stats, final_paths, output_prefix, config, model_proto, vocab_size,
+             input_paths, overwrite):
+    """Renames every shard into place (writing empty shards no instance went to), then the metadata."""
+    if instance_stats.instances == 0:
+        raise ValueError(f"no instances could be made from {', '.join(input_paths)}: "
+                         + ("; ".join(corpus_stats.problems()) or "no text"))
+    counts = [0] * len(final_paths)
+    temporaries = {}
+    for shard, temporary, count in written:
+        counts[shard] = count
+        temporaries[shard] = temporary
+    previous = existing_outputs(output_prefix)
+    if previous and not overwrite:
+        raise FileExistsError(f"{previous[0]} exists: choose another --output_file or pass --overwrite")
+    if previous:
+        FileSystems.delete(previous)
+    for shard, final_path in enumerate(final_paths):
+        if shard not in temporaries:
+            temporaries[shard] = f"{final_path}.beam-temp-empty"
+            job.write_shard([], temporaries[shard], config.compression, create=_create)
+    FileSystems.rename([temporaries[s] for s in range(len(final_paths))], list(final_paths))
+    metadata = job.build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, instance_stats,
+                                  counts, final_paths)
+    with _create(output_prefix + job.METADATA_SUFFIX + ".beam-temp") as f:
+        f.write((json.dumps(metadata, indent=2, sort_keys=True) + "\n").encode())
+    FileSystems.rename([output_prefix + job.METADATA_SUFFIX + ".beam-temp"], [output_prefix + job.METADATA_SUFFIX])
+    return metadata
+
+
+def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, overwrite=False):
+    """Adds the whole job to `pipeline`; returns the PCollection holding the final metadata."""
+    vocab_size = AlbertTokenizer(model_proto=model_proto, lower_case=config.lower_case).vocab_size
+    final_paths = job.shard_paths(output_prefix, config.num_output_shards, config.compression)
+    read = (
+        pipeline
+        | "Files" >> beam.Create(list(enumerate(input_paths)))
+        | "ReadUnits" >> beam.FlatMap(read_units, config).with_outputs("corpus_stats", main="units")
+    )
+    processed = (
+        read.units
+        | "Redistribute" >> beam.Reshuffle()
+        | "MakeInstances" >> beam.ParDo(ProcessUnit(model_proto, config)).with_outputs("instance_stats", main="records")
+    )
+    written = (
+        processed.records
+        | "GroupByShard" >> beam.GroupByKey()
+        | "WriteShards" >> beam.Map(write_shard_to_temp, final_paths, config.compression, uuid.uuid4().hex)
+    )
+    instance_stats = processed.instance_stats | "InstanceStats" >> beam.CombineGlobally(_merge_all, InstanceStats)
+    corpus_stats = read.corpus_stats | "CorpusStats" >> beam.CombineGlobally(_merge_all, CorpusStats)
+    return (
+        pipeline
+        | "Once" >> beam.Create([None])
+        | "Finalize" >> beam.Map(
+            finalize,
+            written=beam.pvalue.AsList(written),
+            instance_stats=beam.pvalue.AsSingleton(instance_stats),
+            corpus_stats=beam.pvalue.AsSingleton(corpus_stats),
+            final_paths=final_paths,
+            output_prefix=output_prefix,
+            config=config,
+            model_proto=model_proto,
+            vocab_size=vocab_size,
+            input_paths=input_paths,
+            overwrite=overwrite,
+        )
+    )
+
+
+def run(argv, beam_args):
+    del argv
+    for name in ("input_file", "output_file", "spm_model_file"):
+        if not FLAGS[name].value:
+            raise ValueError(f"--{name} is required")
+    options = PipelineOptions(beam_args)
+    runner = options.view_as(StandardOptions).runner
+    if not runner:
+        raise ValueError("name the Beam runner: --runner=FnApiRunner (local, offline), DirectRunner, "
+                         "DataflowRunner, FlinkRunner or SparkRunner")
+    config = config_from_flags(FLAGS)
+    input_paths = expand_patterns(FLAGS.input_file)
+    existing = existing_outputs(FLAGS.output_file)
+    if existing and not FLAGS.overwrite:  # checked again when renaming; this saves a wasted run
+        raise FileExistsError(f"{existing[0]} exists: choose another --output_file or pass --overwrite")
+    with FileSystems.open(FLAGS.spm_model_file) as f:
+        model_proto = f.read()
+    with beam.Pipeline(options=options) as pipeline:
+        build_pipeline(pipeline, input_paths, FLAGS.output_file, model_proto, config, FLAGS.overwrite)
+    print(f"Wrote {FLAGS.output_file}-*-of-{config.num_output_shards:05d}* and "
+          f"{FLAGS.output_file}.metadata.json with the {runner}.")
+    return 0
+
+
+def main():
+    define_data_flags()
+    beam_args = []
+
+    def parse(argv):
+        # Our flags are ours; everything else (--runner, --project, ...) is Beam's.
+        remaining = FLAGS(argv, known_only=True)
+        beam_args.extend(remaining[1:])
+        return remaining[:1]
+
+    def wrapped(argv):
+        if not FLAGS["verbosity"].present:
+            logging.set_verbosity(logging.WARNING)
+        try:
+            return run(argv, beam_args)
+        except (FileNotFoundError, FileExistsError, ValueError) as error:
+            print(f"pipelines.create_pretraining_data: error: {error}", file=sys.stderr)
+            return 1
+
+    app.run(wrapped, flags_parser=parse)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    main()

@@ -1,0 +1,63 @@
+"""The Beam pipeline produces the local tool's output, byte for byte."""
+
+import os
+import subprocess
+import sys
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from albert_tf.create_pretraining_data import create_pretraining_data
+from albert_tf.data.masking import MaskingConfig
+from albert_tf.data.pretraining_data_job import CreationConfig
+from albert_tf.data.pretraining_instances import InstanceConfig
+from pipelines.create_pretraining_data import build_pipeline
+from text_fixtures import train_small_spm, write_corpus
+
+CONFIG = CreationConfig(
+    instances=InstanceConfig(max_seq_length=64, dupe_factor=2, masking=MaskingConfig(max_predictions_per_seq=10)),
+    num_output_shards=4,
+    compression="gzip",
+)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("beam")
+    paths = [str(write_corpus(directory / f"part{i}.txt", num_documents=8, seed=10 + i)) for i in range(3)]
+    (directory / "empty.txt").write_text("")
+    return sorted(paths + [str(directory / "empty.txt")]), str(train_small_spm(tmp_path_factory, "beam_spm"))
+
+
+def outputs(directory):
+    return {name: open(os.path.join(directory, name), "rb").read() for name in sorted(os.listdir(directory))}
+
+
+def test_beam_output_equals_the_local_tool(tmp_path, inputs):
+    paths, spm_model = inputs
+    create_pretraining_data(paths, str(tmp_path / "local" / "data"), spm_model, CONFIG, num_workers=2, progress=False)
+    options = PipelineOptions(["--runner=FnApiRunner", "--direct_num_workers=2",
+                               "--direct_running_mode=multi_threading"])
+    with beam.Pipeline(options=options) as pipeline:
+        build_pipeline(pipeline, paths, str(tmp_path / "beam" / "data"), open(spm_model, "rb").read(), CONFIG)
+    local, from_beam = outputs(tmp_path / "local"), outputs(tmp_path / "beam")
+    assert list(local) == list(from_beam) == [
+        "data-00000-of-00004.tfrecord.gz", "data-00001-of-00004.tfrecord.gz", "data-00002-of-00004.tfrecord.gz",
+        "data-00003-of-00004.tfrecord.gz", "data.metadata.json"]
+    assert local == from_beam
+
+
+def test_cli_requires_a_named_runner_and_passes_beam_options(tmp_path, inputs):
+    paths, spm_model = inputs
+    corpus = [path for path in paths if "part0" in path][0]
+    base = [sys.executable, "-m", "pipelines.create_pretraining_data", f"--input_file={corpus}",
+            f"--output_file={tmp_path / 'd'}", f"--spm_model_file={spm_model}", "--max_seq_length=64",
+            "--max_predictions_per_seq=10", "--dupe_factor=1"]
+    result = subprocess.run(base, capture_output=True, text=True)
+    assert result.returncode == 1 and "name the Beam runner: --runner=FnApiRunner" in result.stderr
+    result = subprocess.run(base + ["--runner=FnApiRunner", "--direct_num_workers=1"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert os.path.exists(tmp_path / "d-00000-of-00001.tfrecord") and os.path.exists(tmp_path / "d.metadata.json")
+    result = subprocess.run(base + ["--runner=FnApiRunner"], capture_output=True, text=True)
+    assert result.returncode == 1 and "exists: choose another --output_file or pass --overwrite" in result.stderr
