@@ -26,13 +26,13 @@ replacement tokens are ordinary pieces, never <pad>/[CLS]/[SEP]/[MASK]/<unk>.
 import multiprocessing
 import os
 import shutil
-import sys
 import tempfile
 import time
 
 from absl import flags
 
 from albert_tf import cli
+from albert_tf.file_utils import write_json_atomically
 
 _worker = {}
 
@@ -182,7 +182,7 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
             os.replace(os.path.join(staging, os.path.basename(final_path)), final_path)
         metadata = job.build_metadata(config, tokenizer.model_proto, tokenizer.vocab_size, input_paths,
                                       corpus_stats, instance_stats, counts, final_paths)
-        job.write_json_atomically(output_prefix + job.METADATA_SUFFIX, metadata)
+        write_json_atomically(output_prefix + job.METADATA_SUFFIX, metadata)
         return metadata
     finally:
         if pool is not None:

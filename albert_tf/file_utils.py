@@ -1,9 +1,38 @@
 """Writing outputs all-or-nothing: stage beside the target, rename when complete."""
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _permissions_as_if_created(path, directory=False):
+    # mkstemp/mkdtemp create private (0600/0700) entries; a model or data set handed to another
+    # user (a serving container, a training job on shared storage) must get the usual umask modes.
+    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+
+
+def write_json_atomically(path, value):
+    """Writes `value` as indented JSON to `path` via a temp file + rename: never half-written."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    text = json.dumps(value, indent=2, sort_keys=True) + "\n"  # fails before anything is written
+    with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as f:
+        try:
+            f.write(text)
+            f.close()
+            _permissions_as_if_created(f.name)
+            os.replace(f.name, path)
+        except BaseException:
+            os.remove(f.name)
+            raise
 
 
 @contextlib.contextmanager
@@ -22,6 +51,7 @@ def staged_directory(directory, overwrite=False):
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.staging-", dir=parent)
     try:
+        _permissions_as_if_created(staging, directory=True)
         yield staging
         if os.path.exists(directory):
             shutil.rmtree(directory)

@@ -14,7 +14,7 @@ embeddings; the SOP classifier 2*H + 2).
 
 import json
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf import cli
 

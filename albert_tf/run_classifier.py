@@ -83,12 +83,12 @@ def main(argv):
         raise ValueError("--init_checkpoint required (or, to train from a random start, --albert_config)")
     import numpy as np
 
-    from albert_tf.checkpoints.model_dir import load_model
     from albert_tf.models.albert_classifier import AlbertClassifier
     from albert_tf.tasks import glue
     from albert_tf.tasks.glue_metrics import primary_metric, task_metrics
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
-    from albert_tf.training.finetuning import finetune, spm_model_for, starting_encoder
+    from albert_tf.training.finetuning import (finetune, model_for_evaluation, report_best, spm_model_for,
+                                              starting_encoder)
 
     task = FLAGS.task_name.lower()
     spec = glue.task_spec(task)
@@ -143,18 +143,9 @@ def main(argv):
                           keep_checkpoint_max=FLAGS.keep_checkpoint_max, seed=FLAGS.seed,
                           evaluate=evaluate if FLAGS.do_eval else None, best_metric=best_key if FLAGS.do_eval else None,
                           best_dir=best_dir, spm_model_file=spm)
-        if result["best"]:
-            print(f"Best checkpoint: step {result['best']['step']} ({best_key} {result['best'][best_key]:.4f}), "
-                  f"kept in {best_dir}", flush=True)
-    # Evaluate and predict with the best checkpoint when there is one, else the model just trained,
-    # else the fine-tuned classifier given as --init_checkpoint.
-    if os.path.isdir(best_dir) and (FLAGS.do_eval or FLAGS.do_predict):
-        model, _ = load_model(best_dir)
-    elif model is None:
-        model, loaded = load_model(FLAGS.init_checkpoint)
-        if loaded["model"] != "classifier" or loaded.get("task_name", task) != task:
-            raise ValueError(f"{FLAGS.init_checkpoint}: a {loaded.get('task_name', '')} {loaded['model']!r} model; "
-                             f"evaluating needs a {task} classifier (fine-tune one with --do_train)")
+        report_best(result, best_key, best_dir)
+    if FLAGS.do_eval or FLAGS.do_predict:
+        model = model_for_evaluation(best_dir, model, FLAGS.init_checkpoint, "classifier", task_name=task)
     if FLAGS.do_eval:
         results = evaluate(model)
         with open(os.path.join(FLAGS.output_dir, "eval_results.json"), "w") as f:

@@ -67,11 +67,11 @@ def main(argv):
         raise ValueError(f"--max_qa_length={FLAGS.max_qa_length} must be in 1..--max_seq_length - 3")
     import tensorflow as tf
 
-    from albert_tf.checkpoints.model_dir import load_model
     from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
     from albert_tf.tasks import race
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
-    from albert_tf.training.finetuning import finetune, spm_model_for, starting_encoder
+    from albert_tf.training.finetuning import (finetune, model_for_evaluation, report_best, spm_model_for,
+                                              starting_encoder)
 
     spm = spm_model_for(FLAGS.init_checkpoint, FLAGS.spm_model_file)
     tokenizer = AlbertTokenizer(spm, lower_case=FLAGS.do_lower_case)
@@ -108,17 +108,9 @@ def main(argv):
                           keep_checkpoint_max=FLAGS.keep_checkpoint_max, seed=FLAGS.seed,
                           evaluate=evaluate if FLAGS.do_eval else None,
                           best_metric="accuracy" if FLAGS.do_eval else None, best_dir=best_dir, spm_model_file=spm)
-        if result["best"]:
-            print(f"Best checkpoint: step {result['best']['step']} (accuracy {result['best']['accuracy']:.4f}), "
-                  f"kept in {best_dir}", flush=True)
-    # The best checkpoint when there is one, else the model just trained, else the fine-tuned --init_checkpoint.
-    if os.path.isdir(best_dir) and (FLAGS.do_eval or FLAGS.do_predict):
-        model, _ = load_model(best_dir)
-    elif model is None:
-        model, loaded = load_model(FLAGS.init_checkpoint)
-        if loaded["model"] != "multiple_choice":
-            raise ValueError(f"{FLAGS.init_checkpoint}: a {loaded['model']!r} model; evaluating needs a fine-tuned "
-                             "RACE model (fine-tune one with --do_train)")
+        report_best(result, "accuracy", best_dir)
+    if FLAGS.do_eval or FLAGS.do_predict:
+        model = model_for_evaluation(best_dir, model, FLAGS.init_checkpoint, "multiple_choice")
     results = {}
     if FLAGS.do_eval:
         results["dev"] = evaluate(model)

@@ -96,10 +96,10 @@ def main():
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
     parser.add_argument("--dupe_factor", type=int, default=3)
     parser.add_argument("--train_batch_size", type=int, default=32)
-    parser.add_argument("--num_train_steps", type=int, default=3000)
-    parser.add_argument("--num_warmup_steps", type=int, default=300)
-    parser.add_argument("--learning_rate", type=float, default=1e-3)
-    parser.add_argument("--save_checkpoints_steps", type=int, default=250)
+    parser.add_argument("--num_train_steps", type=int, default=8000)
+    parser.add_argument("--num_warmup_steps", type=int, default=400)
+    parser.add_argument("--learning_rate", type=float, default=1e-2)
+    parser.add_argument("--save_checkpoints_steps", type=int, default=500)
     args = parser.parse_args()
 
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO, "PYTHONUNBUFFERED": "1"}

@@ -63,7 +63,7 @@ def readme():
     for name, title, command, what in BENCHMARKS:
         path = os.path.join(RESULTS, f"{name}.md")
         body = open(path).read().strip() if os.path.exists(path) else "_Not measured yet: run the command._"
-        extra = f"\n\n![learning curve](results/learning_curve.png)" if name == "learning_curve" and os.path.exists(
+        extra = "\n\n![learning curve](results/learning_curve.png)" if name == "learning_curve" and os.path.exists(
             os.path.join(RESULTS, "learning_curve.png")) else ""
         notes_path = os.path.join(RESULTS, f"{name}.notes.md")
         notes = "\n\n" + open(notes_path).read().strip() if os.path.exists(notes_path) else ""

@@ -125,3 +125,8 @@ def test_race_end_to_end_through_the_cli(spm, tmp_path):
     assert results["test"]["accuracy"] == pytest.approx(sum(predictions[g] == truth[g] for g in truth) / 12)
     _, metadata = load_model(str(output / "best"))
     assert metadata["model"] == "multiple_choice" and metadata["best_step"] == best["step"]
+    # Evaluating without training needs a fine-tuned RACE model, not the pretrained one.
+    failed = subprocess.run([sys.executable, "-m", "albert_tf.run_race", f"--data_dir={root}",
+                             f"--init_checkpoint={checkpoint}", f"--output_dir={tmp_path / 'x'}", "--do_eval",
+                             "--max_seq_length=48", "--max_qa_length=16"], capture_output=True, text=True)
+    assert failed.returncode == 1 and "holds a 'pretrainer' model; evaluating needs a multiple_choice" in failed.stderr

@@ -14,12 +14,11 @@ Metadata (`albert_tf.json`):
 import json
 import os
 import shutil
-import tempfile
 
 import tensorflow as tf
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.file_utils import staged_directory
+from albert_tf.file_utils import staged_directory, write_json_atomically
 
 METADATA_FILE = "albert_tf.json"
 WEIGHTS_PREFIX = "weights"
@@ -82,12 +81,7 @@ def write_metadata(directory, kind, albert_config, **extra):
         "albert_config": albert_config.to_dict(),
         **extra,
     }
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, METADATA_FILE)
-    with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as f:
-        json.dump(metadata, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(f.name, path)
+    write_json_atomically(os.path.join(directory, METADATA_FILE), metadata)
     return metadata
 
 

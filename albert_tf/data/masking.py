@@ -107,7 +107,6 @@ def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative
     budgets = np.minimum(max_predictions, np.maximum(1, np.round(lengths * config.masked_lm_prob))).astype(int).tolist()
 
     covered = [False] * num_words
-    chosen = []  # (row, word) of every masked word
     ngram_lengths = []
     for row in range(count):
         budget = budgets[row]

@@ -24,14 +24,11 @@ import glob
 import hashlib
 import json
 import os
-import shutil
 import struct
-import tempfile
 
 from albert_tf.data.corpus_reader import (
     DEFAULT_MAX_DOCUMENT_SENTENCES,
     DEFAULT_MAX_LINE_BYTES,
-    CorpusStats,
     iter_documents,
     open_local,
 )
@@ -40,7 +37,6 @@ from albert_tf.data.pretraining_instances import (
     INT_FEATURES,
     InstanceBuilder,
     InstanceConfig,
-    InstanceStats,
     TokenizedDocument,
 )
 from albert_tf.data.tfrecord_io import ExampleEncoder, TFRecordWriter
@@ -235,14 +231,6 @@ def build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, i
         "statistics": instance_stats.to_json(),
         "shards": [{"file": os.path.basename(path), "instances": count} for path, count in zip(paths, shard_counts)],
     }
-
-
-def write_json_atomically(path, value):
-    directory = os.path.dirname(os.path.abspath(path))
-    with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as f:
-        json.dump(value, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(f.name, path)
 
 
 def read_metadata(output_prefix):

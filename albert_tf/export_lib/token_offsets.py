@@ -43,9 +43,7 @@ def _split_digit_commas_with_offsets(tokenizer, pieces, begins, ends):
     """
     one_per_row = tf.RaggedTensor.from_row_lengths(pieces.flat_values, tf.ones_like(pieces.flat_values, tf.int64),
                                                    validate=False)
-    # Private, but it is the tokenizer's own rule; a public `tokenize_with_offsets` on
-    # TFAlbertTokenizer would be its better home.
-    per_piece = tokenizer._split_digit_commas(one_per_row)  # [pieces, (ids of that piece)]
+    per_piece = tokenizer.split_digit_commas(one_per_row)  # [pieces, (ids of that piece)]
     ids = tf.RaggedTensor.from_row_splits(per_piece, pieces.row_splits, validate=False).merge_dims(1, 2)
 
     flat_ids = per_piece.flat_values

@@ -5,7 +5,7 @@ import keras
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.checkpoints.model_dir import register_model_kind
 from albert_tf.layers.initializers import truncated_normal
-from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_inputs
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS, encoder_for, encoder_inputs
 
 MODEL_KIND = "classifier"
 
@@ -19,9 +19,7 @@ class AlbertClassifier(keras.Model):
     """
 
     def __init__(self, encoder=None, num_labels=2, dropout=0.1, config=None, seq_length=None, **kwargs):
-        if encoder is None:
-            encoder = AlbertEncoder(AlbertConfig.from_dict(config) if isinstance(config, dict) else config,
-                                    seq_length=seq_length)
+        encoder = encoder_for("AlbertClassifier", encoder, config, seq_length)
         config = encoder.albert_config
         kwargs.setdefault("name", "albert_classifier")
         self.encoder = encoder

@@ -6,7 +6,7 @@ from keras import ops
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.checkpoints.model_dir import register_model_kind
 from albert_tf.layers.initializers import truncated_normal
-from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS, encoder_for
 
 MODEL_KIND = "multiple_choice"
 
@@ -17,8 +17,8 @@ class AlbertMultipleChoice(keras.Model):
     Outputs: {"logits": float32 [batch, num_choices]} (pooled output -> dense(1) per choice, as the original RACE)."""
 
     def __init__(self, encoder=None, num_choices=4, dropout=0.1, config=None, seq_length=None, **kwargs):
-        if encoder is None:
-            encoder = AlbertEncoder(AlbertConfig.from_dict(config) if isinstance(config, dict) else config)
+        # No seq_length for the encoder: it sees [batch * choices, seq] whatever the model's inputs say.
+        encoder = encoder_for("AlbertMultipleChoice", encoder, config)
         albert_config = encoder.albert_config
         kwargs.setdefault("name", "albert_multiple_choice")
         self.encoder = encoder

@@ -2,10 +2,9 @@
 
 import keras
 
-from albert_tf.albert_config import AlbertConfig
 from albert_tf.layers.initializers import truncated_normal
 from albert_tf.layers.masked_lm_head import MaskedLMHead
-from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_inputs
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS, encoder_for, encoder_inputs
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -27,14 +26,7 @@ class AlbertPretrainer(keras.Model):
     """
 
     def __init__(self, config=None, encoder=None, seq_length=None, max_predictions_per_seq=None, **kwargs):
-        if encoder is None:
-            if config is None:
-                raise ValueError("AlbertPretrainer needs an AlbertConfig or an AlbertEncoder")
-            if isinstance(config, dict):
-                config = AlbertConfig.from_dict(config)
-            encoder = AlbertEncoder(config, seq_length=seq_length)
-        elif config is not None and config != encoder.albert_config:
-            raise ValueError("config differs from encoder.albert_config; pass one of them")
+        encoder = encoder_for("AlbertPretrainer", encoder, config, seq_length)
         config = encoder.albert_config
         kwargs.setdefault("name", "albert_pretrainer")
 

@@ -6,7 +6,7 @@ from keras import ops
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.checkpoints.model_dir import METADATA_FILE, register_model_kind
 from albert_tf.layers.initializers import truncated_normal
-from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_inputs
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS, encoder_for, encoder_inputs
 
 MODEL_KIND = "span_labeler"
 
@@ -36,14 +36,7 @@ class AlbertSpanLabeler(keras.Model):
     """
 
     def __init__(self, encoder=None, config=None, seq_length=None, **kwargs):
-        if encoder is None:
-            if config is None:
-                raise ValueError("AlbertSpanLabeler needs an AlbertEncoder or an AlbertConfig")
-            if isinstance(config, dict):
-                config = AlbertConfig.from_dict(config)
-            encoder = AlbertEncoder(config, seq_length=seq_length)
-        elif config is not None and config != encoder.albert_config:
-            raise ValueError("config differs from encoder.albert_config; pass one of them")
+        encoder = encoder_for("AlbertSpanLabeler", encoder, config, seq_length)
         config = encoder.albert_config
         kwargs.setdefault("name", "albert_span_labeler")
 

@@ -16,6 +16,21 @@ def encoder_inputs(seq_length=None):
     return {name: keras.Input(shape=(seq_length,), dtype="int32", name=name) for name in ENCODER_INPUTS}
 
 
+def encoder_for(model_name, encoder=None, config=None, seq_length=None):
+    """The encoder a model built on ALBERT wraps: `encoder`, or a new one of `config` (an
+    AlbertConfig or its dict, as `from_config` and checkpoint loading pass it)."""
+    if encoder is None:
+        if config is None:
+            raise ValueError(f"{model_name} needs an AlbertEncoder or an AlbertConfig")
+        return AlbertEncoder(AlbertConfig.from_dict(config) if isinstance(config, dict) else config,
+                             seq_length=seq_length)
+    if config is not None:
+        config = AlbertConfig.from_dict(config) if isinstance(config, dict) else config
+        if config != encoder.albert_config:
+            raise ValueError(f"{model_name}: config differs from encoder.albert_config; pass one of them")
+    return encoder
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertEncoder(keras.Model):
     """The ALBERT encoder network (TF Hub encoder inputs and outputs).

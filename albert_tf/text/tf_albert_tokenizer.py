@@ -59,10 +59,12 @@ class TFAlbertTokenizer(keras.layers.Layer):
     def call(self, texts):
         texts = tf.convert_to_tensor(texts, dtype=tf.string)
         ids = self.sentencepiece.tokenize(self.preprocess(texts))
-        return self._split_digit_commas(ids)
+        return self.split_digit_commas(ids)
 
-    def _split_digit_commas(self, ids):
-        """The original's fix-up, with ragged ops: `3.0,` -> `▁3.0`, `,`."""
+    def split_digit_commas(self, ids):
+        """The original's fix-up of SentencePiece ids, with ragged ops: `3.0,` -> `▁3.0`, `,`.
+
+        Public for callers that tokenize with SentencePiece themselves (in-graph offsets)."""
         flat = ids.flat_values
         needs = tf.gather(self._needs_comma_split, flat)
         where = tf.where(needs)[:, 0]

@@ -124,6 +124,34 @@ def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate,
     return {"loss": loss, "evaluations": evaluations, "best": best}
 
 
+def model_for_evaluation(best_dir, trained_model, init_checkpoint, kind, task_name=None):
+    """The model a task CLI evaluates and predicts with: the best checkpoint (`best_dir`) when there is
+    one, else the model just trained, else the fine-tuned `kind` model given as `init_checkpoint`
+    (ValueError naming what it holds when it is not one, or not for `task_name`)."""
+    from albert_tf.checkpoints.model_dir import load_model
+
+    if best_dir and os.path.isdir(best_dir):
+        return load_model(best_dir)[0]
+    if trained_model is not None:
+        return trained_model
+    if not init_checkpoint:
+        raise ValueError(f"nothing to evaluate: pass --do_train or a fine-tuned {kind} as --init_checkpoint")
+    model, loaded = load_model(init_checkpoint)
+    if loaded["model"] != kind or (task_name and loaded.get("task_name", task_name) != task_name):
+        held = " ".join(filter(None, (loaded.get("task_name"), repr(loaded["model"]))))
+        wanted = " ".join(filter(None, (task_name, kind)))
+        raise ValueError(f"{init_checkpoint}: holds a {held} model; evaluating needs a {wanted} "
+                         "(fine-tune one with --do_train)")
+    return model
+
+
+def report_best(result, best_metric, best_dir, log=print):
+    """Prints which checkpoint `finetune` kept as the best, if any."""
+    if result["best"]:
+        log(f"Best checkpoint: step {result['best']['step']} ({best_metric} {result['best'][best_metric]:.4f}), "
+            f"kept in {best_dir}", flush=True)
+
+
 def starting_encoder(init_checkpoint=None, albert_config=None, seed=12345):
     """The encoder fine-tuning starts from: a checkpoint's (any albert_tf kind, or an export's encoder),
     or a freshly initialized one of `albert_config` (a preset name or config JSON)."""
