@@ -30,7 +30,8 @@ BENCHMARKS = [
      "albert_tiny pretrained with the real CLIs on the corpus (every 10th document held out); each checkpoint "
      "evaluated on the held-out documents. Plot: results/learning_curve.png."),
     ("train_step", "Training-step throughput vs KerasHub and Hugging Face",
-     "python benchmarks/train_step.py --preset=albert_base_v2 --batch_size=8 --seq_length=128",
+     "python benchmarks/train_step.py --preset=albert_base_v2 --batch_size=8 --seq_length=128 "
+     "--skip=huggingface:bf16:noxla",
      "Same architecture and shapes, one optimizer step per training step, each configuration in a fresh process, "
      "interleaved rounds, medians."),
     ("serving_latency", "Serving latency vs KerasHub's exported model",
@@ -47,14 +48,15 @@ BENCHMARKS = [
 INTRO = """# Benchmarks
 
 Every figure here was produced by the command shown, on this project's development machine
-(2 CPU cores with AVX-512/AMX, no GPU), with the peers run in the same script. Speed is
+(2 CPU cores with AVX2 but no AVX-512, so no native bf16; no GPU), with the peers run in the same script. Speed is
 reported as ratios against those peers, never asserted in tests. Regenerate everything with
 `python benchmarks/run_all.py` (peers' extra requirements: `pip install -r benchmarks/requirements.txt`).
 Sections whose results file is missing say so.
 
 GPU figures (H100 throughput and model-FLOPs utilization for large/xxlarge at seq 512) are not
-here: the GPU machine lent to this project has no TensorFlow, and TensorFlow's wheel is far
-larger than what can be carried to it, so nothing of albert_tf could run there.
+here: the GPU machine lent to this project has no TensorFlow and only CUDA 13 libraries, while
+TensorFlow 2.21's GPU wheel and the CUDA 12 libraries it needs are gigabytes, against 64 MiB that
+can be carried to that machine per call; nothing of albert_tf could run there.
 """
 
 

@@ -176,6 +176,10 @@ def main():
     parser.add_argument("--steps", type=int, default=5, help="timed steps per measurement (after 2 warm-up steps)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", default="", help="comma-separated peers to run (default: all)")
+    parser.add_argument("--skip", default="", help="comma-separated configurations to leave out, as "
+                        "peer:precision:xla|noxla (e.g. huggingface:bf16:noxla)")
+    parser.add_argument("--timeout_s", type=int, default=900,
+                        help="a configuration taking longer (build + warm-up + timed steps) is reported as such")
     parser.add_argument("--json")
     parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
                         help="writes train_step.md (the table) here")
@@ -187,15 +191,31 @@ def main():
     from albert_tf.albert_config import AlbertConfig
 
     config = AlbertConfig.from_name_or_path(args.preset)
-    configs = [c for c in CONFIGS if not args.only or c[0] in args.only.split(",")]
+    def spec_of(peer, precision, xla):
+        return f"{peer}:{precision}:{'xla' if xla else 'noxla'}"
+
+    skipped = set(filter(None, args.skip.split(",")))
+    unknown = skipped - {spec_of(*c) for c in CONFIGS}
+    if unknown:
+        parser.error(f"--skip: unknown configuration(s) {', '.join(sorted(unknown))}")
+    configs = [c for c in CONFIGS if (not args.only or c[0] in args.only.split(",")) and spec_of(*c) not in skipped]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO}
     rates = {c: [] for c in configs}
+    timed_out = set()
     for round_index in range(args.rounds):
         for peer, precision, xla in configs:
-            spec = f"{peer}:{precision}:{'xla' if xla else 'noxla'}"
-            result = subprocess.run([sys.executable, __file__, f"--worker={spec}", f"--preset={args.preset}",
-                                     f"--batch_size={args.batch_size}", f"--seq_length={args.seq_length}",
-                                     f"--steps={args.steps}"], capture_output=True, text=True, env=env)
+            spec = spec_of(peer, precision, xla)
+            if (peer, precision, xla) in timed_out:
+                continue
+            try:
+                result = subprocess.run([sys.executable, __file__, f"--worker={spec}", f"--preset={args.preset}",
+                                         f"--batch_size={args.batch_size}", f"--seq_length={args.seq_length}",
+                                         f"--steps={args.steps}"], capture_output=True, text=True, env=env,
+                                        timeout=args.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out.add((peer, precision, xla))  # not retried in later rounds
+                print(f"round {round_index + 1}: {spec}: did not finish in {args.timeout_s} s", flush=True)
+                continue
             line = [x for x in result.stdout.splitlines() if x.startswith("RESULT ")]
             if result.returncode or not line:
                 print(f"{spec}: failed\n{result.stderr[-2000:]}", file=sys.stderr)
@@ -207,6 +227,11 @@ def main():
     baseline = statistics.median(rates[("albert_tf", "fp32", False)]) if rates.get(("albert_tf", "fp32", False)) else None
     rows, records = [], []
     for (peer, precision, xla), values in rates.items():
+        if (peer, precision, xla) in timed_out and not values:
+            rows.append(f"| {peer} | {precision} | {'on' if xla else 'off'} | did not finish in {args.timeout_s} s "
+                        f"({2 + args.steps} steps) | | |")
+            records.append({"peer": peer, "precision": precision, "xla": xla, "timed_out_s": args.timeout_s})
+            continue
         if not values:
             continue
         median = statistics.median(values)
