@@ -56,11 +56,16 @@ def count_records(pattern):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--original_albert", help="checkout of google-research/albert")
-    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "corpus_paragraphs.txt"))
-    parser.add_argument("--vocab_size", type=int, default=8000)
-    parser.add_argument("--max_seq_length", type=int, default=128)
-    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
-    parser.add_argument("--dupe_factor", type=int, default=5)
+    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "corpus_paragraphs.txt"),
+                        help="paragraph-per-line corpus, documents separated by blank lines")
+    parser.add_argument("--vocab_size", type=int, default=8000,
+                        help="SentencePiece vocabulary size (one model shared by both tools)")
+    parser.add_argument("--max_seq_length", type=int, default=128,
+                        help="tokens per instance")
+    parser.add_argument("--max_predictions_per_seq", type=int, default=20,
+                        help="masked positions per instance")
+    parser.add_argument("--dupe_factor", type=int, default=5,
+                        help="times each document is masked differently")
     parser.add_argument("--large_repeat", type=int, default=10, help="corpus copies for the memory-growth run")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),

@@ -105,20 +105,29 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pretrained", default="/tmp/albert_learning_curve/pretrain",
                         help="albert_tf checkpoint to fine-tune (with spm.model); default: learning_curve.py's")
-    parser.add_argument("--squad_file", default=os.path.join(REPO, "..", "shared", "data", "squad", "dev-v1.1.json"))
-    parser.add_argument("--work_dir", default="/tmp/albert_finetune_squad")
+    parser.add_argument("--squad_file", default=os.path.join(REPO, "..", "shared", "data", "squad", "dev-v1.1.json"),
+                        help="SQuAD v1.1 JSON; its articles are split into train and held-out")
+    parser.add_argument("--work_dir", default="/tmp/albert_finetune_squad",
+                        help="features, fine-tuning runs and predictions")
     parser.add_argument("--results_dir", default=RESULTS, help="where finetune_squad.{md,json} go")
     parser.add_argument("--eval_every", type=int, default=5, help="every N-th article is held out (default 5: 20%%)")
     parser.add_argument("--max_articles", type=int, default=None, help="use only the first N articles (smoke runs)")
-    parser.add_argument("--max_seq_length", type=int, default=128)
-    parser.add_argument("--doc_stride", type=int, default=64)
-    parser.add_argument("--max_query_length", type=int, default=32)
-    parser.add_argument("--train_batch_size", type=int, default=32)
+    parser.add_argument("--max_seq_length", type=int, default=128,
+                        help="tokens per window")
+    parser.add_argument("--doc_stride", type=int, default=64,
+                        help="tokens between the starts of a context's windows")
+    parser.add_argument("--max_query_length", type=int, default=32,
+                        help="question tokens kept")
+    parser.add_argument("--train_batch_size", type=int, default=32,
+                        help="windows per step")
     parser.add_argument("--learning_rate", type=float, default=None, help="default: run_squad's (5e-5 for v1.1)")
-    parser.add_argument("--num_train_epochs", type=float, default=2.0)
+    parser.add_argument("--num_train_epochs", type=float, default=2.0,
+                        help="passes over the training windows")
     parser.add_argument("--max_steps", type=int, default=None, help="train this many steps instead of epochs")
-    parser.add_argument("--save_checkpoints_steps", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--save_checkpoints_steps", type=int, default=1000,
+                        help="a checkpoint every N steps")
+    parser.add_argument("--seed", type=int, default=12345,
+                        help="seed of the heads, the random init and data order")
     args = parser.parse_args()
 
     if not os.path.isdir(args.pretrained):

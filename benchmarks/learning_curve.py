@@ -1,7 +1,7 @@
 r"""Does it learn? Pretrains a small ALBERT on the real corpus and tracks held-out MLM and SOP accuracy.
 
   python benchmarks/learning_curve.py [--corpus=../shared/data/corpus/corpus_paragraphs.txt] \
-      [--work_dir=/tmp/albert_learning_curve] [--num_train_steps=3000]
+      [--work_dir=/tmp/albert_learning_curve] [--num_train_steps=8000]
 
 Every 10th document of the corpus is held out. The rest goes through the real
 CLIs: train_sentencepiece -> create_pretraining_data -> run_pretraining (LAMB,
@@ -89,17 +89,21 @@ def plot(curve, path, title):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "corpus_paragraphs.txt"))
-    parser.add_argument("--work_dir", default="/tmp/albert_learning_curve")
-    parser.add_argument("--vocab_size", type=int, default=8000)
-    parser.add_argument("--max_seq_length", type=int, default=128)
-    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
-    parser.add_argument("--dupe_factor", type=int, default=3)
-    parser.add_argument("--train_batch_size", type=int, default=32)
-    parser.add_argument("--num_train_steps", type=int, default=8000)
-    parser.add_argument("--num_warmup_steps", type=int, default=400)
-    parser.add_argument("--learning_rate", type=float, default=1e-2)
-    parser.add_argument("--save_checkpoints_steps", type=int, default=500)
+    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "corpus_paragraphs.txt"),
+                        help="paragraph-per-line corpus, documents separated by blank lines")
+    parser.add_argument("--work_dir", default="/tmp/albert_learning_curve",
+                        help="holds the vocabulary, TFRecords and checkpoints; reused when rerun")
+    parser.add_argument("--vocab_size", type=int, default=8000, help="SentencePiece vocabulary size")
+    parser.add_argument("--max_seq_length", type=int, default=128, help="tokens per sequence")
+    parser.add_argument("--max_predictions_per_seq", type=int, default=20, help="masked positions per sequence")
+    parser.add_argument("--dupe_factor", type=int, default=3, help="times each document is masked differently")
+    parser.add_argument("--train_batch_size", type=int, default=32, help="sequences per step")
+    parser.add_argument("--num_train_steps", type=int, default=8000, help="pretraining steps")
+    parser.add_argument("--num_warmup_steps", type=int, default=400, help="linear warm-up steps")
+    parser.add_argument("--learning_rate", type=float, default=1e-2,
+                        help="peak LAMB learning rate (see the README on small batches)")
+    parser.add_argument("--save_checkpoints_steps", type=int, default=500,
+                        help="a checkpoint (and a held-out evaluation) every N steps")
     args = parser.parse_args()
 
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO, "PYTHONUNBUFFERED": "1"}

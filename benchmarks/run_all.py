@@ -79,7 +79,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--original_albert", help="checkout of google-research/albert for the data benchmark")
     parser.add_argument("--only", default="", help="comma-separated benchmark names (default: all)")
-    parser.add_argument("--readme_only", action="store_true")
+    parser.add_argument("--readme_only", action="store_true",
+                        help="only rebuild README.md from benchmarks/results/")
     args = parser.parse_args()
     if not args.readme_only:
         chosen = [b for b in BENCHMARKS if not args.only or b[0] in args.only.split(",")]

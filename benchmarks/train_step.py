@@ -170,17 +170,17 @@ def worker(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default="albert_base_v2")
-    parser.add_argument("--batch_size", type=int, default=8)
-    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--preset", default="albert_base_v2", help="preset name or albert_config JSON")
+    parser.add_argument("--batch_size", type=int, default=8, help="sequences per step")
+    parser.add_argument("--seq_length", type=int, default=128, help="tokens per sequence")
     parser.add_argument("--steps", type=int, default=5, help="timed steps per measurement (after 2 warm-up steps)")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds over all configurations; the table gives medians")
     parser.add_argument("--only", default="", help="comma-separated peers to run (default: all)")
     parser.add_argument("--skip", default="", help="comma-separated configurations to leave out, as "
                         "peer:precision:xla|noxla (e.g. huggingface:bf16:noxla)")
     parser.add_argument("--timeout_s", type=int, default=900,
                         help="a configuration taking longer (build + warm-up + timed steps) is reported as such")
-    parser.add_argument("--json")
+    parser.add_argument("--json", help="also write the per-round figures here")
     parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
                         help="writes train_step.md (the table) here")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -239,9 +239,10 @@ def main():
         rows.append(f"| {peer} | {precision} | {'on' if xla else 'off'} | {median:.2f} | {ratio} | "
                     f"{median * flops / 1e9:.0f} |")
         records.append({"peer": peer, "precision": precision, "xla": xla, "sequences_per_second": values})
+    left_out = f"; left out (--skip): {', '.join(sorted(skipped))}" if skipped else ""
     text = (f"{args.preset}, batch {args.batch_size}, seq {args.seq_length}, {PREDICTIONS} masked positions, "
             f"{os.cpu_count()} CPU cores; median of {args.rounds} rounds x {args.steps} steps; "
-            f"{flops / 1e9:.1f} GFLOP per training sequence\n\n"
+            f"{flops / 1e9:.1f} GFLOP per training sequence{left_out}\n\n"
             "| implementation | precision | XLA | sequences/s | vs albert_tf fp32 | achieved GFLOP/s |\n"
             "|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     print("\n" + text)
