@@ -166,6 +166,9 @@ def predict(export):
     for i, text in enumerate(SIMILARITY_EXAMPLES):
         print(f"  [{i}] {text}")
     print(f"  cos([0], [1]) = {similarities[0, 1]:.3f}   cos([0], [2]) = {similarities[0, 2]:.3f}")
+    # Said so that a user does not mistake an undertrained model for a broken pipeline.
+    print(f"After {FLAGS.num_train_steps} steps a tiny model mostly predicts frequent pieces; for predictions that "
+          "follow the context, pretrain longer (--num_train_steps) on a bigger corpus (--input_file).")
 
 
 if __name__ == "__main__":
