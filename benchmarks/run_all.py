@@ -29,6 +29,11 @@ BENCHMARKS = [
      "python benchmarks/learning_curve.py",
      "albert_tiny pretrained with the real CLIs on the corpus (every 10th document held out); each checkpoint "
      "evaluated on the held-out documents. Plot: results/learning_curve.png."),
+    ("learning_vs_huggingface", "The same learning in Hugging Face's PyTorch ALBERT",
+     "python benchmarks/learning_vs_huggingface.py --steps=2000",
+     "transformers.AlbertForPreTraining trained on the learning curve's data with the same recipe (the original "
+     "LAMB written out in PyTorch, same schedule, clipping and batch) for 2,000 steps; both held-out evaluations "
+     "by the same code. Needs the learning curve's work directory."),
     ("train_step", "Training-step throughput vs KerasHub and Hugging Face",
      "python benchmarks/train_step.py --preset=albert_base_v2 --batch_size=8 --seq_length=128 "
      "--skip=huggingface:bf16:noxla",

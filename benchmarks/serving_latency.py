@@ -113,6 +113,8 @@ def main():
     parser.add_argument("--calls_batch32", type=int, default=6, help="timed calls per model at batch 32 (default 6)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed calls per model and batch first (default 2)")
     parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
+                        help="writes serving_latency.md (the table) here")
     args = parser.parse_args()
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -180,10 +182,12 @@ def main():
               f"{load:.1f}); {args.warmup} warm-up calls, then calls interleaved in 2 rounds.\n\n"
               "| implementation | batch | calls | p50 ms | p99 ms | texts/s at p50 | p50 speed vs KerasHub |\n"
               "|---|---|---|---|---|---|---|\n")
-    print()
-    print(header + "\n".join(rows))
-    print(f"\n({time.perf_counter() - started:.0f} s in all, {setup_seconds:.0f} s of it SentencePiece training and "
-          "the two exports)")
+    text = (header + "\n".join(rows) + f"\n\n{time.perf_counter() - started:.0f} s in all, {setup_seconds:.0f} s of "
+            f"it SentencePiece training and the two exports; SentencePiece trained on {corpus_source}.\n")
+    print("\n" + text)
+    os.makedirs(args.results_dir, exist_ok=True)
+    with open(os.path.join(args.results_dir, "serving_latency.md"), "w") as f:
+        f.write(text)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "vocab_size": config.vocab_size, "corpus": corpus_source,
