@@ -45,9 +45,8 @@ def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch
     from albert_tf.checkpoints.model_dir import load_pretrainer
     from albert_tf.data.pretraining_dataset import expand_data_files, make_pretraining_dataset
     from albert_tf.tasks.pretraining_task import batch_sums, metrics_from_sums
-    from albert_tf.training.pretraining_trainer import MODEL_INPUTS
-
     from albert_tf.text.albert_tokenizer import MASK_ID
+    from albert_tf.training.pretraining_trainer import MODEL_INPUTS
 
     def sums_with_mask_split(model, batch):
         outputs = model({name: batch[name] for name in MODEL_INPUTS}, training=False)

@@ -174,7 +174,8 @@ def main():
     parser.add_argument("--batch_size", type=int, default=8, help="sequences per step")
     parser.add_argument("--seq_length", type=int, default=128, help="tokens per sequence")
     parser.add_argument("--steps", type=int, default=5, help="timed steps per measurement (after 2 warm-up steps)")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds over all configurations; the table gives medians")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="interleaved rounds over all configurations; the table gives medians")
     parser.add_argument("--only", default="", help="comma-separated peers to run (default: all)")
     parser.add_argument("--skip", default="", help="comma-separated configurations to leave out, as "
                         "peer:precision:xla|noxla (e.g. huggingface:bf16:noxla)")
