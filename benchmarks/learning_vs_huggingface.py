@@ -176,6 +176,9 @@ def main():
     from huggingface_oracle import huggingface_config
 
     pretrain_dir = os.path.join(args.work_dir, "pretrain")
+    if not os.path.exists(os.path.join(pretrain_dir, "run_config.json")):
+        parser.error(f"{pretrain_dir}: no albert_tf pretraining run (run_config.json); run "
+                     f"`python benchmarks/learning_curve.py --work_dir={args.work_dir}` first")
     with open(os.path.join(pretrain_dir, "run_config.json")) as f:
         run = json.load(f)
     checkpoint = os.path.join(pretrain_dir, f"ckpt-{args.steps}")
