@@ -22,6 +22,12 @@ _LAZY_EXPORTS = {
     "load_pretrainer": "albert_tf.checkpoints.model_dir",
     "load_model": "albert_tf.checkpoints.model_dir",
     "write_model_dir": "albert_tf.checkpoints.model_dir",
+    "AlbertClassifier": "albert_tf.models.albert_classifier",
+    "AlbertSpanLabeler": "albert_tf.models.albert_span_labeler",
+    "AlbertMultipleChoice": "albert_tf.models.albert_multiple_choice",
+    "AlbertTokenizer": "albert_tf.text.albert_tokenizer",
+    "TFAlbertTokenizer": "albert_tf.text.tf_albert_tokenizer",
+    "create_optimizer": "albert_tf.optimization",
 }
 
 __all__ = sorted(_LAZY_EXPORTS)

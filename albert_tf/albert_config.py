@@ -38,7 +38,14 @@ _ORIGINAL_NOOP_KEYS = {
     "layers_to_keep": [],
 }
 
-PRESETS_DIR = Path(__file__).resolve().parent.parent / "configs"
+def _presets_dir():
+    # An installed wheel ships the presets as albert_tf/presets; a source checkout keeps them in
+    # the top-level configs/ (pyproject.toml maps one onto the other).
+    packaged = Path(__file__).resolve().parent / "presets"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "configs"
+
+
+PRESETS_DIR = _presets_dir()
 
 
 @dataclasses.dataclass(frozen=True)

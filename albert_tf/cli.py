@@ -7,7 +7,9 @@ from absl import app, flags, logging
 
 # Errors that describe bad input or environment, reported in one line. Anything
 # else is a bug and keeps its traceback.
-USER_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, ValueError, ImportError)
+# OSError covers what the environment does to a run: a read-only or full file system
+# (EROFS, ENOSPC, EFBIG), missing permissions, a worker process that died.
+USER_ERRORS = (OSError, ValueError, ImportError)
 
 
 def import_tensorflow_quietly():
@@ -32,6 +34,15 @@ def import_tensorflow_quietly():
         os.close(saved)
 
 
+def _tensorflow_environment_errors():
+    """TF's errors for what the environment did to a file (read-only, full, missing, damaged, unreachable)."""
+    if "tensorflow" not in sys.modules:
+        return ()
+    errors = sys.modules["tensorflow"].errors
+    return (errors.NotFoundError, errors.PermissionDeniedError, errors.AlreadyExistsError,
+            errors.ResourceExhaustedError, errors.DataLossError, errors.UnavailableError)
+
+
 def run(main, define_flags, uses_tensorflow=True):
     """Defines the tool's flags and runs `main(argv) -> exit code` under absl."""
     if uses_tensorflow:
@@ -45,10 +56,11 @@ def run(main, define_flags, uses_tensorflow=True):
             logging.set_verbosity(logging.WARNING)
         try:
             return main(argv)
-        except USER_ERRORS as error:
+        except USER_ERRORS + _tensorflow_environment_errors() as error:
             if flags.FLAGS["verbosity"].value >= 1:
                 raise
-            print(f"{program}: error: {error}", file=sys.stderr)
+            message = getattr(error, "message", None) or str(error)  # TF errors: without the op's traceback
+            print(f"{program}: error: {message.strip().splitlines()[0]}", file=sys.stderr)
             return 1
 
     app.run(wrapped)

@@ -16,23 +16,26 @@ byte-identical files for any --num_workers (and from the Beam pipeline in
 pipelines/). Outputs appear only once complete: everything is written under
 temporary names and renamed at the end.
 
-Differences from the original script, on purpose (ALBERT_SPEC §6): seeded
+Differences from the original script, on purpose (docs/reference.md, "Pretraining data"): seeded
 everywhere (the original used numpy's global RNG for n-gram lengths); a
 one-sentence chunk is split at a random word boundary instead of taking B from
 another document (--single_segment=other_document restores that); random
 replacement tokens are ordinary pieces, never <pad>/[CLS]/[SEP]/[MASK]/<unk>.
 """
 
+import concurrent.futures
 import multiprocessing
 import os
 import shutil
-import tempfile
+import signal
 import time
 
 from absl import flags
 
 from albert_tf import cli
-from albert_tf.file_utils import write_json_atomically
+from albert_tf.file_utils import make_owned_staging, remove_stale_staging, write_json_atomically
+
+STAGING_PREFIX = ".create_pretraining_data-"
 
 _worker = {}
 
@@ -101,6 +104,15 @@ def _process_unit(unit):
     return stats
 
 
+class WorkerDiedError(ChildProcessError):
+    pass
+
+
+def _raise_on_sigterm(signum, frame):
+    # SystemExit unwinds through the `finally` blocks that remove the staging directory.
+    raise SystemExit(128 + signum)
+
+
 def _unit_bytes(unit):
     return sum(len(sentence) for document in unit for sentence in document.sentences)
 
@@ -121,7 +133,8 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
                               "or pass --overwrite")
     output_dir = os.path.dirname(os.path.abspath(output_prefix))
     os.makedirs(output_dir, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".create_pretraining_data-", dir=output_dir)
+    for stale in remove_stale_staging(output_dir, STAGING_PREFIX):
+        print(f"Removed {stale}, left by a run that was killed.", flush=True)
     total_bytes = sum(os.path.getsize(path) for path in input_paths)
     corpus_stats, instance_stats = CorpusStats(), InstanceStats()
     done_bytes = 0
@@ -134,6 +147,7 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
     meter = Progress(total_bytes, describe) if progress else None
     units = job.group_into_units(job.iter_corpus(input_paths, config, corpus_stats), config.instances)
     pool = None
+    staging = make_owned_staging(output_dir, STAGING_PREFIX)
     try:
         if num_workers <= 1:
             _init_worker(tokenizer.model_proto, config, staging)
@@ -143,24 +157,31 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
                 meter and meter.update(done_bytes)
             _worker.pop("spool").close()
         else:
-            pool = multiprocessing.get_context("spawn").Pool(
-                num_workers, initializer=_init_worker, initargs=(tokenizer.model_proto, config, staging)
-            )
+            # concurrent.futures, not multiprocessing.Pool: when a worker dies (SIGKILL, the OOM killer)
+            # the executor fails every pending unit with BrokenProcessPool, where a Pool would silently
+            # replace the worker and wait forever for the unit it lost.
+            pool = concurrent.futures.ProcessPoolExecutor(
+                num_workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+                initargs=(tokenizer.model_proto, config, staging))
             in_flight = []
-            for unit in units:
-                in_flight.append((pool.apply_async(_process_unit, (unit,)), _unit_bytes(unit)))
-                # Bounded: the reader never runs more than two units per worker ahead.
-                while len(in_flight) >= 2 * num_workers:
-                    result, size = in_flight.pop(0)
-                    instance_stats.merge(result.get())
+            try:
+                for unit in units:
+                    in_flight.append((pool.submit(_process_unit, unit), _unit_bytes(unit)))
+                    # Bounded: the reader never runs more than two units per worker ahead.
+                    while len(in_flight) >= 2 * num_workers:
+                        result, size = in_flight.pop(0)
+                        instance_stats.merge(result.result())
+                        done_bytes += size
+                        meter and meter.update(done_bytes)
+                for result, size in in_flight:
+                    instance_stats.merge(result.result())
                     done_bytes += size
                     meter and meter.update(done_bytes)
-            for result, size in in_flight:
-                instance_stats.merge(result.get())
-                done_bytes += size
-                meter and meter.update(done_bytes)
-            pool.close()
-            pool.join()
+            except concurrent.futures.process.BrokenProcessPool:
+                raise WorkerDiedError(
+                    "a worker process died (killed by a signal, e.g. by the out-of-memory killer); nothing was "
+                    f"written to {output_prefix}. Rerun with fewer --num_workers or more memory") from None
+            pool.shutdown()
             pool = None
         if meter:
             meter.finish(total_bytes)
@@ -176,17 +197,23 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
                 records.extend(job.read_spool(os.path.join(staging, spool_path)))
             counts.append(job.write_shard(records, os.path.join(staging, os.path.basename(final_path)),
                                           config.compression))
-        for path in previous:
-            os.remove(path)
+        sizes = [os.path.getsize(os.path.join(staging, os.path.basename(path))) for path in final_paths]
+        metadata = job.build_metadata(config, tokenizer.model_proto, tokenizer.vocab_size, input_paths,
+                                      corpus_stats, instance_stats, counts, final_paths, sizes)
+        # The new set is complete in staging; only now is the old one touched. The metadata first
+        # says "incomplete", so a kill during the renames leaves a set readers refuse, never a mix.
+        write_json_atomically(output_prefix + job.METADATA_SUFFIX, job.incomplete_marker(output_prefix))
         for final_path in final_paths:
             os.replace(os.path.join(staging, os.path.basename(final_path)), final_path)
-        metadata = job.build_metadata(config, tokenizer.model_proto, tokenizer.vocab_size, input_paths,
-                                      corpus_stats, instance_stats, counts, final_paths)
+        for path in set(previous) - set(final_paths) - {output_prefix + job.METADATA_SUFFIX}:
+            os.remove(path)
         write_json_atomically(output_prefix + job.METADATA_SUFFIX, metadata)
         return metadata
     finally:
         if pool is not None:
-            pool.terminate()
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.kill()  # nothing of theirs is wanted any more; don't wait for their units
+            pool.shutdown(wait=True, cancel_futures=True)
         spool = _worker.pop("spool", None)
         if spool:
             spool.close()
@@ -260,6 +287,7 @@ def main(argv):
             raise ValueError(f"--{name} is required")
     config = config_from_flags(FLAGS)
     paths = expand_input_patterns(FLAGS.input_file)
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
     start = time.time()
     metadata = create_pretraining_data(paths, FLAGS.output_file, FLAGS.spm_model_file, config,
                                        num_workers=FLAGS.num_workers, overwrite=FLAGS.overwrite)
@@ -267,5 +295,10 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-create-pretraining-data` console script."""
     cli.run(main, define_flags, uses_tensorflow=False)
+
+
+if __name__ == "__main__":
+    console_main()

@@ -49,6 +49,21 @@ def span_lengths_in_words(positions, token_boundary):
 
 
 def compute_stats(files, max_instances=0, batch_size=1024):
+    """Statistics of the records; a corrupt or truncated file is reported by name (ValueError)."""
+    import tensorflow as tf
+
+    from albert_tf.data.pretraining_dataset import find_unreadable_file
+
+    try:
+        return _compute_stats(files, max_instances, batch_size)
+    except tf.errors.OpError as error:
+        bad = find_unreadable_file(files)
+        if bad:
+            raise ValueError(f"{bad[0]}: corrupt or truncated TFRecord file ({bad[1].strip().splitlines()[0]})") from None
+        raise ValueError(f"the records could not be read ({error.message.strip().splitlines()[0]})") from None
+
+
+def _compute_stats(files, max_instances, batch_size):
     import tensorflow as tf
 
     from albert_tf.data.pretraining_dataset import compression_of, feature_spec, infer_shapes
@@ -183,5 +198,10 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-data-stats` console script."""
     cli.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    console_main()

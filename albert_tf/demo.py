@@ -171,5 +171,10 @@ def predict(export):
           "follow the context, pretrain longer (--num_train_steps) on a bigger corpus (--input_file).")
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-demo` console script."""
     cli.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    console_main()

@@ -112,5 +112,10 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-embed` console script."""
     cli.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    console_main()

@@ -120,5 +120,10 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-export` console script."""
     cli.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    console_main()

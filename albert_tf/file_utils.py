@@ -59,3 +59,99 @@ def staged_directory(directory, overwrite=False):
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+class DirectoryLockedError(OSError):
+    """Another live process holds the directory's lock."""
+
+
+@contextlib.contextmanager
+def exclusive_directory_lock(directory, tool):
+    """Holds an exclusive lock on `directory` (a `.lock` file in it) for the duration.
+
+    Two runs writing checkpoints into one directory would replace each other's
+    files; the second one fails here instead. The lock is an flock(2) on an open
+    file, so the kernel drops it when its process dies, however it dies: a
+    killed run never leaves the directory locked. Remote paths (gs://...) have
+    no such lock and are not locked.
+    """
+    if "://" in directory:
+        yield
+        return
+    import fcntl
+
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, ".lock")
+    handle = open(path, "a+")
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "another process"
+            raise DirectoryLockedError(
+                f"{directory} is in use by {owner}; wait for it to finish, stop it, or choose another "
+                "directory") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{tool} (pid {os.getpid()})\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()  # releases the lock
+
+
+def remove_stale_staging(parent, prefix):
+    """Removes `prefix*` staging directories in `parent` whose owning process is gone.
+
+    Staging directories hold an `owner` file written by `make_owned_staging`; a
+    run killed with SIGKILL (or by the OOM killer) cannot remove its own, so the
+    next run does. Returns the removed paths.
+    """
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except FileNotFoundError:
+        return removed
+    for name in names:
+        path = os.path.join(parent, name)
+        if not name.startswith(prefix) or not os.path.isdir(path):
+            continue
+        if _owner_alive(os.path.join(path, "owner")):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def make_owned_staging(parent, prefix):
+    """A new staging directory in `parent` that records its owner (pid and start time)."""
+    staging = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    with open(os.path.join(staging, "owner"), "w") as f:
+        json.dump(_process_identity(os.getpid()), f)
+    return staging
+
+
+def _process_identity(pid):
+    import psutil
+
+    return {"pid": pid, "create_time": psutil.Process(pid).create_time()}
+
+
+def _owner_alive(owner_file):
+    import time
+
+    import psutil
+
+    try:
+        with open(owner_file) as f:
+            owner = json.load(f)
+    except (FileNotFoundError, ValueError):
+        # No readable owner file: a directory being created this instant (mkdtemp, then the
+        # owner file), or one from a run killed in between: only a minute-old one is abandoned.
+        return time.time() - os.path.getmtime(os.path.dirname(owner_file)) < 60
+    try:
+        # The start time tells a live owner from a new process that reuses its pid.
+        return psutil.Process(owner["pid"]).create_time() == owner["create_time"]
+    except (psutil.NoSuchProcess, KeyError, TypeError):
+        return False

@@ -145,5 +145,10 @@ def main(argv):
     print(format_rows(preset_rows(FLAGS.presets, FLAGS.albert_config), FLAGS.format))
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-params` console script."""
     cli.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    console_main()

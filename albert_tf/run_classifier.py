@@ -4,7 +4,7 @@ r"""Fine-tunes ALBERT on a GLUE task, evaluates every checkpoint, keeps the best
       --init_checkpoint=/ckpt/albert_base --output_dir=/tmp/mnli --do_train --do_eval --do_predict
 
 Per-task defaults are the original ALBERT recipe (lr, steps, warmup, batch:
-ALBERT_SPEC §8) and max_seq_length 512; any flag overrides them. Metrics as GLUE
+docs/reference.md, "Fine-tuning recipes") and max_seq_length 512; any flag overrides them. Metrics as GLUE
 defines them: Matthews correlation (CoLA), accuracy and F1 (MRPC, QQP), Pearson
 and Spearman (STS-B, a regression), accuracy (the rest; MNLI matched and
 mismatched). Writes OUTPUT_DIR/checkpoints/ckpt-N (resumable; with --do_eval
@@ -22,7 +22,7 @@ from absl import flags
 
 from albert_tf import cli
 
-# task: (learning rate, steps, warmup, batch), from the original ALBERT fine-tuning scripts (ALBERT_SPEC §8).
+# task: (learning rate, steps, warmup, batch), from the original ALBERT fine-tuning scripts (docs/reference.md, "Fine-tuning recipes").
 # WNLI is not in the original table: ours, sized for its 635 training pairs.
 RECIPES = {
     "cola": (1e-5, 5336, 320, 16), "sst-2": (1e-5, 20935, 1256, 32), "mrpc": (2e-5, 800, 200, 32),
@@ -175,5 +175,10 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-run-classifier` console script."""
     cli.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    console_main()

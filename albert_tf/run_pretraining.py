@@ -20,6 +20,8 @@ and `albert_tf.load_encoder` read it, during training and after; TensorBoard
 summaries go to OUTPUT_DIR/train and OUTPUT_DIR/eval.
 """
 
+import concurrent.futures
+import contextlib
 import hashlib
 import json
 import os
@@ -32,6 +34,7 @@ import time
 from absl import flags
 
 from albert_tf import cli
+from albert_tf.file_utils import exclusive_directory_lock
 
 STRATEGY_NAMES = ("one_device", "mirrored", "multi_worker", "tpu")
 PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
@@ -97,16 +100,40 @@ class TrainingDivergedError(RuntimeError):
 
 
 class _PreemptionFlag:
-    """Set by SIGTERM; the loop saves a checkpoint at the next loop boundary and exits."""
+    """Set by SIGTERM; the running loop stops after its current step, saves a checkpoint and exits.
 
-    def __init__(self):
+    A TPU preemption notice leaves about 30 s, less than a loop of --iterations_per_loop
+    steps may take, so the handler also sets the trainer's `stop_requested`, which the
+    compiled loop reads before every step. (Multi-worker runs stop at loop boundaries:
+    all workers must run the same steps.)
+    """
+
+    def __init__(self, stop_variable=None):
         self.raised = False
+        self.stop_variable = stop_variable
 
     def install(self):
         signal.signal(signal.SIGTERM, self._handle)
 
     def _handle(self, signum, frame):
         self.raised = True
+        if self.stop_variable is not None:
+            self.stop_variable.assign(True)
+
+
+def _call_interruptibly(function):
+    """Runs `function` in a thread so that signal handlers run meanwhile, and returns its result.
+
+    Python runs signal handlers in the main thread between bytecodes; a main thread
+    blocked in a long TF call would hear SIGTERM only after the whole loop.
+    """
+    with concurrent.futures.ThreadPoolExecutor(1) as executor:
+        future = executor.submit(function)
+        while True:
+            try:
+                return future.result(timeout=0.5)
+            except concurrent.futures.TimeoutError:
+                continue
 
 
 def _validate_flags():
@@ -129,26 +156,68 @@ def _validate_flags():
         raise FileNotFoundError(f"{FLAGS.spm_model_file}: no such SentencePiece model (--spm_model_file)")
 
 
-def _run_config():
-    return {name: FLAGS[name].value for name in _RESUME_INVARIANTS}
+def _run_config(config, train_files):
+    run_config = {name: FLAGS[name].value for name in _RESUME_INVARIANTS}
+    # The resolved model config, not the flag's string: a JSON edited in place between runs
+    # (4 -> 12 layers keeps every variable's shape) must not relabel the old checkpoints.
+    run_config["albert_config"] = config.to_dict()
+    # The checkpointed input position is a position in these files; it means nothing in others.
+    run_config["input_files"] = list(train_files)
+    return run_config
 
 
-def _check_or_write_run_config(output_dir, resuming, chief):
+def _check_or_write_run_config(output_dir, resuming, chief, config, train_files):
     import tensorflow as tf
 
     path = os.path.join(output_dir, RUN_CONFIG_FILE)
-    current = _run_config()
+    current = _run_config(config, train_files)
     if resuming and tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path) as f:
             previous = json.load(f)
-        changed = [f"--{k}={current[k]} (the checkpoints were made with {previous.get(k)})"
-                   for k in _RESUME_INVARIANTS if previous.get(k) != current[k]]
+        changed = []
+        for key in _RESUME_INVARIANTS:
+            if key == "albert_config":
+                if isinstance(previous.get(key), dict) and previous[key] != current[key]:
+                    fields = sorted(k for k in set(previous[key]) | set(current[key])
+                                    if previous[key].get(k) != current[key].get(k))
+                    changed.append(f"--albert_config={FLAGS.albert_config} resolves to another model ("
+                                   + ", ".join(f"{k}={current[key].get(k)}, was {previous[key].get(k)}"
+                                               for k in fields) + ")")
+                elif isinstance(previous.get(key), str) and previous[key] != FLAGS.albert_config:
+                    changed.append(f"--albert_config={FLAGS.albert_config} (the checkpoints were made with "
+                                   f"{previous[key]})")
+            elif previous.get(key) != current[key]:
+                changed.append(f"--{key}={current[key]} (the checkpoints were made with {previous.get(key)})")
         if changed:
             raise ValueError(f"{output_dir} holds checkpoints of another run: " + "; ".join(changed) +
                              ". Use another --output_dir, or the original flags to resume.")
+        if "input_files" in previous and previous["input_files"] != current["input_files"]:
+            raise ValueError(
+                f"{output_dir}: the training files changed since its checkpoints were written "
+                f"({len(previous['input_files'])} file(s) then, {len(current['input_files'])} now), so the saved "
+                "input position cannot be restored. Resume with the same --input_file, or continue training on "
+                f"the new data in a new --output_dir with --init_checkpoint={output_dir}")
     elif chief:
         with tf.io.gfile.GFile(path, "w") as f:
             json.dump(current, f, indent=2, sort_keys=True)
+
+
+def _check_spm_model_file(output_dir, resuming):
+    """On resume, --spm_model_file must be the model the run started with (it is copied into output_dir)."""
+    import tensorflow as tf
+
+    from albert_tf.checkpoints import model_dir
+
+    stored = os.path.join(output_dir, model_dir.SPM_MODEL_FILE)
+    if not (resuming and FLAGS.spm_model_file and tf.io.gfile.exists(stored)):
+        return
+    with tf.io.gfile.GFile(stored, "rb") as f:
+        previous = hashlib.sha256(f.read()).hexdigest()
+    with tf.io.gfile.GFile(FLAGS.spm_model_file, "rb") as f:
+        current = hashlib.sha256(f.read()).hexdigest()
+    if previous != current:
+        raise ValueError(f"--spm_model_file={FLAGS.spm_model_file} is not the SentencePiece model this run started "
+                         f"with ({stored}); pass that one, or train into a new --output_dir")
 
 
 def _write_model_metadata(output_dir, config):
@@ -205,21 +274,16 @@ def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     _validate_flags()
-    import keras
     import tensorflow as tf
 
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.data import pretraining_dataset as data
-    from albert_tf.models.albert_pretrainer import AlbertPretrainer
-    from albert_tf.optimization import create_optimizer
-    from albert_tf.progress import format_duration
-    from albert_tf.tasks.pretraining_task import metrics_from_sums
-    from albert_tf.training.pretraining_trainer import PretrainingTrainer
     from albert_tf.training.strategies import create_strategy, is_chief
 
     config = AlbertConfig.from_name_or_path(FLAGS.albert_config)
     train_files = data.expand_data_files(FLAGS.input_file)
-    data.check_pretraining_files(train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, config.vocab_size)
+    data.check_pretraining_files(train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, config.vocab_size,
+                                 spm_model_file=FLAGS.spm_model_file)
     eval_files = []
     if FLAGS.do_eval:
         eval_files = data.expand_data_files(FLAGS.eval_input_file)
@@ -232,39 +296,71 @@ def main(argv):
     chief = is_chief(strategy)
     output_dir = FLAGS.output_dir
     tf.io.gfile.makedirs(output_dir)
+    # One run per output directory: a second one would overwrite the first one's checkpoints.
+    with exclusive_directory_lock(output_dir, "run_pretraining") if chief else contextlib.nullcontext():
+        return _run(config, strategy, chief, output_dir, train_files, eval_files)
+
+
+def _run(config, strategy, chief, output_dir, train_files, eval_files):
+    import keras
+    import tensorflow as tf
+
+    from albert_tf.data import pretraining_dataset as data
+    from albert_tf.models.albert_pretrainer import AlbertPretrainer
+    from albert_tf.optimization import create_optimizer
+    from albert_tf.progress import format_duration
+    from albert_tf.tasks.pretraining_task import metrics_from_sums
+    from albert_tf.checkpoints import model_dir
+    from albert_tf.training.pretraining_trainer import PretrainingTrainer
+
     # Every worker saves (saving is collective under MultiWorkerMirroredStrategy); only the chief keeps its copy.
     checkpoint_dir = output_dir if chief else tempfile.mkdtemp(prefix="albert_tf_worker_ckpt_")
 
     keras.mixed_precision.set_global_policy(PRECISIONS[FLAGS.mixed_precision])
-    keras.utils.set_random_seed(FLAGS.seed)
-    with strategy.scope():
-        model = AlbertPretrainer(config, seq_length=FLAGS.max_seq_length,
-                                 max_predictions_per_seq=FLAGS.max_predictions_per_seq)
-        optimizer = create_optimizer(
-            FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps, optimizer=FLAGS.optimizer,
-            weight_decay_rate=FLAGS.weight_decay_rate, clipnorm=FLAGS.clip_norm, gradients_are_aggregated=True)
-        if FLAGS.mixed_precision == "fp16":
-            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-        trainer = PretrainingTrainer(strategy, model, optimizer, FLAGS.train_batch_size,
-                                     FLAGS.gradient_accumulation_steps, jit_compile=FLAGS.jit_compile)
 
-    iterator = iter(_worker_dataset(strategy, train_files, data))
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=trainer.step, iterator=iterator)
-    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=FLAGS.keep_checkpoint_max,
-                                         step_counter=trainer.step, checkpoint_name="ckpt")
-    resume_from = latest_checkpoint(output_dir)
-    _check_or_write_run_config(output_dir, resuming=bool(resume_from), chief=chief)
-    if resume_from:
-        checkpoint.restore(resume_from).assert_existing_objects_matched()
+    def build_training_state():
+        keras.utils.set_random_seed(FLAGS.seed)
+        with strategy.scope():
+            model = AlbertPretrainer(config, seq_length=FLAGS.max_seq_length,
+                                     max_predictions_per_seq=FLAGS.max_predictions_per_seq)
+            optimizer = create_optimizer(
+                FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps, optimizer=FLAGS.optimizer,
+                weight_decay_rate=FLAGS.weight_decay_rate, clipnorm=FLAGS.clip_norm, gradients_are_aggregated=True)
+            if FLAGS.mixed_precision == "fp16":
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            trainer = PretrainingTrainer(strategy, model, optimizer, FLAGS.train_batch_size,
+                                         FLAGS.gradient_accumulation_steps, jit_compile=FLAGS.jit_compile)
+        iterator = iter(_worker_dataset(strategy, train_files, data))
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=trainer.step, iterator=iterator)
+        return model, trainer, iterator, checkpoint
+
+    model, trainer, iterator, checkpoint = build_training_state()
+    candidates = model_dir.checkpoints_newest_first(output_dir)
+    _check_or_write_run_config(output_dir, resuming=bool(candidates), chief=chief, config=config,
+                               train_files=train_files)
+    _check_spm_model_file(output_dir, resuming=bool(candidates))
+    if candidates:
+        def restore(prefix):
+            # A damaged checkpoint may fail halfway through its restore: each attempt gets fresh objects,
+            # so nothing of it survives into the run.
+            nonlocal model, trainer, iterator, checkpoint
+            if prefix != candidates[0]:
+                model, trainer, iterator, checkpoint = build_training_state()
+            checkpoint.restore(prefix).assert_existing_objects_matched()
+
+        resume_from = model_dir.restore_newest_intact(restore, candidates)
         print(f"Resuming from {resume_from} at step {int(trainer.step.numpy())}.", flush=True)
     elif FLAGS.init_checkpoint:
         _restore_init_checkpoint(model, FLAGS.init_checkpoint)
+    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=FLAGS.keep_checkpoint_max,
+                                         step_counter=trainer.step, checkpoint_name="ckpt")
     if chief:
         _write_model_metadata(output_dir, config)
 
     writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train")) if chief
               else tf.summary.create_noop_writer())
-    preemption = _PreemptionFlag()
+    per_step_stop = not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+    preemption = _PreemptionFlag(trainer.stop_requested if per_step_stop else None)
     preemption.install()
     status = 0
     try:
@@ -278,29 +374,6 @@ def main(argv):
             shutil.rmtree(checkpoint_dir, ignore_errors=True)
     print(f"Weights fingerprint: {_weights_fingerprint(model)} (step {int(trainer.step.numpy())})", flush=True)
     return status
-
-
-def latest_checkpoint(output_dir):
-    """The newest complete `ckpt-N` in output_dir, or None.
-
-    CheckpointManager records a save in the `checkpoint` state file only after
-    writing it; a run killed in between leaves a complete ckpt-N (TF writes its
-    .index last) that the state file does not name. Taking the highest N with an
-    .index file resumes from it instead of an older one.
-    """
-    import re
-
-    import tensorflow as tf
-
-    recorded = tf.train.latest_checkpoint(output_dir)
-    numbers = [int(m.group(1)) for path in tf.io.gfile.glob(os.path.join(output_dir, "ckpt-*.index"))
-               if (m := re.search(r"ckpt-(\d+)\.index$", path))]
-    if not numbers:
-        return recorded
-    newest = os.path.join(output_dir, f"ckpt-{max(numbers)}")
-    if recorded and int(recorded.rsplit("-", 1)[1]) >= max(numbers):
-        return recorded
-    return newest
 
 
 def _worker_dataset(strategy, train_files, data):
@@ -341,19 +414,26 @@ def _train(trainer, strategy, iterator, manager, writer, preemption, train_files
     start_step, start_time = step, time.monotonic()
     print(f"Training from step {step} to {total_steps}: {strategy.num_replicas_in_sync} replica(s), "
           f"batch {FLAGS.train_batch_size}, seq {FLAGS.max_seq_length}.", flush=True)
+    preempted = False
+    saved_step = step if step else None  # a resumed run starts from a checkpoint of its first step
     while step < total_steps:
         to_checkpoint = FLAGS.save_checkpoints_steps - step % FLAGS.save_checkpoints_steps
         num_steps = min(FLAGS.iterations_per_loop, total_steps - step, to_checkpoint)
         loop_start = time.monotonic()
         try:
-            totals, gradient_norm, learning_rate = trainer.train_loop(iterator, tf.constant(num_steps))
+            totals, gradient_norm, learning_rate = _call_interruptibly(
+                lambda: trainer.train_loop(iterator, tf.constant(num_steps)))
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
             bad = find_unreadable_file(train_files)
             if bad:
                 raise ValueError(f"{bad[0]}: corrupt or truncated TFRecord file ({bad[1].strip()})") from None
             raise ValueError(f"the training data could not be read ({error.message.strip().splitlines()[0]})") from None
         seconds = time.monotonic() - loop_start
-        step = int(trainer.step.numpy())
+        previous_step, step = step, int(trainer.step.numpy())
+        num_steps = step - previous_step  # fewer than asked when SIGTERM stopped the loop
+        if num_steps == 0:  # SIGTERM came before the loop's first step
+            preempted = True
+            break
         metrics = metrics_from_sums({k: v.numpy() for k, v in totals.items()})
         loss = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
         if not all(map(lambda x: x == x and abs(x) != float("inf"), [loss, float(gradient_norm)])):
@@ -377,13 +457,31 @@ def _train(trainer, strategy, iterator, manager, writer, preemption, train_files
             tf.summary.scalar("sequences_per_second", sequences_per_second)
         writer.flush()
         if step % FLAGS.save_checkpoints_steps == 0 or step == total_steps:
-            manager.save(checkpoint_number=step)
+            _save(manager, step)
+            saved_step = step
         if _any_worker_preempted(strategy, preemption):
-            if step % FLAGS.save_checkpoints_steps and step != total_steps:
-                manager.save(checkpoint_number=step)
-            print(f"SIGTERM: saved a checkpoint at step {step}; rerun the same command to resume.", flush=True)
-            return PREEMPTED_EXIT_CODE
+            preempted = True
+            break
+    if preempted:
+        if saved_step != step:
+            _save(manager, step)
+        print(f"SIGTERM: saved a checkpoint at step {step}; rerun the same command to resume.", flush=True)
+        return PREEMPTED_EXIT_CODE
     return 0
+
+
+def _save(manager, step):
+    """Saves ckpt-`step`; a failed save (disk full, read-only, quota) stops the run with the reason."""
+    import tensorflow as tf
+
+    try:
+        manager.save(checkpoint_number=step)
+    except (tf.errors.OpError, OSError) as error:
+        message = getattr(error, "message", None) or str(error)
+        previous = manager.latest_checkpoint or "none"
+        raise OSError(f"could not save the checkpoint of step {step} in {manager.directory} "
+                      f"({message.strip().splitlines()[0]}). The previous checkpoint ({previous}) is intact: free "
+                      "space or fix the directory, then rerun the same command to resume from it") from None
 
 
 def _evaluate(trainer, strategy, eval_files, output_dir, chief, data, metrics_from_sums):
@@ -425,5 +523,10 @@ def run(argv):
         return 2
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-run-pretraining` console script."""
     cli.run(run, define_flags)
+
+
+if __name__ == "__main__":
+    console_main()

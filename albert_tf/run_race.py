@@ -3,7 +3,7 @@ r"""Fine-tunes ALBERT on RACE (4-way multiple choice) and reports accuracy overa
   python -m albert_tf.run_race --data_dir=RACE --init_checkpoint=/ckpt/albert_base \
       --output_dir=/tmp/race --do_train --do_eval
 
-Defaults are the original recipe (ALBERT_SPEC §8): max_seq_length 512,
+Defaults are the original recipe (docs/reference.md, "Fine-tuning recipes"): max_seq_length 512,
 max_qa_length 128, batch 32, AdamW lr 1e-5, 12k steps with 1k warmup. Every
 checkpoint is evaluated on dev and the best is kept in OUTPUT_DIR/best.
 """
@@ -135,5 +135,10 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-run-race` console script."""
     cli.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    console_main()

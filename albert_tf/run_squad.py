@@ -14,7 +14,7 @@ r"""Fine-tunes ALBERT on SQuAD v1.1 or v2.0 and writes predictions in the offici
   python -m albert_tf.run_squad --version=1.1 --do_predict --predict_file=dev-v1.1.json \
       --init_checkpoint=/tmp/squad11/model --output_dir=/tmp/squad11_dev
 
-The defaults are the original recipe (ALBERT_SPEC §8): max_seq_length 384,
+The defaults are the original recipe (docs/reference.md, "Fine-tuning recipes"): max_seq_length 384,
 doc_stride 128, max_query_length 64, batch 48, AdamW with lr 5e-5 (v1.1) or
 3e-5 (v2.0), 10% warmup then linear decay, weight decay 0.01, gradient norm
 clipped to 1.0.
@@ -292,5 +292,10 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-run-squad` console script."""
     cli.run(main, define_flags)
+
+
+if __name__ == "__main__":
+    console_main()

@@ -43,6 +43,7 @@ def define_flags():
                       "--nohard_vocab_limit the vocabulary may come out smaller.")
     flags.DEFINE_integer("seed", 12345, "Seed of the sentence sampling.")
     flags.DEFINE_integer("num_threads", os.cpu_count() or 1, "Trainer threads.")
+    flags.DEFINE_bool("overwrite", False, "Replace an existing PREFIX.model / PREFIX.vocab.")
 
 
 def preprocessed_sentences(paths, input_format, stats):
@@ -61,14 +62,28 @@ def preprocessed_sentences(paths, input_format, stats):
                     yield text
 
 
+def _last_sentence(message):
+    """SentencePiece's own explanation, without its source location."""
+    return message.rsplit("]", 1)[-1].strip()
+
+
 def train(paths, output_prefix, vocab_size=30000, input_format="sentences", input_sentence_size=10_000_000,
           character_coverage=0.99995, user_defined_symbols=ORIGINAL_USER_DEFINED_SYMBOLS,
-          hard_vocab_limit=True, seed=12345, num_threads=1):
-    """Trains and writes OUTPUT_PREFIX.{model,vocab}; returns a stats dict."""
+          hard_vocab_limit=True, seed=12345, num_threads=1, overwrite=False):
+    """Trains and writes OUTPUT_PREFIX.{model,vocab}; returns a stats dict.
+
+    Refuses to replace an existing PREFIX.model or PREFIX.vocab unless `overwrite`:
+    data sets and checkpoints made with the old model would no longer match it.
+    """
     import sentencepiece
 
     from albert_tf.data.corpus_reader import CorpusStats
 
+    existing = [f"{output_prefix}.{extension}" for extension in ("model", "vocab")
+                if os.path.exists(f"{output_prefix}.{extension}")]
+    if existing and not overwrite:
+        raise FileExistsError(f"{existing[0]} exists (data made with it would no longer match): choose another "
+                              "--output_prefix or pass --overwrite")
     stats = CorpusStats()
     output_dir = os.path.dirname(os.path.abspath(output_prefix))
     os.makedirs(output_dir, exist_ok=True)
@@ -102,15 +117,21 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
                 minloglevel=2,
             )
         except RuntimeError as error:
-            message = str(error)
-            if "Vocabulary size is too high" in message or "vocab_size" in message:
+            message = str(error).strip()
+            if stats.sentences == 0 or "!sentences_.empty()" in message:
+                raise ValueError(f"no text in {', '.join(paths)}: nothing to train a vocabulary on") from None
+            if "smaller than required_chars" in message:
                 raise ValueError(
-                    f"the corpus is too small for --vocab_size={vocab_size} ({message.strip()}); "
-                    "pass a smaller --vocab_size or --nohard_vocab_limit"
-                ) from None
-            raise ValueError(f"SentencePiece training failed: {message.strip()}") from None
+                    f"--vocab_size={vocab_size} is too small: the corpus's characters and the special pieces "
+                    f"alone need more ({_last_sentence(message)}); pass a larger --vocab_size, or lower "
+                    "--character_coverage") from None
+            if "Vocabulary size too high" in message or "too high" in message:
+                raise ValueError(
+                    f"the corpus is too small for --vocab_size={vocab_size} ({_last_sentence(message)}); "
+                    "pass a smaller --vocab_size or --nohard_vocab_limit") from None
+            raise ValueError(f"SentencePiece training failed: {message}") from None
         if stats.sentences == 0:
-            raise ValueError(f"no text in {', '.join(paths)}")
+            raise ValueError(f"no text in {', '.join(paths)}: nothing to train a vocabulary on")
         for extension in ("model", "vocab"):
             os.replace(f"{staged_prefix}.{extension}", f"{output_prefix}.{extension}")
     finally:
@@ -135,7 +156,7 @@ def main(argv):
         paths, FLAGS.output_prefix, vocab_size=FLAGS.vocab_size, input_format=FLAGS.input_format,
         input_sentence_size=FLAGS.input_sentence_size, character_coverage=FLAGS.character_coverage,
         user_defined_symbols=FLAGS.user_defined_symbols, hard_vocab_limit=FLAGS.hard_vocab_limit,
-        seed=FLAGS.seed, num_threads=FLAGS.num_threads,
+        seed=FLAGS.seed, num_threads=FLAGS.num_threads, overwrite=FLAGS.overwrite,
     )
     tokenizer = AlbertTokenizer(f"{FLAGS.output_prefix}.model")
     sampled = min(stats.sentences, FLAGS.input_sentence_size or stats.sentences)
@@ -149,5 +170,10 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-train-sentencepiece` console script."""
     cli.run(main, define_flags, uses_tensorflow=False)
+
+
+if __name__ == "__main__":
+    console_main()

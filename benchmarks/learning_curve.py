@@ -39,10 +39,10 @@ def tool(*args, env):
     subprocess.run([sys.executable, "-m", *args], check=True, env=env, cwd=REPO)
 
 
-def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch_size=64):
+def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch_size=64, only_steps=None):
     import tensorflow as tf
 
-    from albert_tf.checkpoints.model_dir import load_pretrainer
+    from albert_tf.checkpoints.model_dir import checkpoints_newest_first, load_pretrainer
     from albert_tf.data.pretraining_dataset import expand_data_files, make_pretraining_dataset
     from albert_tf.tasks.pretraining_task import batch_sums, metrics_from_sums
     from albert_tf.text.albert_tokenizer import MASK_ID
@@ -64,9 +64,10 @@ def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch
 
     files = expand_data_files(eval_prefix)
     dataset = make_pretraining_dataset(files, batch_size, seq_length, predictions, is_training=False)
-    state = tf.train.get_checkpoint_state(output_dir)
     curve = []
-    for prefix in state.all_model_checkpoint_paths:
+    for prefix in reversed(checkpoints_newest_first(output_dir)):
+        if only_steps is not None and int(prefix.rsplit("-", 1)[1]) not in only_steps:
+            continue
         model = load_pretrainer(prefix)
         step_fn = tf.function(lambda batch, model=model: sums_with_mask_split(model, batch))
         totals = {}

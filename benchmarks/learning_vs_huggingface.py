@@ -7,7 +7,7 @@ Trains transformers.AlbertForPreTraining, built from the same config, on the
 same TFRecords with the same recipe as learning_curve.py's albert_tf run (pass
 the same --learning_rate, --num_warmup_steps, --num_train_steps if you changed
 them there): the
-original LAMB (written out below in PyTorch from ALBERT_SPEC §7, independently of
+original LAMB (written out below in PyTorch from docs/reference.md, "Pretraining recipe and LAMB", independently of
 albert_tf's Keras optimizer: no bias correction, decay inside the trust ratio,
 LayerNorm and biases excluded), global-norm clipping at 1.0, the same warmup and
 linear decay over the same total number of steps, the same batch size. It stops
@@ -33,7 +33,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "tests"))
 RESULTS = os.path.join(REPO, "benchmarks", "results")
-EXCLUDED = ("LayerNorm", "layer_norm", "bias")  # ALBERT_SPEC §7: no decay, no trust ratio
+EXCLUDED = ("LayerNorm", "layer_norm", "bias")  # docs/reference.md, "Pretraining recipe and LAMB": no decay, no trust ratio
 
 
 def learning_rate(step, peak, warmup, total):
@@ -44,7 +44,7 @@ def learning_rate(step, peak, warmup, total):
 
 
 class OriginalLamb:
-    """LAMB as the original ALBERT code applies it (ALBERT_SPEC §7), on PyTorch tensors."""
+    """LAMB as the original ALBERT code applies it (docs/reference.md, "Pretraining recipe and LAMB"), on PyTorch tensors."""
 
     def __init__(self, named_parameters, beta_1=0.9, beta_2=0.999, epsilon=1e-6, weight_decay_rate=0.01):
         import torch

@@ -34,6 +34,11 @@ BENCHMARKS = [
      "transformers.AlbertForPreTraining trained on the learning curve's data with the same recipe (the original "
      "LAMB written out in PyTorch, same schedule, clipping and batch) for 2,000 steps; both held-out evaluations "
      "by the same code. Needs the learning curve's work directory."),
+    ("pretraining_recipes", "Small-scale pretraining recipes: which one learns from context?",
+     "python benchmarks/pretraining_recipes.py --recipes=small_lamb,small_adamw --work_dir=/tmp/albert_recipes",
+     "Each recipe pretrained with the real CLIs on the learning curve's split (every 10th document held out), "
+     "resumable for hours in the background; every checkpoint evaluated on the held-out documents. "
+     "`--evaluate_only` rebuilds the table from the checkpoints so far. Plot: results/pretraining_recipes.png."),
     ("train_step", "Training-step throughput vs KerasHub and Hugging Face",
      "python benchmarks/train_step.py --preset=albert_base_v2 --batch_size=8 --seq_length=128 "
      "--skip=huggingface:bf16:noxla",
@@ -70,8 +75,9 @@ def readme():
     for name, title, command, what in BENCHMARKS:
         path = os.path.join(RESULTS, f"{name}.md")
         body = open(path).read().strip() if os.path.exists(path) else "_Not measured yet: run the command._"
-        extra = "\n\n![learning curve](results/learning_curve.png)" if name == "learning_curve" and os.path.exists(
-            os.path.join(RESULTS, "learning_curve.png")) else ""
+        extra = (f"\n\n![{name.replace('_', ' ')}](results/{name}.png)"
+                 if name in ("learning_curve", "pretraining_recipes") and os.path.exists(
+                     os.path.join(RESULTS, f"{name}.png")) else "")
         notes_path = os.path.join(RESULTS, f"{name}.notes.md")
         notes = "\n\n" + open(notes_path).read().strip() if os.path.exists(notes_path) else ""
         parts.append(f"## {title}\n\n{what}\n\n```\n{command}\n```\n\n{body}{extra}{notes}\n")

@@ -136,19 +136,30 @@ def finalize(_, written, instance_stats, corpus_stats, final_paths, output_prefi
     previous = existing_outputs(output_prefix)
     if previous and not overwrite:
         raise FileExistsError(f"{previous[0]} exists: choose another --output_file or pass --overwrite")
-    if previous:
-        FileSystems.delete(previous)
     for shard, final_path in enumerate(final_paths):
         if shard not in temporaries:
             temporaries[shard] = f"{final_path}.beam-temp-empty"
             job.write_shard([], temporaries[shard], config.compression, create=_create)
-    FileSystems.rename([temporaries[s] for s in range(len(final_paths))], list(final_paths))
+    ordered = [temporaries[s] for s in range(len(final_paths))]
+    sizes = [m.size_in_bytes for result in FileSystems.match(ordered) for m in result.metadata_list]
     metadata = job.build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, instance_stats,
-                                  counts, final_paths)
+                                  counts, final_paths, sizes)
+    # Every new shard is written; the old set is replaced only now, behind an "incomplete" marker
+    # that readers refuse, so an interrupted swap never passes for a whole data set.
+    _write_metadata(output_prefix, job.incomplete_marker(output_prefix))
+    FileSystems.rename(ordered, list(final_paths))
+    stale = sorted(set(previous) - set(final_paths) - {output_prefix + job.METADATA_SUFFIX})
+    if stale:
+        FileSystems.delete(stale)
+    _write_metadata(output_prefix, metadata)
+    return metadata
+
+
+def _write_metadata(output_prefix, metadata):
+    """Writes PREFIX.metadata.json through a temporary name and a rename."""
     with _create(output_prefix + job.METADATA_SUFFIX + ".beam-temp") as f:
         f.write((json.dumps(metadata, indent=2, sort_keys=True) + "\n").encode())
     FileSystems.rename([output_prefix + job.METADATA_SUFFIX + ".beam-temp"], [output_prefix + job.METADATA_SUFFIX])
-    return metadata
 
 
 def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, overwrite=False):
@@ -237,6 +248,11 @@ def main():
     app.run(wrapped, flags_parser=parse)
 
 
-if __name__ == "__main__":
+def console_main():
+    """The `albert-beam-create-pretraining-data` console script."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     main()
+
+
+if __name__ == "__main__":
+    console_main()

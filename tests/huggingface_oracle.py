@@ -1,7 +1,7 @@
 """Hugging Face's PyTorch ALBERT as an independent numerical oracle (test-only).
 
 Everything here is written against the Hugging Face API and the original TF1
-names of ALBERT_SPEC §4 directly, not through albert_tf's converter tables, so a
+names of docs/reference.md, "Original checkpoint names" directly, not through albert_tf's converter tables, so a
 mistake in those tables shows up as a mismatch.
 """
 

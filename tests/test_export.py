@@ -322,18 +322,25 @@ def test_bad_requests_have_defined_results(exported):
     serving = tf.saved_model.load(exported["serving"])
     preprocessing = tf.saved_model.load(exported["preprocessing"])
     huge = "word " * 20_000  # 100k characters
-    odd = [b"", b"x" * 100_000, b"caf\xc3 \xff\xfe broken utf-8", huge.encode(), b"   "]
+    odd = [b"", b"x" * 100_000, "café ünïcode".encode(), huge.encode(), b"   "]
     out = serving.signatures["serving_default"](text=tf.constant(odd), text_b=tf.constant([], tf.string))
     assert out["embedding"].shape == (5, 128) and np.isfinite(out["embedding"].numpy()).all()
 
     ids = {name: value.numpy() for name, value in preprocessing(tf.constant(odd)).items()}
-    # Invalid bytes become U+FFFD, as Python's decode(errors="replace") does; the rest is the
-    # Python tokenizer's packing, huge texts truncated to max_seq_length.
-    decoded = [text.decode("utf-8", errors="replace") for text in odd]
+    # The Python tokenizer's packing, huge texts truncated to max_seq_length.
+    decoded = [text.decode("utf-8") for text in odd]
     for name, value in pack_batch(exported["tokenizer"], decoded, None, SEQ).items():
         np.testing.assert_array_equal(ids[name], value, err_msg=name)
     assert ids["input_mask"].sum(axis=1).tolist() == [2, SEQ, ids["input_mask"][2].sum(), SEQ, 2]
-    assert 4 < ids["input_mask"][2].sum() < SEQ
+
+    # Invalid UTF-8 fails the request (INVALID_ARGUMENT), naming the row, in text and in text_b,
+    # instead of being answered as some other text.
+    broken = [b"fine", b"caf\xc3 \xff\xfe broken utf-8"]
+    for call in (lambda: serving.signatures["serving_default"](text=tf.constant(broken), text_b=tf.constant([], tf.string)),
+                 lambda: serving.signatures["serving_default"](text=tf.constant(["a", "b"]), text_b=tf.constant(broken)),
+                 lambda: preprocessing(tf.constant(broken))):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="not valid UTF-8"):
+            call()
 
     # A whitespace-only second segment is a (empty) second segment, as in Python; "" is none.
     pairs = preprocessing(tf.constant(["the river", "the river"]), tf.constant(["   ", ""]))
@@ -361,6 +368,20 @@ def test_bad_requests_have_defined_results(exported):
         serving.signatures["serve_examples"](examples=tf.constant([example(text_b=b"no text")]))
     with pytest.raises(tf.errors.InvalidArgumentError):
         serving.signatures["serve_examples"](examples=tf.constant([b"not a tf.Example"]))
+
+
+def test_text_b_is_optional_for_the_function_and_empty_for_the_signature(exported):
+    import tensorflow as tf
+
+    serving = tf.saved_model.load(exported["serving"])
+    texts = tf.constant(["the river runs", "a quiet town"])
+    alone = serving.serve(texts)["embedding"].numpy()  # the restored function keeps text_b's default
+    signature = serving.signatures["serving_default"](text=texts, text_b=tf.constant([], tf.string))
+    np.testing.assert_array_equal(alone, signature["embedding"].numpy())
+    paired = serving.serve(texts, tf.constant(["by the hill", "at night"]))["embedding"].numpy()
+    assert not np.allclose(alone, paired)
+    with pytest.raises(TypeError, match="text_b"):  # what README says: signatures take every input
+        serving.signatures["serving_default"](text=texts)
 
 
 def test_serving_requests_are_well_formed(exported):

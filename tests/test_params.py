@@ -12,7 +12,7 @@ from albert_tf.albert_config import AlbertConfig, preset_names
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.params import parameter_breakdown, shape_only_pretrainer
 
-# Exact encoder counts of the v2 presets (ALBERT_SPEC §2; the paper rounds them).
+# Exact encoder counts of the v2 presets (docs/reference.md, "Presets and parameter counts"; the paper rounds them).
 PAPER_ENCODER_COUNTS = {
     "albert_base_v2": 11_683_584,
     "albert_large_v2": 17_683_968,

@@ -60,7 +60,7 @@ def test_training_is_reproducible_and_atomic(tmp_path, spm_model):
     models = []
     for _ in range(2):
         train([str(corpus)], str(tmp_path / "vocab"), vocab_size=300, hard_vocab_limit=False, num_threads=1,
-              input_sentence_size=200, seed=7)
+              input_sentence_size=200, seed=7, overwrite=True)
         models.append((tmp_path / "vocab.model").read_bytes())
     assert models[0] == models[1]
     with pytest.raises(ValueError, match="too small for --vocab_size=50000"):

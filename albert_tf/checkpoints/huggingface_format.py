@@ -187,20 +187,32 @@ def albert_config_to_huggingface(config, with_heads):
 # --- Reading ---------------------------------------------------------------
 
 
+def _load_safetensors(path):
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    try:
+        return load_file(path)
+    except (SafetensorError, ValueError, OverflowError) as error:
+        # A truncated download or a damaged file: say which file, not a safetensors traceback.
+        raise ValueError(f"{path}: corrupt or truncated safetensors file ({error})") from None
+
+
 def _read_state_dict(directory):
     safetensors_path = os.path.join(directory, SAFETENSORS_FILE)
     index_path = os.path.join(directory, SAFETENSORS_INDEX_FILE)
     pytorch_path = os.path.join(directory, PYTORCH_FILE)
     if os.path.isfile(safetensors_path) or os.path.isfile(index_path):
-        from safetensors.numpy import load_file
-
         if os.path.isfile(safetensors_path):
-            return load_file(safetensors_path)
-        with open(index_path) as f:
-            shards = sorted(set(json.load(f)["weight_map"].values()))
+            return _load_safetensors(safetensors_path)
+        try:
+            with open(index_path) as f:
+                shards = sorted(set(json.load(f)["weight_map"].values()))
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"{index_path}: not a safetensors index ({error})") from None
         state = {}
         for shard in shards:
-            state.update(load_file(os.path.join(directory, shard)))
+            state.update(_load_safetensors(os.path.join(directory, shard)))
         return state
     if os.path.isfile(pytorch_path):
         try:

@@ -13,7 +13,9 @@ Metadata (`albert_tf.json`):
 
 import json
 import os
+import re
 import shutil
+import sys
 
 import tensorflow as tf
 
@@ -122,14 +124,72 @@ def resolve_checkpoint(path):
     weights = os.path.join(path, WEIGHTS_PREFIX)
     if tf.io.gfile.exists(weights + ".index"):
         return path, weights
-    latest = tf.train.latest_checkpoint(path)
-    if latest is None:
+    candidates = checkpoints_newest_first(path)
+    if not candidates:
         raise FileNotFoundError(f"{path}: holds no checkpoint ({WEIGHTS_PREFIX}.index or ckpt-N)")
-    return path, latest
+    return path, candidates[0]
 
 
-def write_model_dir(model, directory, kind, overwrite=False, files=None, **extra):
-    """Writes metadata + weights (+ `files`: {name in dir: source path}), all or nothing."""
+def checkpoints_newest_first(directory):
+    """Every `ckpt-N` prefix in `directory` that has an .index file, highest N first.
+
+    The files, not the `checkpoint` state file, are the record: CheckpointManager
+    updates the state file only after a save, so a run killed in between leaves a
+    complete ckpt-N that the state file does not name (and a damaged state file
+    must not hide the checkpoints).
+    """
+    numbers = [int(m.group(1)) for path in tf.io.gfile.glob(os.path.join(directory, "ckpt-*.index"))
+               if (m := re.search(r"ckpt-(\d+)\.index$", path))]
+    return [os.path.join(directory, f"ckpt-{n}") for n in sorted(numbers, reverse=True)]
+
+
+def restore_newest_intact(restore, candidates, what="checkpoint"):
+    """Calls `restore(prefix)` on the newest of `candidates` that restores; returns that prefix.
+
+    A checkpoint can be damaged after it was written (a disk that filled up during
+    the save, a truncated copy, a flipped bit: TF checks every tensor's CRC32C). The
+    previous intact one is used instead, with a warning naming the damaged one.
+    """
+    problems = []
+    for prefix in candidates:
+        try:
+            restore(prefix)
+        except (tf.errors.OpError, ValueError, AssertionError) as error:
+            message = (getattr(error, "message", None) or str(error)).strip().splitlines()[0]
+            problems.append(f"{prefix} ({message})")
+            print(f"WARNING: {prefix} is unreadable ({message}); using the previous {what}.", file=sys.stderr,
+                  flush=True)
+            continue
+        return prefix
+    raise ValueError(f"no intact {what} in {os.path.dirname(candidates[0])}: " + "; ".join(problems))
+
+
+# Keras class -> (kind, the attributes a loader needs to rebuild the same heads).
+_KINDS_BY_CLASS = {"AlbertEncoder": ("encoder", ()), "AlbertPretrainer": ("pretrainer", ()),
+                   "AlbertClassifier": ("classifier", ("num_labels",)), "AlbertSpanLabeler": ("span_labeler", ()),
+                   "AlbertMultipleChoice": ("multiple_choice", ("num_choices",))}
+
+
+def describe_model(model):
+    """(kind, {key: value}) of an albert_tf model: what albert_tf.json must record to rebuild it."""
+    for cls in type(model).__mro__:
+        if cls.__name__ in _KINDS_BY_CLASS:
+            kind, keys = _KINDS_BY_CLASS[cls.__name__]
+            return kind, {key: getattr(model, key) for key in keys}
+    raise ValueError(f"{type(model).__name__} is not an albert_tf model (one of {', '.join(_KINDS_BY_CLASS)})")
+
+
+def write_model_dir(model, directory, kind=None, overwrite=False, files=None, **extra):
+    """Writes metadata + weights (+ `files`: {name in dir: source path}), all or nothing.
+
+    The kind and what it needs (a classifier's num_labels, ...) come from the model itself;
+    `extra` adds to them (label_names, is_regression, ...).
+    """
+    inferred_kind, needed = describe_model(model)
+    if kind is not None and kind != inferred_kind:
+        raise ValueError(f"kind={kind!r}, but the model is an {type(model).__name__} ({inferred_kind!r})")
+    kind = inferred_kind
+    extra = {**needed, **extra}
     with staged_directory(directory, overwrite=overwrite) as staging:
         tf.train.Checkpoint(model=model).write(os.path.join(staging, WEIGHTS_PREFIX))
         for name, source in (files or {}).items():
@@ -159,11 +219,18 @@ def restore_weights(model, checkpoint_prefix):
 
 
 def load_model(path):
-    """(model, metadata) for an albert_tf checkpoint directory or ckpt prefix."""
+    """(model, metadata) for an albert_tf checkpoint directory or ckpt prefix.
+
+    Given a directory of `ckpt-N` checkpoints, the newest intact one is loaded (a
+    damaged newest one is skipped with a warning); a prefix names exactly one.
+    """
     directory, prefix = resolve_checkpoint(path)
     metadata = read_metadata(directory)
     model = build_model(metadata)
-    restore_weights(model, prefix)
+    if prefix == path or prefix.endswith(WEIGHTS_PREFIX):
+        restore_weights(model, prefix)
+    else:
+        restore_newest_intact(lambda candidate: restore_weights(model, candidate), checkpoints_newest_first(directory))
     return model, metadata
 
 

@@ -1,4 +1,4 @@
-"""Our variables under the original TF1 checkpoint names (ALBERT_SPEC §4).
+"""Our variables under the original TF1 checkpoint names (docs/reference.md, "Original checkpoint names").
 
 The original names are the hub every converter goes through: the TF1 reader uses
 them directly, and the Hugging Face rules translate them. Tensors are given in the

@@ -1,6 +1,6 @@
 """Streams documents out of text corpora, with bounded memory and counted skips.
 
-Input formats (ALBERT_SPEC §6):
+Input formats (docs/reference.md, "Pretraining data"):
   sentences:  one sentence per line, a blank line between documents (the original).
   paragraphs: one paragraph per line, a blank line between documents; each
               paragraph is split into sentences.
@@ -78,10 +78,14 @@ def expand_input_patterns(patterns):
         matches = sorted(glob.glob(os.path.expanduser(pattern)))
         if not matches:
             raise FileNotFoundError(f"{pattern}: no such file (the pattern matches nothing)")
-        for match in matches:
-            if os.path.isdir(match):
-                raise IsADirectoryError(f"{match}: is a directory; pass files or a glob such as '{match}/*.txt'")
-            paths.add(match)
+        wildcard = glob.has_magic(pattern)
+        files = [match for match in matches if not os.path.isdir(match)]
+        if not wildcard and not files:
+            raise IsADirectoryError(f"{pattern}: is a directory; pass files or a glob such as '{pattern}/*.txt'")
+        if not files:
+            raise FileNotFoundError(f"{pattern}: matches only directories, no files")
+        # A glob such as 'dir/*' also matches subdirectories (another run's output, say): only files are input.
+        paths.update(files)
     return sorted(paths)
 
 

@@ -1,4 +1,4 @@
-"""ALBERT's n-gram masked-LM selection (ALBERT_SPEC §6), for a batch of sequences.
+"""ALBERT's n-gram masked-LM selection (docs/reference.md, "Pretraining data"), for a batch of sequences.
 
 Spans are n consecutive whole words, n in 1..ngram with p(n) ∝ 1/n (6/11, 3/11,
 2/11 for ngram=3; reversed with favor_shorter_ngram=False, as in the original).

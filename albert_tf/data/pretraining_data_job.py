@@ -22,7 +22,6 @@ bigger corpora.
 import dataclasses
 import glob
 import hashlib
-import json
 import os
 import struct
 
@@ -39,10 +38,10 @@ from albert_tf.data.pretraining_instances import (
     InstanceConfig,
     TokenizedDocument,
 )
+from albert_tf.data.data_set_files import METADATA_SUFFIX, read_metadata, shard_paths  # noqa: F401 (re-exported)
 from albert_tf.data.tfrecord_io import ExampleEncoder, TFRecordWriter
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
-METADATA_SUFFIX = ".metadata.json"
 FORMAT_VERSION = 1
 _SPOOL_HEADER = struct.Struct("<QIIII")  # sort key, file, document, ordinal, data length
 
@@ -68,11 +67,6 @@ class CreationConfig:
 
     def to_json(self):
         return dataclasses.asdict(self)
-
-
-def shard_paths(output_prefix, num_shards, compression):
-    extension = ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
-    return [f"{output_prefix}-{index:05d}-of-{num_shards:05d}{extension}" for index in range(num_shards)]
 
 
 def output_patterns(output_prefix):
@@ -201,15 +195,9 @@ def write_shard(records, path, compression, create=lambda path: open(path, "wb")
     return len(records)
 
 
-def file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, instance_stats, shard_counts, paths):
+def build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, instance_stats, shard_counts, paths,
+                   shard_bytes):
+    """The data set's metadata; `shard_bytes` are the shards' final sizes, which readers check."""
     return {
         "format": "albert_tf.pretraining_data",
         "format_version": FORMAT_VERSION,
@@ -229,13 +217,13 @@ def build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, i
             "skipped_lines": dict(sorted(corpus_stats.skipped_lines.items())),
         },
         "statistics": instance_stats.to_json(),
-        "shards": [{"file": os.path.basename(path), "instances": count} for path, count in zip(paths, shard_counts)],
+        "shards": [{"file": os.path.basename(path), "instances": count, "bytes": size}
+                   for path, count, size in zip(paths, shard_counts, shard_bytes)],
     }
 
 
-def read_metadata(output_prefix):
-    path = output_prefix + METADATA_SUFFIX
-    if not os.path.isfile(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
+def incomplete_marker(output_prefix):
+    """The metadata a data set holds while its shards are being replaced: readers refuse it."""
+    return {"format": "albert_tf.pretraining_data", "format_version": FORMAT_VERSION, "complete": False,
+            "note": f"{os.path.basename(output_prefix)} is being (re)written; a reader that sees this file "
+                    "found a run that stopped while replacing the shards"}

@@ -13,11 +13,12 @@ them onto the names the model takes:
 """
 
 import glob
+import hashlib
 import os
 
 import tensorflow as tf
 
-from albert_tf.data.pretraining_data_job import METADATA_SUFFIX, read_metadata
+from albert_tf.data.data_set_files import METADATA_SUFFIX, check_complete, read_metadata, shard_prefix  # noqa: F401
 
 _SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
 
@@ -58,8 +59,12 @@ def expand_data_files(pattern):
             matches = tf.io.gfile.glob(glob.escape(part) + "-?????-of-?????.tfrecord*")
         if not matches:
             raise FileNotFoundError(f"{part}: no TFRecord files match")
-        files.extend(m for m in matches if not m.endswith(METADATA_SUFFIX))
-    return sorted(set(files))
+        files.extend(m for m in matches if not m.endswith(METADATA_SUFFIX) and not tf.io.gfile.isdir(m))
+    if not files:
+        raise FileNotFoundError(f"{pattern}: matches no TFRecord files")
+    files = sorted(set(files))
+    check_complete(files)
+    return files
 
 
 def compression_of(path):
@@ -83,21 +88,19 @@ def infer_shapes(files):
     raise ValueError(f"{files[0]}: empty file")
 
 
-def shard_prefix(path):
-    """PREFIX for PREFIX-00000-of-00004.tfrecord[.gz], else None."""
-    name = os.path.basename(path)
-    parts = name.rsplit("-", 3)
-    if len(parts) == 4 and parts[2] == "of" and parts[1].isdigit():
-        return os.path.join(os.path.dirname(path), parts[0])
-    return None
-
-
-def check_pretraining_files(files, max_seq_length, max_predictions_per_seq, vocab_size, scan_records=1000):
+def check_pretraining_files(files, max_seq_length, max_predictions_per_seq, vocab_size, scan_records=1000,
+                            spm_model_file=None):
     """Fails with a message naming the file if the data does not fit the flags or the model.
 
-    Uses the creation metadata when present; otherwise reads each file's first
-    record (shapes) and the first `scan_records` records of the first file (ids).
+    Uses the creation metadata when present (including the sha256 of the
+    SentencePiece model the data was made with, compared with `spm_model_file`);
+    otherwise reads each file's first record (shapes) and the first
+    `scan_records` records of the first file (ids).
     """
+    spm_sha256 = None
+    if spm_model_file:
+        with tf.io.gfile.GFile(spm_model_file, "rb") as f:
+            spm_sha256 = hashlib.sha256(f.read()).hexdigest()
     checked_prefixes = set()
     for path in files:
         prefix = shard_prefix(path)
@@ -112,6 +115,11 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq, voca
             if metadata["vocab_size"] != vocab_size:
                 raise ValueError(f"{source}: the data was tokenized with a {metadata['vocab_size']}-piece vocabulary, "
                                  f"but the model's vocab_size is {vocab_size}")
+            recorded = metadata.get("spm_model_sha256")
+            if spm_sha256 and recorded and recorded != spm_sha256:
+                raise ValueError(f"{source}: the data was made with another SentencePiece model (sha256 "
+                                 f"{recorded[:12]}...) than --spm_model_file={spm_model_file} ({spm_sha256[:12]}...); "
+                                 "pass the model the data was made with")
         elif not metadata:
             _check_first_record(path, max_seq_length, max_predictions_per_seq)
     if not checked_prefixes:

@@ -1,4 +1,4 @@
-"""Documents -> SOP (or NSP) sentence pairs with n-gram masking (ALBERT_SPEC §6).
+"""Documents -> SOP (or NSP) sentence pairs with n-gram masking (docs/reference.md, "Pretraining data").
 
 The original algorithm, per document and per duplication round:
   - target length = max_seq_length - 3, or with probability short_seq_prob a
@@ -9,7 +9,7 @@ The original algorithm, per document and per duplication round:
   - truncate the longer side one token at a time, from the front or the back
     at random, until [CLS] A [SEP] B [SEP] fits.
 
-Decisions of this project (ALBERT_SPEC §6):
+Decisions of this project (docs/reference.md, "Pretraining data"):
   - A one-sentence chunk has no second segment. The original takes B from a
     random other document, which puts NSP negatives into SOP data. By default
     (`single_segment="split"`) the sentence is split at a random word boundary
@@ -328,7 +328,7 @@ class InstanceBuilder:
         return sort_keys, int_features, {"masked_lm_weights": masked.weights}
 
 
-# The original feature names (ALBERT_SPEC §6).
+# The original feature names (docs/reference.md, "Pretraining data").
 INT_FEATURES = (
     "input_ids",
     "input_mask",

@@ -28,9 +28,18 @@ NO_SECOND_SEGMENTS = tf.constant([], tf.string)
 
 
 def clean_text(texts):
-    """Invalid UTF-8 replaced, cut to MAX_CHARACTERS characters."""
-    texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
-    return tf.strings.substr(texts, 0, MAX_CHARACTERS, unit="UTF8_CHAR")
+    """Texts cut to MAX_CHARACTERS characters; a text that is not valid UTF-8 fails the request.
+
+    Guessing what invalid bytes meant would answer a different question than the
+    client asked (they used to become U+FFFD and then vanish in tokenization), so
+    the request fails with INVALID_ARGUMENT and a message that says why.
+    """
+    valid = tf.equal(tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="ignore"), texts)
+    check = tf.debugging.Assert(
+        tf.reduce_all(valid),
+        ["albert_tf: input text is not valid UTF-8; invalid rows:", tf.reshape(tf.where(~valid), [-1])], summarize=10)
+    with tf.control_dependencies([check]):
+        return tf.strings.substr(texts, 0, MAX_CHARACTERS, unit="UTF8_CHAR")
 
 
 def second_segments(text, text_b):

@@ -15,7 +15,7 @@ class SelfAttentionBlock(keras.layers.Layer):
     `attention_1/self/{query,key,value}`), but are applied as one [H, 3H] matmul:
     one large matmul keeps oneDNN and the GPU busier than three small ones. Dense
     layers with plain matmuls, not einsum: einsum-based dense layers ran the same
-    shapes ~30% slower on CPU (ALBERT_SPEC §11).
+    shapes ~30% slower on CPU (docs/reference.md, "CPU performance notes").
 
     Softmax and the residual LayerNorm run in float32 under mixed precision.
 

@@ -12,7 +12,7 @@ from albert_tf.text.preprocessing import preprocess_text
 
 SPIECE_UNDERLINE = "\u2581"
 
-# The ids ALBERT's vocabulary layout fixes (ALBERT_SPEC §5).
+# The ids ALBERT's vocabulary layout fixes (docs/reference.md, "Tokenizer").
 SPECIAL_PIECES = {"<pad>": 0, "<unk>": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = range(5)
 

@@ -67,6 +67,10 @@ class PretrainingTrainer:
                                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
             # Keras builds optimizer slots lazily; under MirroredStrategy they must exist before the loop.
             optimizer.build(model.trainable_variables)
+        # Set (from a SIGTERM handler, say) to end the running loop after the current step. Read
+        # once per step on the host; multi-worker runs leave it unset, since every worker must run
+        # the same steps and they agree on stopping at loop boundaries instead.
+        self.stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
         self._forward_backward = tf.function(self._forward_backward_fn, jit_compile=jit_compile)
         self.train_loop = tf.function(self._train_loop_fn)
         self.eval_step = tf.function(self._eval_step_fn)
@@ -113,11 +117,14 @@ class PretrainingTrainer:
     # --- loops ---------------------------------------------------------------------------------
 
     def _train_loop_fn(self, iterator, num_steps):
-        """Runs `num_steps` steps; returns the summed metric pieces, the last gradient norm and learning rate."""
+        """Runs `num_steps` steps, fewer if `stop_requested` is set meanwhile; returns the summed metric
+        pieces, the last gradient norm and learning rate (`step` counts the steps actually run)."""
         totals = {key: tf.zeros([], tf.float32) for key in SUM_KEYS}
         gradient_norm = tf.zeros([], tf.float32)
         learning_rate = tf.zeros([], tf.float32)
         for _ in tf.range(num_steps):
+            if self.stop_requested:
+                break
             learning_rate = tf.cast(self.optimizer.learning_rate, tf.float32)  # the rate this step uses
             batch = self.distribute_batch(next(iterator))
             per_replica_sums, per_replica_norm = self.strategy.run(self._replica_step, args=(batch,))

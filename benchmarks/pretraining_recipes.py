@@ -1,0 +1,246 @@
+r"""Which small-scale pretraining recipe learns? Trains each recipe on the real corpus, evaluates every checkpoint.
+
+  python benchmarks/pretraining_recipes.py --recipes=small_lamb,small_adamw [--work_dir=/tmp/albert_recipes]
+  python benchmarks/pretraining_recipes.py --evaluate_only      # tables and plots from what exists so far
+
+Every 10th document of the corpus is held out (the learning curve's split). The
+rest goes through the real CLIs: train_sentencepiece (8,000 pieces) ->
+create_pretraining_data (per sequence length and dupe factor, cached) ->
+run_pretraining, one output directory per recipe. Rerunning resumes every
+stage, so a recipe can run in the background for hours across sessions (kill
+it any time; the same command continues). Each checkpoint is evaluated once on
+the held-out documents' instances (cached beside the run):
+
+  - masked-LM accuracy over all masked positions, and at positions whose input is
+    [MASK]: the part that needs context (10% of masked positions keep their own
+    token, which a model learns to copy without context);
+  - sentence-order accuracy.
+
+"Frequent-piece level" is the accuracy at [MASK] inputs of always answering the
+held-out data's most frequent masked piece; a recipe "leaves" it at the first
+checkpoint at least 5 points above it.
+
+Writes benchmarks/results/pretraining_recipes.{json,md,png}.
+"""
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from learning_curve import evaluate_checkpoints, split_documents  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(REPO, "benchmarks", "results")
+VOCAB_SIZE = 8000
+LEFT_LEVEL_MARGIN = 0.05
+
+# The model presets, with the recipe's vocabulary.
+MODELS = {"tiny": "albert_tiny", "small": "albert_small"}
+
+# Each recipe: model, sequence length, masked positions, dupe factor, batch, optimizer, peak lr, warmup, steps.
+# `run` names its output directory under WORK_DIR/runs.
+Recipe = collections.namedtuple(
+    "Recipe", "model seq_length predictions dupe_factor batch optimizer learning_rate warmup steps run note")
+RECIPES = {
+    "tiny_adamw": Recipe("tiny", 64, 10, 10, 64, "adamw", 2e-3, 400, 20000, "tinyA",
+                         "AdamW at a high rate: collapses to one constant prediction"),
+    "small_lamb": Recipe("small", 64, 10, 10, 64, "lamb", 1e-2, 1000, 30000, "smallL",
+                         "albert_small (H 256, E 128, 4 heads), LAMB at the learning curve's rate"),
+    "small_adamw": Recipe("small", 64, 10, 10, 64, "adamw", 5e-4, 1000, 30000, "smallA",
+                          "albert_small with AdamW at BERT-small's usual rate"),
+}
+
+
+def tool(*args):
+    print("+ python -m " + " ".join(args), flush=True)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([sys.executable, "-m", *args], env=env, cwd=REPO).returncode
+
+
+def prepare(work, corpus):
+    """The held-out split, the vocabulary, and the model configs with its size."""
+    train_text, eval_text = os.path.join(work, "train.txt"), os.path.join(work, "heldout.txt")
+    if not os.path.exists(eval_text):
+        split_documents(corpus, train_text, eval_text)
+    spm = os.path.join(work, "spm")
+    if not os.path.exists(spm + ".model"):
+        tool("albert_tf.train_sentencepiece", f"--input={train_text}", "--input_format=paragraphs",
+             f"--vocab_size={VOCAB_SIZE}", f"--output_prefix={spm}")
+    for model, preset in MODELS.items():
+        path = os.path.join(work, f"{model}8k.json")
+        if not os.path.exists(path):
+            with open(os.path.join(REPO, "configs", f"{preset}.json")) as f:
+                config = json.load(f)
+            config["vocab_size"] = VOCAB_SIZE
+            with open(path, "w") as f:
+                json.dump(config, f, indent=2)
+    return train_text, eval_text, spm + ".model"
+
+
+def data_prefix(work, recipe, name):
+    suffix = f"{recipe.dupe_factor}" if name == "train" else ""
+    return os.path.join(work, f"d{recipe.seq_length}", name + suffix)
+
+
+def make_data(work, recipe, texts, spm):
+    for name, text, dupe in (("train", texts[0], recipe.dupe_factor), ("heldout", texts[1], 1)):
+        prefix = data_prefix(work, recipe, name)
+        if not os.path.exists(prefix + ".metadata.json"):
+            tool("albert_tf.create_pretraining_data", f"--input_file={text}", "--input_format=paragraphs",
+                 f"--output_file={prefix}", f"--spm_model_file={spm}", f"--dupe_factor={dupe}", "--num_workers=2",
+                 f"--num_output_shards={8 if name == 'train' else 1}", f"--max_seq_length={recipe.seq_length}",
+                 f"--max_predictions_per_seq={recipe.predictions}")
+
+
+def train(work, recipe, spm):
+    return tool("albert_tf.run_pretraining", f"--input_file={data_prefix(work, recipe, 'train')}",
+                f"--albert_config={os.path.join(work, recipe.model + '8k.json')}",
+                f"--output_dir={os.path.join(work, 'runs', recipe.run)}", f"--spm_model_file={spm}",
+                f"--max_seq_length={recipe.seq_length}", f"--max_predictions_per_seq={recipe.predictions}",
+                f"--train_batch_size={recipe.batch}", f"--optimizer={recipe.optimizer}",
+                f"--learning_rate={recipe.learning_rate}", f"--num_warmup_steps={recipe.warmup}",
+                f"--num_train_steps={recipe.steps}", "--save_checkpoints_steps=500", "--keep_checkpoint_max=200",
+                "--iterations_per_loop=100")
+
+
+def frequent_piece_level(heldout_prefix, seq_length, predictions):
+    """Accuracy at [MASK] inputs of always answering the most frequent masked piece."""
+    import numpy as np
+
+    from albert_tf.data.pretraining_dataset import expand_data_files, make_pretraining_dataset
+    from albert_tf.text.albert_tokenizer import MASK_ID
+
+    counts = collections.Counter()
+    dataset = make_pretraining_dataset(expand_data_files(heldout_prefix), 256, seq_length, predictions,
+                                       is_training=False)
+    for batch in dataset.as_numpy_iterator():
+        inputs = np.take_along_axis(batch["input_word_ids"], batch["masked_lm_positions"], axis=1)
+        at_mask = (inputs == MASK_ID) & (batch["masked_lm_weights"] > 0)
+        counts.update(batch["masked_lm_ids"][at_mask].tolist())
+    return counts.most_common(1)[0][1] / sum(counts.values())
+
+
+def evaluate(work, recipe):
+    """{step: metrics} for every checkpoint of the recipe's run, evaluating only new ones."""
+    run_dir = os.path.join(work, "runs", recipe.run)
+    cache_path = run_dir + ".eval.json"
+    cache = {}
+    if os.path.exists(cache_path):
+        with open(cache_path) as f:
+            cache = {m["step"]: m for m in json.load(f)}
+    if not os.path.isdir(run_dir):
+        return []
+    from albert_tf.checkpoints.model_dir import checkpoints_newest_first
+
+    steps = {int(p.rsplit("-", 1)[1]) for p in checkpoints_newest_first(run_dir)}
+    if steps - set(cache):
+        for metrics in evaluate_checkpoints(run_dir, data_prefix(work, recipe, "heldout"), recipe.seq_length,
+                                            recipe.predictions, only_steps=steps - set(cache)):
+            cache[metrics["step"]] = metrics
+        with open(cache_path, "w") as f:
+            json.dump(sorted(cache.values(), key=lambda m: m["step"]), f, indent=1)
+    return sorted(cache.values(), key=lambda m: m["step"])
+
+
+def summarize(name, recipe, curve, level):
+    row = {"recipe": name, **recipe._asdict(), "frequent_piece_level": level, "steps_done": 0}
+    if not curve:
+        return row
+    last = curve[-1]
+    left = next((m["step"] for m in curve if m["masked_lm_accuracy_at_mask"] >= level + LEFT_LEVEL_MARGIN), None)
+    row.update(steps_done=last["step"], sequences_seen=last["step"] * recipe.batch, left_level_at_step=left,
+               masked_lm_accuracy=last["masked_lm_accuracy"], masked_lm_accuracy_at_mask=last["masked_lm_accuracy_at_mask"],
+               masked_lm_loss=last["masked_lm_loss"], sentence_order_accuracy=last["sentence_order_accuracy"],
+               best_at_mask=max(m["masked_lm_accuracy_at_mask"] for m in curve),
+               best_sentence_order=max(m["sentence_order_accuracy"] for m in curve))
+    return row
+
+
+def plot(curves, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for name, (recipe, curve) in curves.items():
+        if not curve:
+            continue
+        seen = [m["step"] * recipe.batch / 1000 for m in curve]
+        left.plot(seen, [m["masked_lm_accuracy_at_mask"] for m in curve], marker=".", label=name)
+        right.plot(seen, [m["sentence_order_accuracy"] for m in curve], marker=".", label=name)
+    left.set(title="held-out MLM accuracy at [MASK] inputs", xlabel="thousand sequences seen", ylabel="accuracy")
+    right.axhline(0.5, color="grey", linestyle="--", label="chance")
+    right.set(title="held-out sentence-order accuracy", xlabel="thousand sequences seen", ylim=(0.4, 1.0))
+    left.legend(fontsize=8)
+    right.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+
+
+def write_results(rows, curves):
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "pretraining_recipes.json"), "w") as f:
+        json.dump({"rows": rows, "curves": {name: curve for name, (_, curve) in curves.items()}}, f, indent=1)
+    plot(curves, os.path.join(RESULTS, "pretraining_recipes.png"))
+
+    def cell(value, digits=3):
+        return "" if value is None else (f"{value:.{digits}f}" if isinstance(value, float) else str(value))
+
+    lines = ["| recipe | model | seq | batch | optimizer | lr | warmup | steps done / planned | sequences | "
+             "left the frequent-piece level at step | MLM acc | at [MASK] (level) | SOP acc | best at [MASK] / SOP |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(
+            f"| {row['recipe']} | {row['model']} | {row['seq_length']} | {row['batch']} | {row['optimizer']} | "
+            f"{row['learning_rate']:g} | {row['warmup']} | {row['steps_done']:,} / {row['steps']:,} | "
+            f"{row.get('sequences_seen', 0):,} | {cell(row.get('left_level_at_step')) or 'not yet'} | "
+            f"{cell(row.get('masked_lm_accuracy'))} | {cell(row.get('masked_lm_accuracy_at_mask'))} "
+            f"({row['frequent_piece_level']:.3f}) | {cell(row.get('sentence_order_accuracy'))} | "
+            f"{cell(row.get('best_at_mask'))} / {cell(row.get('best_sentence_order'))} |")
+    with open(os.path.join(RESULTS, "pretraining_recipes.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "corpus_paragraphs.txt"),
+                        help="paragraph-per-line corpus, documents separated by blank lines")
+    parser.add_argument("--work_dir", default="/tmp/albert_recipes",
+                        help="holds the split, vocabulary, TFRecords, runs and evaluations; reused when rerun")
+    parser.add_argument("--recipes", default="", help=f"comma-separated recipes to train (resuming): {', '.join(RECIPES)}")
+    parser.add_argument("--evaluate_only", action="store_true",
+                        help="train nothing: evaluate new checkpoints of every recipe and rewrite the results")
+    args = parser.parse_args()
+    work = args.work_dir
+    os.makedirs(os.path.join(work, "runs"), exist_ok=True)
+    unknown = [name for name in args.recipes.split(",") if name and name not in RECIPES]
+    if unknown:
+        parser.error(f"unknown recipe(s) {', '.join(unknown)}; known: {', '.join(RECIPES)}")
+    texts_and_spm = prepare(work, args.corpus)
+    for name in [n for n in args.recipes.split(",") if n] if not args.evaluate_only else []:
+        recipe = RECIPES[name]
+        make_data(work, recipe, texts_and_spm[:2], texts_and_spm[2])
+        if train(work, recipe, texts_and_spm[2]) != 0:
+            print(f"{name}: run_pretraining stopped; rerun to resume", flush=True)
+    rows, curves, levels = [], {}, {}
+    for name, recipe in RECIPES.items():
+        heldout = data_prefix(work, recipe, "heldout")
+        if not os.path.exists(heldout + ".metadata.json"):
+            continue
+        if heldout not in levels:
+            levels[heldout] = frequent_piece_level(heldout, recipe.seq_length, recipe.predictions)
+        curve = evaluate(work, recipe)
+        curves[name] = (recipe, curve)
+        rows.append(summarize(name, recipe, curve, levels[heldout]))
+    write_results(rows, curves)
+
+
+if __name__ == "__main__":
+    main()

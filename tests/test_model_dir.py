@@ -1,0 +1,38 @@
+"""albert_tf checkpoint directories written from a model alone: the kind and heads come from the model."""
+
+import numpy as np
+import pytest
+
+from albert_tf.albert_config import AlbertConfig
+from albert_tf.checkpoints.model_dir import load_model, write_model_dir
+from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
+
+
+def test_a_saved_task_model_loads_with_its_heads(tmp_path):
+    config = AlbertConfig.from_preset("albert_tiny")
+    classifier = AlbertClassifier(config=config, num_labels=3)
+    write_model_dir(classifier, str(tmp_path / "classifier"))  # no kind, no num_labels given
+    loaded, metadata = load_model(str(tmp_path / "classifier"))
+    assert metadata["model"] == "classifier" and metadata["num_labels"] == 3
+    assert isinstance(loaded, AlbertClassifier) and loaded.num_labels == 3
+    for a, b in zip(loaded.weights, classifier.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+    choices = AlbertMultipleChoice(config=config, num_choices=3).build_variables()
+    write_model_dir(choices, str(tmp_path / "race"), label_names=["a", "b", "c"])
+    _, metadata = load_model(str(tmp_path / "race"))
+    assert metadata["model"] == "multiple_choice" and metadata["num_choices"] == 3 and metadata["label_names"] == ["a", "b", "c"]
+
+    with pytest.raises(ValueError, match="is an AlbertClassifier"):
+        write_model_dir(classifier, str(tmp_path / "wrong"), "encoder")
+    assert not (tmp_path / "wrong").exists()
+
+
+def test_the_package_exports_what_users_build_with():
+    import albert_tf
+
+    for name in ("AlbertConfig", "AlbertEncoder", "AlbertPretrainer", "AlbertClassifier", "AlbertSpanLabeler",
+                 "AlbertMultipleChoice", "AlbertTokenizer", "TFAlbertTokenizer", "create_optimizer", "load_model",
+                 "write_model_dir"):
+        assert name in albert_tf.__all__ and getattr(albert_tf, name) is not None, name
