@@ -93,9 +93,11 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
 
         pretrainer = model if metadata["model"] == "pretrainer" else None
         encoder_module = EncoderModule(encoder, pretrainer, spm_copy, metadata_file)
+        encoder_module.trace()
         tf.saved_model.save(encoder_module, os.path.join(staging, "encoder"), signatures=encoder_module.signatures())
 
         preprocessor = Preprocessor(tokenizer, max_seq_length, spm_copy)
+        preprocessor.trace()
         tf.saved_model.save(preprocessor, os.path.join(staging, "preprocessing"), signatures=preprocessor.signatures())
 
         serving = ServingModule(tokenizer, max_seq_length, model, metadata)

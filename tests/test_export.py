@@ -565,3 +565,56 @@ def test_span_labeler_serves_answers_in_the_contexts_own_text(exported, task_exp
         "text_b": tf.train.Feature(bytes_list=tf.train.BytesList(value=["CAFÉ ÅNGSTRÖM".encode()]))}))]
     answer = serving.signatures["serve_examples"](examples=tf.constant([e.SerializeToString() for e in examples]))
     assert answer["answer"].numpy()[0].decode() in "CAFÉ ÅNGSTRÖM" and answer["answer"].numpy()[0].decode().isupper()
+
+
+def test_tf_hub_contract_training_flag_and_separate_preprocessing_halves(exported, tmp_path):
+    """TF Hub's encoder `__call__(inputs, training=)` runs dropout when fine-tuning; its preprocessors expose
+    `tokenize` and `bert_pack_inputs(segments, seq_length=)` for any length, not just the exported one."""
+    import keras
+    import tensorflow as tf
+
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+
+    config = AlbertConfig.from_dict({**exported["model"].albert_config.to_dict(), "hidden_dropout_prob": 0.1,
+                                     "attention_probs_dropout_prob": 0.1})
+    keras.utils.set_random_seed(3)
+    model = AlbertEncoder(config)
+    spm = os.path.join(exported["checkpoint"], "spm.model")
+    checkpoint = write_model_dir(model, str(tmp_path / "checkpoint"), files={"spm.model": spm})
+    paths = export(checkpoint, str(tmp_path / "export"), max_seq_length=16)
+    encoder = tf.saved_model.load(paths["encoder"])
+    preprocessing = tf.saved_model.load(paths["preprocessing"])
+
+    texts = ["the river runs by the hill", "a quiet town at night, 3.0, café"]
+    inputs = preprocessing(tf.constant(texts))
+    reference = model(inputs, training=False)["sequence_output"].numpy()
+    np.testing.assert_allclose(encoder(inputs)["sequence_output"].numpy(), reference, atol=1e-5)
+    np.testing.assert_allclose(encoder(inputs, training=False)["sequence_output"].numpy(), reference, atol=1e-5)
+    with_dropout = [encoder(inputs, training=True)["sequence_output"].numpy() for _ in range(2)]
+    assert not np.allclose(with_dropout[0], reference) and not np.allclose(with_dropout[0], with_dropout[1])
+
+    # Fine-tuning through the export with dropout on: gradients reach the encoder and the loss falls.
+    labels = tf.constant([0, 1])
+    head = tf.Variable(np.random.default_rng(0).normal(0, 0.1, (config.hidden_size, 2)).astype("float32"))
+    variables = list(encoder.trainable_variables) + [head]
+    optimizer = keras.optimizers.Adam(1e-3)
+    losses = []
+    for _ in range(10):
+        with tf.GradientTape() as tape:
+            logits = encoder(inputs, training=True)["pooled_output"] @ head
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+        gradients = tape.gradient(loss, variables)
+        assert all(g is not None for g in gradients)
+        optimizer.apply([tf.convert_to_tensor(g) for g in gradients], variables)
+        losses.append(float(loss))
+    assert losses[-1] < losses[0], losses
+
+    # tokenize + bert_pack_inputs at another length than the export's 16 = the Python packing at 24.
+    tokenizer = AlbertTokenizer(spm)
+    ids_a = preprocessing.tokenize(tf.constant(texts))
+    ids_b = preprocessing.tokenize(tf.constant(texts[::-1]))
+    assert ids_a.to_list() == [tokenizer.encode(text) for text in texts]
+    for segments, text_b in (([ids_a], None), ([ids_a, ids_b], texts[::-1])):
+        packed = preprocessing.bert_pack_inputs(segments, seq_length=tf.constant(24))
+        for name, value in pack_batch(tokenizer, texts, text_b, 24).items():
+            np.testing.assert_array_equal(packed[name].numpy(), value, err_msg=name)

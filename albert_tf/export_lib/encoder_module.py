@@ -5,7 +5,7 @@ on the input dict and exposes `variables` and `trainable_variables`, so it
 fine-tunes with a GradientTape:
 
   encoder = tf.saved_model.load("export/encoder")
-  outputs = encoder({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types})
+  outputs = encoder({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}, training=True)
   outputs["pooled_output"], outputs["sequence_output"], outputs["encoder_outputs"]  # list, one per layer
 
 Signatures (TF Serving, other languages): `serving_default` (pooled_output,
@@ -39,15 +39,25 @@ class EncoderModule(tf.__internal__.tracking.AutoTrackable):
         # In the encoder's own order, so load_encoder maps them back onto a new AlbertEncoder.
         self.variables = list(encoder.weights)
         self.trainable_variables = list(encoder.trainable_weights)
+        # Dropout (training=True) draws from Keras seed generators whose state variables are not
+        # among the weights; the SavedModel must hold them too.
+        self.dropout_seed_states = [layer.seed_generator.state for layer in encoder._flatten_layers()
+                                    if getattr(layer, "seed_generator", None) is not None]
         self.pretrainer = pretrainer
         self.spm_model = tf.saved_model.Asset(spm_model_file) if spm_model_file else None
         self.metadata = tf.saved_model.Asset(metadata_file) if metadata_file else None
 
-    @tf.function(input_signature=[input_specs()])
-    def __call__(self, inputs):
-        outputs = self.encoder(inputs, training=False)
+    @tf.function
+    def __call__(self, inputs, training=False):
+        """TF Hub's encoder call: `training=True` runs dropout (for fine-tuning), False (default) does not."""
+        outputs = self.encoder(inputs, training=training)
         return {"pooled_output": outputs["pooled_output"], "sequence_output": outputs["sequence_output"],
                 "encoder_outputs": list(outputs["encoder_outputs"])}
+
+    def trace(self):
+        """Traces `__call__` for both values of `training`, so the SavedModel holds both."""
+        for training in (False, True):
+            self.__call__.get_concrete_function(input_specs(), training=training)
 
     def signatures(self):
         """Each calls the traced `__call__`, so the encoder's graph is built once."""

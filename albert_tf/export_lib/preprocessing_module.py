@@ -5,10 +5,17 @@ so TF Serving runs it, and the ids are those of the Python tokenizer and
 `albert_tf.text.packing`: [CLS] A [SEP] (B [SEP]), pairs truncated the original
 way (the longer segment loses tokens from its end).
 
-Requests are never refused for their content: invalid UTF-8 is replaced
-(U+FFFD), any length is accepted (truncated to max_seq_length tokens), and an
-empty second segment ("") means a single-segment input. The only error is a
-`text_b` that is neither empty nor one string per `text`.
+Any length is accepted (truncated to max_seq_length tokens), and an empty
+second segment ("") means a single-segment input. Errors: text that is not
+valid UTF-8, and a `text_b` that is neither empty nor one string per `text`.
+
+As TF Hub's BERT preprocessors, the SavedModel also has the two halves
+separately, for other sequence lengths than the exported one and more control:
+
+  preprocessor = tf.saved_model.load("export/preprocessing")
+  ids_a = preprocessor.tokenize(tf.constant(["first segment"]))        # ragged int32 [batch, (tokens)]
+  ids_b = preprocessor.tokenize(tf.constant(["second segment"]))
+  inputs = preprocessor.bert_pack_inputs([ids_a, ids_b], seq_length=tf.constant(64))
 """
 
 import tensorflow as tf
@@ -65,7 +72,8 @@ def pack(ids_a, ids_b, has_b, max_seq_length):
     length_b = tf.where(has_b, tf.cast(ids_b.row_lengths(), tf.int32), 0)
     budget = tf.where(has_b, max_seq_length - 3, max_seq_length - 2)
     keep_a, keep_b = truncated_lengths(length_a, length_b, budget)
-    shape = [None, max_seq_length]
+    # max_seq_length may be a tensor (bert_pack_inputs' seq_length): a shape built from tensors.
+    shape = tf.stack([tf.cast(ids_a.nrows(), tf.int32), tf.cast(max_seq_length, tf.int32)])
     a = tf.cast(ids_a[:, :max_seq_length].to_tensor(0, shape=shape), tf.int32)
     b = tf.cast(ids_b[:, :max_seq_length].to_tensor(0, shape=shape), tf.int32)
 
@@ -127,6 +135,27 @@ class Preprocessor(tf.Module):
     @tf.function(input_signature=[TEXT_SPEC, TEXT_B_SPEC])
     def __call__(self, text, text_b=NO_SECOND_SEGMENTS):
         return encode_text(self.tokenizer, text, text_b, self.max_seq_length)
+
+    @tf.function(input_signature=[TEXT_SPEC])
+    def tokenize(self, text):
+        """Raw strings -> ragged int32 piece ids [batch, (tokens)], no [CLS]/[SEP]."""
+        return tf.cast(self.tokenizer(clean_text(text)), tf.int32)
+
+    @tf.function
+    def bert_pack_inputs(self, segments, seq_length):
+        """[ids_a] or [ids_a, ids_b] (from `tokenize`) -> the encoder's three int32 tensors of
+        `seq_length` columns: [CLS] A [SEP] (B [SEP]), the longer segment truncated first."""
+        if len(segments) == 1:
+            ids_b, has_b = segments[0][:, :0], tf.zeros([segments[0].nrows()], tf.bool)
+        else:
+            ids_b, has_b = segments[1], tf.ones([segments[0].nrows()], tf.bool)
+        return pack(segments[0], ids_b, has_b, seq_length)
+
+    def trace(self):
+        """Traces `bert_pack_inputs` for one and for two segments, so the SavedModel holds both."""
+        ids = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)
+        for count in (1, 2):
+            self.bert_pack_inputs.get_concrete_function([ids] * count, tf.TensorSpec([], tf.int32))
 
     def signatures(self):
         return {"serving_default": self.__call__}
