@@ -191,7 +191,9 @@ def _check_or_write_run_config(output_dir, resuming, chief, config, train_files)
         if changed:
             raise ValueError(f"{output_dir} holds checkpoints of another run: " + "; ".join(changed) +
                              ". Use another --output_dir, or the original flags to resume.")
-        if "input_files" in previous and previous["input_files"] != current["input_files"]:
+        # By name: the same shards reached through another path (a moved directory, another cwd) are the same data.
+        if "input_files" in previous and ([os.path.basename(p) for p in previous["input_files"]] !=
+                                          [os.path.basename(p) for p in current["input_files"]]):
             raise ValueError(
                 f"{output_dir}: the training files changed since its checkpoints were written "
                 f"({len(previous['input_files'])} file(s) then, {len(current['input_files'])} now), so the saved "

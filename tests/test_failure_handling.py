@@ -373,10 +373,17 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous_one(data, tmp_pa
 
 def test_changed_input_files_on_resume_are_refused(data, tmp_path):
     assert run(command(data, tmp_path / "run", steps=4)).returncode == 0
-    other = copy_data_set(data, tmp_path / "other")
+    (tmp_path / "other").mkdir()
+    for path in data.directory.glob("train-*.tfrecord"):  # other shards (by name), same shapes
+        shutil.copy(path, tmp_path / "other" / path.name.replace("train-", "more-"))
+    other = str(tmp_path / "other" / "more")
     args = command(data, tmp_path / "run", steps=8)
     args[args.index(f"--input_file={data.prefix}")] = f"--input_file={other}"
     one_line_error(run(args), "the training files changed", f"--init_checkpoint={tmp_path / 'run'}")
+    # The same shards in another directory are the same data: the run resumes.
+    args[args.index(f"--input_file={other}")] = f"--input_file={copy_data_set(data, tmp_path / 'moved')}"
+    result = run(args)
+    assert result.returncode == 0 and "Resuming from" in result.stdout, result.stderr
 
 
 def test_corrupt_inputs_are_named(data, tmp_path):

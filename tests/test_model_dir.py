@@ -36,3 +36,34 @@ def test_the_package_exports_what_users_build_with():
                  "AlbertMultipleChoice", "AlbertTokenizer", "TFAlbertTokenizer", "create_optimizer", "load_model",
                  "write_model_dir"):
         assert name in albert_tf.__all__ and getattr(albert_tf, name) is not None, name
+
+
+def test_compile_fit_then_save_and_load(tmp_path):
+    """Keras-native fine-tuning: compile/fit a task model on packed ids, save without naming the kind, load."""
+    import keras
+
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+    from albert_tf.text.packing import pack_batch
+    from text_fixtures import train_small_spm
+
+    class Factory:
+        def mktemp(self, name):
+            (tmp_path / name).mkdir()
+            return tmp_path / name
+
+    spm = train_small_spm(Factory())
+    texts = [f"{'good' if i % 2 else 'bad'} river town number {i}" for i in range(64)]
+    labels = np.array([i % 2 for i in range(64)])
+    inputs = pack_batch(AlbertTokenizer(str(spm)), texts, None, 16)
+    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "vocab_size": 400})
+    keras.utils.set_random_seed(1)
+    classifier = AlbertClassifier(config=config, num_labels=2)
+    classifier.compile(optimizer=keras.optimizers.Adam(1e-3),
+                       loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
+    losses = classifier.fit(inputs, labels, batch_size=16, epochs=6, verbose=0).history["loss"]
+    assert losses[-1] < losses[0] * 0.7, losses
+
+    write_model_dir(classifier, str(tmp_path / "fine_tuned"), files={"spm.model": str(spm)})
+    loaded, metadata = load_model(str(tmp_path / "fine_tuned"))
+    assert metadata["model"] == "classifier" and metadata["num_labels"] == 2
+    np.testing.assert_allclose(loaded(inputs)["logits"].numpy(), classifier(inputs)["logits"].numpy(), atol=1e-5)
