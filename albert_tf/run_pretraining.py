@@ -191,14 +191,14 @@ def _check_or_write_run_config(output_dir, resuming, chief, config, train_files)
         if changed:
             raise ValueError(f"{output_dir} holds checkpoints of another run: " + "; ".join(changed) +
                              ". Use another --output_dir, or the original flags to resume.")
-        # By name: the same shards reached through another path (a moved directory, another cwd) are the same data.
-        if "input_files" in previous and ([os.path.basename(p) for p in previous["input_files"]] !=
-                                          [os.path.basename(p) for p in current["input_files"]]):
+        # By path, not by name: the checkpointed input iterator holds these paths and reads from them.
+        if "input_files" in previous and previous["input_files"] != current["input_files"]:
             raise ValueError(
                 f"{output_dir}: the training files changed since its checkpoints were written "
-                f"({len(previous['input_files'])} file(s) then, {len(current['input_files'])} now), so the saved "
-                "input position cannot be restored. Resume with the same --input_file, or continue training on "
-                f"the new data in a new --output_dir with --init_checkpoint={output_dir}")
+                f"({len(previous['input_files'])} file(s) then, e.g. {previous['input_files'][0]}; "
+                f"{len(current['input_files'])} now), and the saved input position is a position in those files. "
+                "Resume with the same --input_file at the same path, or continue training on the new data in a "
+                f"new --output_dir with --init_checkpoint={output_dir}")
     elif chief:
         with tf.io.gfile.GFile(path, "w") as f:
             json.dump(current, f, indent=2, sort_keys=True)

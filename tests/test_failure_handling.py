@@ -380,8 +380,10 @@ def test_changed_input_files_on_resume_are_refused(data, tmp_path):
     args = command(data, tmp_path / "run", steps=8)
     args[args.index(f"--input_file={data.prefix}")] = f"--input_file={other}"
     one_line_error(run(args), "the training files changed", f"--init_checkpoint={tmp_path / 'run'}")
-    # The same shards in another directory are the same data: the run resumes.
+    # The same shards at another path too: the checkpointed input iterator reads the paths it saved.
     args[args.index(f"--input_file={other}")] = f"--input_file={copy_data_set(data, tmp_path / 'moved')}"
+    one_line_error(run(args), "the training files changed", "at the same path")
+    args[args.index(f"--input_file={tmp_path / 'moved' / 'train'}")] = f"--input_file={data.prefix}"
     result = run(args)
     assert result.returncode == 0 and "Resuming from" in result.stdout, result.stderr
 
