@@ -120,6 +120,7 @@ def _unit_bytes(unit):
 def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, num_workers=1, overwrite=False,
                             progress=True):
     """Runs the whole job; returns the metadata dict (also written to PREFIX.metadata.json)."""
+    from albert_tf.data import data_set_files
     from albert_tf.data import pretraining_data_job as job
     from albert_tf.data.corpus_reader import CorpusStats
     from albert_tf.data.pretraining_instances import InstanceStats
@@ -189,7 +190,7 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
             raise ValueError(f"no instances could be made from {', '.join(input_paths)}: "
                              + ("; ".join(corpus_stats.problems()) or "no text"))
 
-        final_paths = job.shard_paths(output_prefix, config.num_output_shards, config.compression)
+        final_paths = data_set_files.shard_paths(output_prefix, config.num_output_shards, config.compression)
         counts = []
         for shard, final_path in enumerate(final_paths):
             records = []
@@ -202,12 +203,12 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
                                       corpus_stats, instance_stats, counts, final_paths, sizes)
         # The new set is complete in staging; only now is the old one touched. The metadata first
         # says "incomplete", so a kill during the renames leaves a set readers refuse, never a mix.
-        write_json_atomically(output_prefix + job.METADATA_SUFFIX, job.incomplete_marker(output_prefix))
+        write_json_atomically(output_prefix + data_set_files.METADATA_SUFFIX, job.incomplete_marker(output_prefix))
         for final_path in final_paths:
             os.replace(os.path.join(staging, os.path.basename(final_path)), final_path)
-        for path in set(previous) - set(final_paths) - {output_prefix + job.METADATA_SUFFIX}:
+        for path in set(previous) - set(final_paths) - {output_prefix + data_set_files.METADATA_SUFFIX}:
             os.remove(path)
-        write_json_atomically(output_prefix + job.METADATA_SUFFIX, metadata)
+        write_json_atomically(output_prefix + data_set_files.METADATA_SUFFIX, metadata)
         return metadata
     finally:
         if pool is not None:

@@ -52,15 +52,12 @@ def compute_stats(files, max_instances=0, batch_size=1024):
     """Statistics of the records; a corrupt or truncated file is reported by name (ValueError)."""
     import tensorflow as tf
 
-    from albert_tf.data.pretraining_dataset import find_unreadable_file
+    from albert_tf.data.pretraining_dataset import read_error
 
     try:
         return _compute_stats(files, max_instances, batch_size)
     except tf.errors.OpError as error:
-        bad = find_unreadable_file(files)
-        if bad:
-            raise ValueError(f"{bad[0]}: corrupt or truncated TFRecord file ({bad[1].strip().splitlines()[0]})") from None
-        raise ValueError(f"the records could not be read ({error.message.strip().splitlines()[0]})") from None
+        raise read_error(files, error) from None
 
 
 def _compute_stats(files, max_instances, batch_size):
@@ -182,8 +179,8 @@ def format_report(stats, metadata=None):
 
 
 def main(argv):
-    from albert_tf.data.pretraining_data_job import read_metadata
-    from albert_tf.data.pretraining_dataset import shard_prefix, expand_data_files
+    from albert_tf.data.data_set_files import read_metadata, shard_prefix
+    from albert_tf.data.pretraining_dataset import expand_data_files
 
     if len(argv) != 2:
         raise ValueError("usage: python -m albert_tf.data_stats PREFIX_OR_GLOB")

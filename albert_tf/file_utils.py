@@ -155,3 +155,16 @@ def _owner_alive(owner_file):
         return psutil.Process(owner["pid"]).create_time() == owner["create_time"]
     except (psutil.NoSuchProcess, KeyError, TypeError):
         return False
+
+
+def file_sha256(path):
+    """Hex sha256 of a file's bytes (local or gs://), e.g. to tell one SentencePiece model from another."""
+    import hashlib
+
+    import tensorflow as tf
+
+    digest = hashlib.sha256()
+    with tf.io.gfile.GFile(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

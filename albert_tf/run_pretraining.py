@@ -34,7 +34,7 @@ import time
 from absl import flags
 
 from albert_tf import cli
-from albert_tf.file_utils import exclusive_directory_lock
+from albert_tf.file_utils import exclusive_directory_lock, file_sha256
 
 STRATEGY_NAMES = ("one_device", "mirrored", "multi_worker", "tpu")
 PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
@@ -213,11 +213,7 @@ def _check_spm_model_file(output_dir, resuming):
     stored = os.path.join(output_dir, model_dir.SPM_MODEL_FILE)
     if not (resuming and FLAGS.spm_model_file and tf.io.gfile.exists(stored)):
         return
-    with tf.io.gfile.GFile(stored, "rb") as f:
-        previous = hashlib.sha256(f.read()).hexdigest()
-    with tf.io.gfile.GFile(FLAGS.spm_model_file, "rb") as f:
-        current = hashlib.sha256(f.read()).hexdigest()
-    if previous != current:
+    if file_sha256(stored) != file_sha256(FLAGS.spm_model_file):
         raise ValueError(f"--spm_model_file={FLAGS.spm_model_file} is not the SentencePiece model this run started "
                          f"with ({stored}); pass that one, or train into a new --output_dir")
 
@@ -406,7 +402,7 @@ def _any_worker_preempted(strategy, preemption):
 def _train(trainer, strategy, iterator, manager, writer, preemption, train_files, metrics_from_sums, format_duration):
     import tensorflow as tf
 
-    from albert_tf.data.pretraining_dataset import find_unreadable_file
+    from albert_tf.data.pretraining_dataset import read_error
 
     total_steps = FLAGS.num_train_steps
     step = int(trainer.step.numpy())
@@ -426,10 +422,7 @@ def _train(trainer, strategy, iterator, manager, writer, preemption, train_files
             totals, gradient_norm, learning_rate = _call_interruptibly(
                 lambda: trainer.train_loop(iterator, tf.constant(num_steps)))
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
-            bad = find_unreadable_file(train_files)
-            if bad:
-                raise ValueError(f"{bad[0]}: corrupt or truncated TFRecord file ({bad[1].strip()})") from None
-            raise ValueError(f"the training data could not be read ({error.message.strip().splitlines()[0]})") from None
+            raise read_error(train_files, error, "the training data") from None
         seconds = time.monotonic() - loop_start
         previous_step, step = step, int(trainer.step.numpy())
         num_steps = step - previous_step  # fewer than asked when SIGTERM stopped the loop

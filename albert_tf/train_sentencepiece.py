@@ -125,7 +125,7 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
                     f"--vocab_size={vocab_size} is too small: the corpus's characters and the special pieces "
                     f"alone need more ({_last_sentence(message)}); pass a larger --vocab_size, or lower "
                     "--character_coverage") from None
-            if "Vocabulary size too high" in message or "too high" in message:
+            if "Vocabulary size too high" in message:
                 raise ValueError(
                     f"the corpus is too small for --vocab_size={vocab_size} ({_last_sentence(message)}); "
                     "pass a smaller --vocab_size or --nohard_vocab_limit") from None

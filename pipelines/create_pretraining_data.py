@@ -44,6 +44,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from albert_tf.create_pretraining_data import config_from_flags, define_data_flags
+from albert_tf.data import data_set_files
 from albert_tf.data import pretraining_data_job as job
 from albert_tf.data.corpus_reader import CorpusStats
 from albert_tf.data.pretraining_data_job import UnitProcessor
@@ -148,7 +149,7 @@ def finalize(_, written, instance_stats, corpus_stats, final_paths, output_prefi
     # that readers refuse, so an interrupted swap never passes for a whole data set.
     _write_metadata(output_prefix, job.incomplete_marker(output_prefix))
     FileSystems.rename(ordered, list(final_paths))
-    stale = sorted(set(previous) - set(final_paths) - {output_prefix + job.METADATA_SUFFIX})
+    stale = sorted(set(previous) - set(final_paths) - {output_prefix + data_set_files.METADATA_SUFFIX})
     if stale:
         FileSystems.delete(stale)
     _write_metadata(output_prefix, metadata)
@@ -157,15 +158,15 @@ def finalize(_, written, instance_stats, corpus_stats, final_paths, output_prefi
 
 def _write_metadata(output_prefix, metadata):
     """Writes PREFIX.metadata.json through a temporary name and a rename."""
-    with _create(output_prefix + job.METADATA_SUFFIX + ".beam-temp") as f:
+    with _create(output_prefix + data_set_files.METADATA_SUFFIX + ".beam-temp") as f:
         f.write((json.dumps(metadata, indent=2, sort_keys=True) + "\n").encode())
-    FileSystems.rename([output_prefix + job.METADATA_SUFFIX + ".beam-temp"], [output_prefix + job.METADATA_SUFFIX])
+    FileSystems.rename([output_prefix + data_set_files.METADATA_SUFFIX + ".beam-temp"], [output_prefix + data_set_files.METADATA_SUFFIX])
 
 
 def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, overwrite=False):
     """Adds the whole job to `pipeline`; returns the PCollection holding the final metadata."""
     vocab_size = AlbertTokenizer(model_proto=model_proto, lower_case=config.lower_case).vocab_size
-    final_paths = job.shard_paths(output_prefix, config.num_output_shards, config.compression)
+    final_paths = data_set_files.shard_paths(output_prefix, config.num_output_shards, config.compression)
     read = (
         pipeline
         | "Files" >> beam.Create(list(enumerate(input_paths)))

@@ -38,7 +38,7 @@ from albert_tf.data.pretraining_instances import (
     InstanceConfig,
     TokenizedDocument,
 )
-from albert_tf.data.data_set_files import METADATA_SUFFIX, read_metadata, shard_paths  # noqa: F401 (re-exported)
+from albert_tf.data.data_set_files import METADATA_SUFFIX
 from albert_tf.data.tfrecord_io import ExampleEncoder, TFRecordWriter
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 

@@ -13,12 +13,11 @@ them onto the names the model takes:
 """
 
 import glob
-import hashlib
-import os
 
 import tensorflow as tf
 
-from albert_tf.data.data_set_files import METADATA_SUFFIX, check_complete, read_metadata, shard_prefix  # noqa: F401
+from albert_tf.data.data_set_files import METADATA_SUFFIX, check_complete, read_metadata, shard_prefix
+from albert_tf.file_utils import file_sha256
 
 _SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
 
@@ -97,10 +96,7 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq, voca
     otherwise reads each file's first record (shapes) and the first
     `scan_records` records of the first file (ids).
     """
-    spm_sha256 = None
-    if spm_model_file:
-        with tf.io.gfile.GFile(spm_model_file, "rb") as f:
-            spm_sha256 = hashlib.sha256(f.read()).hexdigest()
+    spm_sha256 = file_sha256(spm_model_file) if spm_model_file else None
     checked_prefixes = set()
     for path in files:
         prefix = shard_prefix(path)
@@ -162,6 +158,14 @@ def find_unreadable_file(files):
         except tf.errors.OpError as error:
             return path, error.message
     return None
+
+
+def read_error(files, error, what="the records"):
+    """A ValueError for a TF error met while reading `files`: it names the damaged file when there is one."""
+    bad = find_unreadable_file(files)
+    if bad:
+        return ValueError(f"{bad[0]}: corrupt or truncated TFRecord file ({bad[1].strip().splitlines()[0]})")
+    return ValueError(f"{what} could not be read ({error.message.strip().splitlines()[0]})")
 
 
 def make_pretraining_dataset(files, batch_size, max_seq_length, max_predictions_per_seq, seed=None,
