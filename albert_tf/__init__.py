@@ -27,6 +27,7 @@ _LAZY_EXPORTS = {
     "AlbertMultipleChoice": "albert_tf.models.albert_multiple_choice",
     "AlbertTokenizer": "albert_tf.text.albert_tokenizer",
     "TFAlbertTokenizer": "albert_tf.text.tf_albert_tokenizer",
+    "AlbertPreprocessor": "albert_tf.text.albert_preprocessor",
     "create_optimizer": "albert_tf.optimization",
 }
 

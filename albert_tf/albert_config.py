@@ -152,32 +152,32 @@ class AlbertConfig:
     # --- Derived structure -------------------------------------------------
 
     @property
-    def head_size(self):
+    def head_size(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
     @property
-    def num_groups(self):
+    def num_groups(self) -> int:
         """Number of distinct parameter groups the encoder holds."""
         return self.num_hidden_layers if self.sharing == "none" else self.num_hidden_groups
 
-    def group_of_layer(self, layer_index):
+    def group_of_layer(self, layer_index: int) -> int:
         """Group used by layer `layer_index` (0-based): floor(l * G / L)."""
         return layer_index * self.num_groups // self.num_hidden_layers
 
     # --- Serialization ------------------------------------------------------
 
-    def to_dict(self):
+    def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def to_json_string(self):
+    def to_json_string(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
-    def to_json_file(self, path):
+    def to_json_file(self, path: str | os.PathLike) -> None:
         with open(path, "w") as f:
             f.write(self.to_json_string())
 
     @classmethod
-    def from_dict(cls, values, source="config"):
+    def from_dict(cls, values: dict, source: str = "config") -> "AlbertConfig":
         """Builds a config from our JSON or an original albert_config.json."""
         if not isinstance(values, dict):
             raise ValueError(f"{source}: expected a JSON object, got {type(values).__name__}")
@@ -200,7 +200,7 @@ class AlbertConfig:
             raise ValueError(f"{source}: {error}") from None
 
     @classmethod
-    def from_json_file(cls, path):
+    def from_json_file(cls, path: str | os.PathLike) -> "AlbertConfig":
         try:
             with open(path) as f:
                 values = json.load(f)
@@ -211,20 +211,20 @@ class AlbertConfig:
         return cls.from_dict(values, source=str(path))
 
     @classmethod
-    def from_preset(cls, name):
+    def from_preset(cls, name: str) -> "AlbertConfig":
         path = PRESETS_DIR / f"{name}.json"
         if not path.is_file():
             raise ValueError(f"Unknown preset {name!r}; presets: {', '.join(preset_names())}")
         return cls.from_json_file(path)
 
     @classmethod
-    def from_name_or_path(cls, name_or_path):
+    def from_name_or_path(cls, name_or_path: str) -> "AlbertConfig":
         """A preset name (`albert_base_v2`) or the path of a JSON config file."""
         if os.path.exists(name_or_path) or name_or_path.endswith(".json"):
             return cls.from_json_file(name_or_path)
         return cls.from_preset(name_or_path)
 
 
-def preset_names():
+def preset_names() -> list[str]:
     """Names of the JSON presets shipped in `configs/`, sorted."""
     return sorted(path.stem for path in PRESETS_DIR.glob("*.json"))

@@ -7,7 +7,7 @@ r"""Converts ALBERT checkpoints between albert_tf, the original TF1 format and H
   # A Hugging Face save_pretrained directory -> albert_tf
   python -m albert_tf.convert --from=huggingface --input=hf_albert/ --output=/tmp/albert
 
-  # albert_tf -> Hugging Face (load with AlbertForPreTraining.from_pretrained)
+  # albert_tf -> Hugging Face (load with AutoModelForPreTraining / AutoTokenizer.from_pretrained)
   python -m albert_tf.convert --from=albert_tf --to=huggingface --input=/tmp/albert --output=/tmp/hf
 
 Every tensor is checked before anything is written: names the model does not
@@ -39,6 +39,8 @@ def define_flags():
                       "tensors (for example Hugging Face's AlbertForMaskedLM, which has neither SOP classifier nor "
                       "pooler): they keep a fresh random initialization, and the summary lists them. Default: "
                       "such a source fails.")
+    flags.DEFINE_bool("do_lower_case", True, "For --to=huggingface: whether the tokenizer files written beside "
+                      "spiece.model lowercase the text (the original ALBERT models do).")
     flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output directory.")
 
 
@@ -86,9 +88,14 @@ def build_checked_model(config, tensors, source, init_missing_heads=False):
 
 
 def convert(source_format, target_format, input_path, output_dir, albert_config=None, spm_model_file=None,
-            init_missing_heads=False, overwrite=False):
-    """Converts and writes; returns a dict summary. Nothing is written on failure."""
-    from albert_tf.checkpoints import huggingface_format, tf1_format
+            init_missing_heads=False, overwrite=False, do_lower_case=True):
+    """Converts and writes; returns a dict summary. Nothing is written on failure.
+
+    For Hugging Face with a SentencePiece model, tokenizer.json and
+    tokenizer_config.json are written too (`AutoTokenizer` loads them without
+    converting spiece.model, which would need protobuf 7).
+    """
+    from albert_tf.checkpoints import huggingface_format, huggingface_tokenizer, tf1_format
     from albert_tf.checkpoints.assign import read_model_tensors
     from albert_tf.checkpoints.model_dir import SPM_MODEL_FILE, write_model_dir
     from albert_tf.file_utils import staged_directory
@@ -114,6 +121,10 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
                 config.to_json_file(os.path.join(staging, tf1_format.ORIGINAL_CONFIG_FILE))
             if spm_model_file:
                 shutil.copyfile(spm_model_file, os.path.join(staging, _SPM_NAMES[target_format]))
+                if target_format == "huggingface":
+                    huggingface_tokenizer.write_tokenizer_files(
+                        spm_model_file, staging, model_max_length=config.max_position_embeddings,
+                        lower_case=do_lower_case)
     return {
         "kind": kind,
         "tensors": len(tensors),
@@ -138,6 +149,7 @@ def main(argv):
         spm_model_file=FLAGS.spm_model_file,
         init_missing_heads=FLAGS.init_missing_heads,
         overwrite=FLAGS.overwrite,
+        do_lower_case=FLAGS.do_lower_case,
     )
     print(
         f"Converted {source_format} -> {FLAGS.to}: a {summary['kind']} with {summary['tensors']} tensors, "

@@ -17,8 +17,7 @@ import numpy as np
 from absl import flags
 
 from albert_tf import cli
-
-MASK_ID = 4
+from albert_tf.text.albert_tokenizer import MASK_ID
 
 
 def define_flags():

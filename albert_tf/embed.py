@@ -47,7 +47,10 @@ def cosine_similarities(embeddings):
 class Embedder:
     def __init__(self, model_path, spm_model_file=None, max_seq_length=128):
         self.max_seq_length = max_seq_length
-        self.export = os.path.isfile(os.path.join(model_path, "encoder", "saved_model.pb"))
+        from albert_tf.checkpoints.model_dir import exported_encoder_dir
+
+        # An export directory (encoder/ + preprocessing/), or an albert_tf checkpoint directory.
+        self.export = exported_encoder_dir(model_path) == os.path.join(model_path, "encoder")
         if self.export:
             import tensorflow as tf
             import tensorflow_text  # noqa: F401  (registers the ops of exported graphs)
@@ -65,17 +68,13 @@ class Embedder:
             self.tokenizer = AlbertTokenizer(spm)
 
     def inputs(self, texts):
-        import numpy as np
-
         if self.export:
             import tensorflow as tf
 
             return self.preprocessing(tf.constant(texts))
-        ids = np.zeros((len(texts), self.max_seq_length), "int32")
-        for row, text in enumerate(texts):
-            tokens = [2] + self.tokenizer.encode(text)[: self.max_seq_length - 2] + [3]
-            ids[row, : len(tokens)] = tokens
-        return {"input_word_ids": ids, "input_mask": (ids != 0).astype("int32"), "input_type_ids": np.zeros_like(ids)}
+        from albert_tf.text.packing import pack_batch
+
+        return pack_batch(self.tokenizer, texts, None, self.max_seq_length)
 
     def embed(self, texts, pooling="mean"):
         import numpy as np

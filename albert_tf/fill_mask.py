@@ -9,8 +9,6 @@ converted Google or Hugging Face checkpoint), or a directory written by
 `python -m albert_tf.export` (its encoder SavedModel's `mlm` signature).
 """
 
-import os
-
 from absl import flags
 
 from albert_tf import cli
@@ -30,26 +28,25 @@ FLAGS = flags.FLAGS
 
 
 def encode_with_masks(text, tokenizer, max_seq_length):
-    """(input dict of int32 [1, seq], mask positions) for text whose [MASK]s become id 4."""
-    import numpy as np
+    """(input dict of int32 [1, seq], mask positions) for text whose [MASK]s become the [MASK] id."""
+    from albert_tf.text.albert_tokenizer import MASK_ID
+    from albert_tf.text.packing import pack
 
     parts = text.split(MASK)
     if len(parts) < 2:
         raise ValueError(f"no {MASK} in {text!r}")
+
     ids = []
     for index, part in enumerate(parts):
         if part.strip():
             ids.extend(tokenizer.encode(part))
         if index < len(parts) - 1:
-            ids.append(4)
-    ids = [2] + ids[: max_seq_length - 2] + [3]
-    positions = [i for i, token in enumerate(ids) if token == 4]
+            ids.append(MASK_ID)
+    word_ids, mask, type_ids = pack(ids, None, max_seq_length)
+    positions = [i for i, token in enumerate(word_ids) if token == MASK_ID]
     if not positions:
         raise ValueError(f"every {MASK} of {text!r} lies beyond --max_seq_length={max_seq_length}")
-    word_ids = np.zeros((1, max_seq_length), "int32")
-    word_ids[0, : len(ids)] = ids
-    mask = (word_ids != 0).astype("int32")
-    return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": np.zeros_like(word_ids)}, positions
+    return {"input_word_ids": word_ids[None], "input_mask": mask[None], "input_type_ids": type_ids[None]}, positions
 
 
 class MaskFiller:
@@ -58,7 +55,9 @@ class MaskFiller:
     def __init__(self, model_path, spm_model_file=None):
         from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
-        self.export = _export_encoder_dir(model_path)
+        from albert_tf.checkpoints.model_dir import exported_encoder_dir, spm_model_path
+
+        self.export = exported_encoder_dir(model_path)
         if self.export:
             import tensorflow as tf
             import tensorflow_text  # noqa: F401  (registers the ops of exported graphs)
@@ -66,9 +65,9 @@ class MaskFiller:
             self.module = tf.saved_model.load(self.export)
             if "mlm" not in self.module.signatures:
                 raise ValueError(f"{self.export}: exported without pretraining heads (no `mlm` signature)")
-            spm = spm_model_file or _first_existing(os.path.join(self.export, "assets"), ("spm.model",))
+            spm = spm_model_file or spm_model_path(self.export)
         else:
-            from albert_tf.checkpoints.model_dir import load_pretrainer, spm_model_path
+            from albert_tf.checkpoints.model_dir import load_pretrainer
 
             self.model = load_pretrainer(model_path)
             spm = spm_model_file or spm_model_path(model_path)
@@ -101,22 +100,6 @@ class MaskFiller:
             best = np.argsort(-row)[:top_k]
             results.append((position, [(self.tokenizer.id_to_piece(int(i)), float(row[i])) for i in best]))
         return results
-
-
-def _first_existing(directory, names):
-    for name in names:
-        path = os.path.join(directory, name)
-        if os.path.isfile(path):
-            return path
-    return None
-
-
-def _export_encoder_dir(path):
-    """The encoder SavedModel inside an albert_tf.export directory (or the SavedModel itself), else None."""
-    for candidate in (os.path.join(path, "encoder"), path):
-        if os.path.isfile(os.path.join(candidate, "saved_model.pb")):
-            return candidate
-    return None
 
 
 def filled_text(text, results):

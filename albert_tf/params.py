@@ -1,8 +1,13 @@
-r"""Prints the parameter counts of ALBERT presets, in the layout of the paper's Table 2.
+r"""Prints the parameter counts of ALBERT presets, in the layout of the paper's Tables 2 and 3.
 
-  python -m albert_tf.params                       # every preset in configs/
+  python -m albert_tf.params                       # every preset in configs/, then Table 3
   python -m albert_tf.params --presets=albert_base_v2,bert_base --format=markdown
   python -m albert_tf.params --albert_config=my_config.json
+  python -m albert_tf.params --presets=albert_base_v2 --embedding_sizes=32,64
+
+Table 3 of the paper varies the embedding size E of ALBERT-base (H 768, 12
+layers, vocabulary 30,000), not shared (BERT-style) and all-shared; the second
+table lists those configurations (`--embedding_sizes`, empty to leave it out).
 
 Counts are read off a real model built from the config (variables created with
 shapes only, so even xxlarge takes no memory), broken down into the embeddings
@@ -23,6 +28,8 @@ def define_flags():
     flags.DEFINE_list("presets", None, "Preset names to list (default: every preset in configs/).")
     flags.DEFINE_string("albert_config", None, "A config JSON file to list instead of presets.")
     flags.DEFINE_enum("format", "text", ["text", "markdown", "json"], "Output format.")
+    flags.DEFINE_list("embedding_sizes", ["64", "128", "256", "768"], "Embedding sizes E of the Table 3 listing "
+                      "(albert_base_v2 with each E, not shared and all-shared); empty (--embedding_sizes=) for none.")
 
 
 FLAGS = flags.FLAGS
@@ -36,6 +43,13 @@ PAPER_PARAMETERS = {
     "bert_base": "108M",
     "bert_large": "334M",
 }
+
+# The paper's Table 3 (rounded): ALBERT-base by embedding size, (sharing, E) -> parameters.
+PAPER_TABLE3 = {
+    ("none", 64): "87M", ("none", 128): "89M", ("none", 256): "93M", ("none", 768): "108M",
+    ("all", 64): "10M", ("all", 128): "12M", ("all", 256): "16M", ("all", 768): "31M",
+}
+TABLE3_BASE = "albert_base_v2"
 
 COLUMNS = (
     ("model", "Model"),
@@ -122,6 +136,23 @@ def preset_rows(presets=None, config_path=None):
     return rows
 
 
+def embedding_size_rows(embedding_sizes, base=TABLE3_BASE):
+    """The paper's Table 3 grid: `base` with each embedding size, not shared and all-shared."""
+    import dataclasses
+
+    from albert_tf.albert_config import AlbertConfig
+
+    rows = []
+    for sharing, label in (("none", "not-shared"), ("all", "all-shared")):
+        for embedding_size in embedding_sizes:
+            config = dataclasses.replace(AlbertConfig.from_preset(base), embedding_size=embedding_size, sharing=sharing)
+            row = {"model": f"{base} {label} E={embedding_size}",
+                   **parameter_breakdown(shape_only_pretrainer(config))}
+            row["paper"] = PAPER_TABLE3.get((sharing, embedding_size), "")
+            rows.append(row)
+    return rows
+
+
 def format_rows(rows, output_format="text"):
     if output_format == "json":
         return json.dumps(rows, indent=2)
@@ -142,7 +173,19 @@ def format_rows(rows, output_format="text"):
 
 def main(argv):
     del argv
-    print(format_rows(preset_rows(FLAGS.presets, FLAGS.albert_config), FLAGS.format))
+    try:
+        embedding_sizes = [int(size) for size in FLAGS.embedding_sizes]
+    except ValueError:
+        raise ValueError(f"--embedding_sizes: integers expected, got {','.join(FLAGS.embedding_sizes)}") from None
+    rows = preset_rows(FLAGS.presets, FLAGS.albert_config)
+    table3 = embedding_size_rows(embedding_sizes) if embedding_sizes else []
+    if FLAGS.format == "json":
+        print(format_rows(rows + table3, "json"))
+        return
+    print(format_rows(rows, FLAGS.format))
+    if table3:
+        print(f"\nTable 3: {TABLE3_BASE} by embedding size E, not shared and all-shared\n")
+        print(format_rows(table3, FLAGS.format))
 
 
 def console_main():

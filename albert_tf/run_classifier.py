@@ -50,9 +50,10 @@ def define_flags():
     flags.DEFINE_integer("eval_batch_size", 8, "Examples per evaluation batch (original: 8).")
     flags.DEFINE_integer("predict_batch_size", 8, "Examples per prediction batch (original: 8).")
     flags.DEFINE_float("learning_rate", None, "Peak AdamW learning rate. Default: the task's recipe.")
-    flags.DEFINE_integer("train_step", None, "Training steps. Default: the task's recipe.")
-    flags.DEFINE_alias("num_train_steps", "train_step")
-    flags.DEFINE_integer("warmup_step", None, "Linear warmup steps. Default: the task's recipe.")
+    flags.DEFINE_integer("num_train_steps", None, "Training steps. Default: the task's recipe.")
+    flags.DEFINE_alias("train_step", "num_train_steps")  # the original script's name
+    flags.DEFINE_integer("num_warmup_steps", None, "Linear warmup steps. Default: the task's recipe.")
+    flags.DEFINE_alias("warmup_step", "num_warmup_steps")
     flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint (and evaluate) every this many steps.")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Training checkpoints kept (original: 5); the best is kept "
                          "apart in OUTPUT_DIR/best.")
@@ -94,8 +95,8 @@ def main(argv):
     spec = glue.task_spec(task)
     regression = glue.is_regression(task)
     lr, steps, warmup, batch = RECIPES[task]
-    lr, steps = FLAGS.learning_rate or lr, FLAGS.train_step or steps
-    warmup = FLAGS.warmup_step if FLAGS.warmup_step is not None else min(warmup, steps)
+    lr, steps = FLAGS.learning_rate or lr, FLAGS.num_train_steps or steps
+    warmup = FLAGS.num_warmup_steps if FLAGS.num_warmup_steps is not None else min(warmup, steps)
     batch = FLAGS.train_batch_size or batch
     spm = spm_model_for(FLAGS.init_checkpoint, FLAGS.spm_model_file)
     tokenizer = AlbertTokenizer(spm, lower_case=FLAGS.do_lower_case)

@@ -41,7 +41,9 @@ PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float1
 RUN_CONFIG_FILE = "run_config.json"
 # Flags a resumed run must share with the run that wrote the checkpoints.
 _RESUME_INVARIANTS = ("albert_config", "train_batch_size", "max_seq_length", "max_predictions_per_seq", "optimizer",
-                      "gradient_accumulation_steps", "seed")
+                      "gradient_accumulation_steps", "seed", "sentence_loss_weight")
+# What a run_config.json written before an invariant existed implies for it.
+_INVARIANT_DEFAULTS = {"sentence_loss_weight": 1.0}
 PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM, what schedulers expect of a terminated job
 
 
@@ -88,6 +90,9 @@ def define_flags():
     flags.DEFINE_enum("strategy", "one_device", list(STRATEGY_NAMES), "one_device; mirrored (all local GPUs); "
                       "multi_worker (MultiWorkerMirroredStrategy, cluster from TF_CONFIG); tpu (TPUStrategy).")
     flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (Cloud TPU VM: local); implies --strategy=tpu.")
+    flags.DEFINE_float("sentence_loss_weight", 1.0, "Weight of the sentence-level loss (SOP, or NSP for data made "
+                       "with --random_next_sentence) added to the MLM loss; the original: 1. 0 trains MLM only "
+                       "(the paper's Table 5 'None' row).")
     flags.DEFINE_integer("seed", 12345, "Seed for initialization and input order.")
     flags.DEFINE_integer("shuffle_buffer_size", 10000, "Records in the training shuffle buffer.")
 
@@ -150,6 +155,8 @@ def _validate_flags():
         raise ValueError(f"--num_warmup_steps must be in [0, --num_train_steps={FLAGS.num_train_steps}]")
     if FLAGS.learning_rate <= 0:
         raise ValueError(f"--learning_rate must be > 0, got {FLAGS.learning_rate}")
+    if FLAGS.sentence_loss_weight < 0:
+        raise ValueError(f"--sentence_loss_weight must be >= 0, got {FLAGS.sentence_loss_weight}")
     if FLAGS.do_eval and not FLAGS.eval_input_file:
         raise ValueError("--do_eval needs --eval_input_file")
     if FLAGS.spm_model_file and not os.path.isfile(FLAGS.spm_model_file):
@@ -186,7 +193,7 @@ def _check_or_write_run_config(output_dir, resuming, chief, config, train_files)
                 elif isinstance(previous.get(key), str) and previous[key] != FLAGS.albert_config:
                     changed.append(f"--albert_config={FLAGS.albert_config} (the checkpoints were made with "
                                    f"{previous[key]})")
-            elif previous.get(key) != current[key]:
+            elif previous.get(key, _INVARIANT_DEFAULTS.get(key)) != current[key]:
                 changed.append(f"--{key}={current[key]} (the checkpoints were made with {previous.get(key)})")
         if changed:
             raise ValueError(f"{output_dir} holds checkpoints of another run: " + "; ".join(changed) +
@@ -307,7 +314,7 @@ def _run(config, strategy, chief, output_dir, train_files, eval_files):
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.optimization import create_optimizer
     from albert_tf.progress import format_duration
-    from albert_tf.tasks.pretraining_task import metrics_from_sums
+    from albert_tf.tasks.pretraining_losses import metrics_from_sums
     from albert_tf.checkpoints import model_dir
     from albert_tf.training.pretraining_trainer import PretrainingTrainer
 
@@ -327,7 +334,8 @@ def _run(config, strategy, chief, output_dir, train_files, eval_files):
             if FLAGS.mixed_precision == "fp16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
             trainer = PretrainingTrainer(strategy, model, optimizer, FLAGS.train_batch_size,
-                                         FLAGS.gradient_accumulation_steps, jit_compile=FLAGS.jit_compile)
+                                         FLAGS.gradient_accumulation_steps, jit_compile=FLAGS.jit_compile,
+                                         sentence_loss_weight=FLAGS.sentence_loss_weight)
         iterator = iter(_worker_dataset(strategy, train_files, data))
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=trainer.step, iterator=iterator)
         return model, trainer, iterator, checkpoint

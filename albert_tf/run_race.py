@@ -35,9 +35,10 @@ def define_flags():
     flags.DEFINE_integer("eval_batch_size", 8, "Questions per evaluation batch (original: 8).")
     flags.DEFINE_integer("predict_batch_size", 8, "Questions per prediction batch (original: 8).")
     flags.DEFINE_float("learning_rate", 1e-5, "Peak AdamW learning rate (original: 1e-5).")
-    flags.DEFINE_integer("train_step", 12000, "Training steps (original: 12000).")
-    flags.DEFINE_alias("num_train_steps", "train_step")
-    flags.DEFINE_integer("warmup_step", 1000, "Linear warmup steps (original: 1000).")
+    flags.DEFINE_integer("num_train_steps", 12000, "Training steps (original: 12000).")
+    flags.DEFINE_alias("train_step", "num_train_steps")  # the original script's name
+    flags.DEFINE_integer("num_warmup_steps", 1000, "Linear warmup steps (original: 1000).")
+    flags.DEFINE_alias("warmup_step", "num_warmup_steps")
     flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint and evaluate every this many steps.")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Training checkpoints kept (original: 5); the best is kept "
                          "apart in OUTPUT_DIR/best.")
@@ -100,10 +101,10 @@ def main(argv):
             return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
                 batch["label_ids"], tf.cast(outputs["logits"], tf.float32)))
 
-        print(f"Fine-tuning on {len(train_examples):,} RACE questions: {FLAGS.train_step} steps, batch "
+        print(f"Fine-tuning on {len(train_examples):,} RACE questions: {FLAGS.num_train_steps} steps, batch "
               f"{FLAGS.train_batch_size}, lr {FLAGS.learning_rate}.", flush=True)
-        result = finetune(model, train, loss_fn, FLAGS.train_step, FLAGS.train_batch_size, FLAGS.learning_rate,
-                          min(FLAGS.warmup_step, FLAGS.train_step), os.path.join(FLAGS.output_dir, "checkpoints"),
+        result = finetune(model, train, loss_fn, FLAGS.num_train_steps, FLAGS.train_batch_size, FLAGS.learning_rate,
+                          min(FLAGS.num_warmup_steps, FLAGS.num_train_steps), os.path.join(FLAGS.output_dir, "checkpoints"),
                           "multiple_choice", metadata=metadata, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
                           keep_checkpoint_max=FLAGS.keep_checkpoint_max, seed=FLAGS.seed,
                           evaluate=evaluate if FLAGS.do_eval else None,

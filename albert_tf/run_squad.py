@@ -74,6 +74,11 @@ def define_flags():
                        "--num_train_steps is set.")
     flags.DEFINE_integer("num_train_steps", None, "Training steps in total. Default: --num_train_epochs x "
                          "training windows / --train_batch_size.")
+    flags.DEFINE_alias("train_step", "num_train_steps")
+    flags.DEFINE_integer("num_warmup_steps", None, "Linear warmup steps; when set, replaces --warmup_proportion "
+                         "(the name run_pretraining, run_classifier and run_race use too).")
+    flags.DEFINE_alias("warmup_step", "num_warmup_steps")
+    flags.DEFINE_bool("do_lower_case", True, "Lowercase as the pretraining data was.")
     flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with a linear warmup of the learning rate "
                        "from 0 (original: 0.1); it then decays linearly to 0.")
     flags.DEFINE_integer("n_best_size", 20, "Answers kept per question in nbest_predictions.json, and start/end "
@@ -117,6 +122,8 @@ def _validate_flags():
         raise ValueError(f"--num_train_steps must be >= 1, got {FLAGS.num_train_steps}")
     if FLAGS.num_train_epochs <= 0:
         raise ValueError(f"--num_train_epochs must be > 0, got {FLAGS.num_train_epochs}")
+    if FLAGS.num_warmup_steps is not None and FLAGS.num_warmup_steps < 0:
+        raise ValueError(f"--num_warmup_steps must be >= 0, got {FLAGS.num_warmup_steps}")
     if not 0 <= FLAGS.warmup_proportion <= 1:
         raise ValueError(f"--warmup_proportion must be in [0, 1], got {FLAGS.warmup_proportion}")
     if FLAGS.learning_rate is not None and FLAGS.learning_rate <= 0:
@@ -134,7 +141,7 @@ def _validate_flags():
                                   "--overwrite")
 
 
-def load_tokenizer(init_checkpoint, spm_model_file=None):
+def load_tokenizer(init_checkpoint, spm_model_file=None, lower_case=True):
     """The tokenizer of --spm_model_file, else the spm.model stored with --init_checkpoint."""
     from albert_tf.checkpoints.model_dir import exported_encoder_dir, resolve_checkpoint, spm_model_path
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
@@ -145,7 +152,7 @@ def load_tokenizer(init_checkpoint, spm_model_file=None):
         spm_model_file = spm_model_path(directory)
         if spm_model_file is None:
             raise FileNotFoundError(f"{directory}: holds no spm.model; pass --spm_model_file")
-    return AlbertTokenizer(spm_model_file)
+    return AlbertTokenizer(spm_model_file, lower_case=lower_case)
 
 
 def load_span_labeler(init_checkpoint, for_training):
@@ -200,11 +207,13 @@ def train(model, features, output_dir):
     num_train_steps = FLAGS.num_train_steps or max(
         1, math.ceil(len(features) * FLAGS.num_train_epochs / FLAGS.train_batch_size))
     learning_rate = FLAGS.learning_rate or DEFAULT_LEARNING_RATES[FLAGS.version]
+    warmup = (min(FLAGS.num_warmup_steps, num_train_steps) if FLAGS.num_warmup_steps is not None
+              else int(num_train_steps * FLAGS.warmup_proportion))
     print(f"Training on {len(features)} windows: {num_train_steps} steps of batch {FLAGS.train_batch_size}, "
-          f"lr {learning_rate:g}, {int(num_train_steps * FLAGS.warmup_proportion)} warmup steps.", flush=True)
+          f"lr {learning_rate:g}, {warmup} warmup steps.", flush=True)
     train_span_labeler(
         model, arrays, num_train_steps=num_train_steps, batch_size=FLAGS.train_batch_size,
-        learning_rate=learning_rate, num_warmup_steps=int(num_train_steps * FLAGS.warmup_proportion),
+        learning_rate=learning_rate, num_warmup_steps=warmup,
         checkpoint_dir=checkpoint_dir,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps, seed=FLAGS.seed)
     return num_train_steps
@@ -264,7 +273,7 @@ def main(argv):
     output_dir = FLAGS.output_dir
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(FLAGS.seed)
-    tokenizer = load_tokenizer(FLAGS.init_checkpoint, FLAGS.spm_model_file)
+    tokenizer = load_tokenizer(FLAGS.init_checkpoint, FLAGS.spm_model_file, FLAGS.do_lower_case)
     model, loaded_kind = load_span_labeler(FLAGS.init_checkpoint, for_training=FLAGS.do_train)
     check_vocabulary(model, tokenizer)
     summary = []

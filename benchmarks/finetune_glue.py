@@ -66,9 +66,9 @@ def run_classifier(task, data, output, init, args, env):
     shutil.rmtree(output, ignore_errors=True)  # a leftover run would be resumed, with other settings
     command = [sys.executable, "-m", "albert_tf.run_classifier", f"--task_name={task}", f"--data_dir={data}",
                f"--output_dir={output}", "--do_train", "--do_eval", f"--max_seq_length={args.max_seq_length}",
-               f"--train_step={steps}", f"--warmup_step={steps // 10}", f"--learning_rate={args.learning_rate}",
-               f"--train_batch_size={args.batch_size}", f"--save_checkpoints_steps={max(steps // 3, 1)}",
-               f"--seed={args.seed}", *init]
+               f"--num_train_steps={steps}", f"--num_warmup_steps={steps // 10}",
+               f"--learning_rate={args.learning_rate}", f"--train_batch_size={args.batch_size}",
+               f"--save_checkpoints_steps={max(steps // 3, 1)}", f"--seed={args.seed}", *init]
     print("+ " + " ".join(command[1:]), flush=True)
     start = time.monotonic()
     subprocess.run(command, check=True, env=env, cwd=REPO)

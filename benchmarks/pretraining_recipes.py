@@ -16,6 +16,10 @@ the held-out documents' instances (cached beside the run):
     token, which a model learns to copy without context);
   - sentence-order accuracy.
 
+The newest checkpoint of each recipe also fills the cloze sentences of
+benchmarks/cloze.py (held-out sentences, one content word masked); the best
+recipe's answers are printed under the table.
+
 "Frequent-piece level" is the accuracy at [MASK] inputs of always answering the
 held-out data's most frequent masked piece; a recipe "leaves" it at the first
 checkpoint at least 5 points above it.
@@ -32,6 +36,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import cloze  # noqa: E402
 from learning_curve import evaluate_checkpoints, split_documents  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -125,9 +130,11 @@ def frequent_piece_level(heldout_prefix, seq_length, predictions):
     return counts.most_common(1)[0][1] / sum(counts.values())
 
 
-def evaluate(work, recipe):
-    """{step: metrics} for every checkpoint of the recipe's run, evaluating only new ones."""
-    run_dir = os.path.join(work, "runs", recipe.run)
+def evaluated_curve(run_dir, evaluate_steps):
+    """[metrics per checkpoint step] of a run, evaluating only checkpoints not in RUN_DIR.eval.json yet.
+
+    `evaluate_steps(set of steps)` returns the metrics dicts (each with its "step") of those checkpoints.
+    """
     cache_path = run_dir + ".eval.json"
     cache = {}
     if os.path.exists(cache_path):
@@ -137,14 +144,44 @@ def evaluate(work, recipe):
         return []
     from albert_tf.checkpoints.model_dir import checkpoints_newest_first
 
-    steps = {int(p.rsplit("-", 1)[1]) for p in checkpoints_newest_first(run_dir)}
-    if steps - set(cache):
-        for metrics in evaluate_checkpoints(run_dir, data_prefix(work, recipe, "heldout"), recipe.seq_length,
-                                            recipe.predictions, only_steps=steps - set(cache)):
+    new_steps = {int(p.rsplit("-", 1)[1]) for p in checkpoints_newest_first(run_dir)} - set(cache)
+    if new_steps:
+        for metrics in evaluate_steps(new_steps):
             cache[metrics["step"]] = metrics
         with open(cache_path, "w") as f:
             json.dump(sorted(cache.values(), key=lambda m: m["step"]), f, indent=1)
     return sorted(cache.values(), key=lambda m: m["step"])
+
+
+def evaluate(work, recipe):
+    """{step: metrics} for every checkpoint of the recipe's run, evaluating only new ones."""
+    run_dir = os.path.join(work, "runs", recipe.run)
+    return evaluated_curve(run_dir, lambda steps: evaluate_checkpoints(
+        run_dir, data_prefix(work, recipe, "heldout"), recipe.seq_length, recipe.predictions, only_steps=steps))
+
+
+def evaluate_cloze(work, recipe, curve):
+    """Cloze results of the recipe's newest evaluated checkpoint (cached beside the run), or None."""
+    if not curve:
+        return None
+    step = curve[-1]["step"]
+    run_dir = os.path.join(work, "runs", recipe.run)
+    cache_path = run_dir + ".cloze.json"
+    if os.path.exists(cache_path):
+        with open(cache_path) as f:
+            cached = json.load(f)
+        if cached.get("step") == step:
+            return cached
+    sys.path.insert(0, REPO)
+    from albert_tf.fill_mask import MaskFiller
+
+    spm = os.path.join(work, "spm.model")
+    filler = MaskFiller(os.path.join(run_dir, f"ckpt-{step}"), spm_model_file=spm)
+    result = {"step": step, **cloze.score(filler, cloze.cloze_items(os.path.join(work, "heldout.txt"),
+                                                                    filler.tokenizer), recipe.seq_length)}
+    with open(cache_path, "w") as f:
+        json.dump(result, f, indent=1)
+    return result
 
 
 def summarize(name, recipe, curve, level):
@@ -183,10 +220,11 @@ def plot(curves, path):
     figure.savefig(path, dpi=100)
 
 
-def write_results(rows, curves):
+def write_results(rows, curves, clozes):
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "pretraining_recipes.json"), "w") as f:
-        json.dump({"rows": rows, "curves": {name: curve for name, (_, curve) in curves.items()}}, f, indent=1)
+        json.dump({"rows": rows, "curves": {name: curve for name, (_, curve) in curves.items()}, "cloze": clozes},
+                  f, indent=1)
     plot(curves, os.path.join(RESULTS, "pretraining_recipes.png"))
 
     def cell(value, digits=3):
@@ -203,9 +241,21 @@ def write_results(rows, curves):
             f"{cell(row.get('masked_lm_accuracy'))} | {cell(row.get('masked_lm_accuracy_at_mask'))} "
             f"({row['frequent_piece_level']:.3f}) | {cell(row.get('sentence_order_accuracy'))} | "
             f"{cell(row.get('best_at_mask'))} / {cell(row.get('best_sentence_order'))} |")
+    text = "\n".join(lines) + "\n"
+    scored = [row for row in rows if clozes.get(row["recipe"])]
+    if scored:
+        best = max(scored, key=lambda row: row["masked_lm_accuracy_at_mask"])
+        result = clozes[best["recipe"]]
+        text += (f"\nCloze sentences, {best['recipe']} at step {result['step']:,} "
+                 "(answers in bold where predicted):\n\n" + cloze.markdown(result))
+        for row in scored:
+            other = clozes[row["recipe"]]
+            text += (f"\n- {row['recipe']} at step {other['step']:,}: top-1 {other['top1_accuracy']:.2f}, "
+                     f"top-5 {other['top5_accuracy']:.2f}, {other['distinct_top1']} different top-1 answers")
+        text += "\n"
     with open(os.path.join(RESULTS, "pretraining_recipes.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        f.write(text)
+    print(text)
 
 
 def main():
@@ -229,7 +279,7 @@ def main():
         make_data(work, recipe, texts_and_spm[:2], texts_and_spm[2])
         if train(work, recipe, texts_and_spm[2]) != 0:
             print(f"{name}: run_pretraining stopped; rerun to resume", flush=True)
-    rows, curves, levels = [], {}, {}
+    rows, curves, levels, clozes = [], {}, {}, {}
     for name, recipe in RECIPES.items():
         heldout = data_prefix(work, recipe, "heldout")
         if not os.path.exists(heldout + ".metadata.json"):
@@ -239,7 +289,8 @@ def main():
         curve = evaluate(work, recipe)
         curves[name] = (recipe, curve)
         rows.append(summarize(name, recipe, curve, levels[heldout]))
-    write_results(rows, curves)
+        clozes[name] = evaluate_cloze(work, recipe, curve)
+    write_results(rows, curves, clozes)
 
 
 if __name__ == "__main__":

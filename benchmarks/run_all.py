@@ -38,7 +38,20 @@ BENCHMARKS = [
      "python benchmarks/pretraining_recipes.py --recipes=small_lamb,small_adamw --work_dir=/tmp/albert_recipes",
      "Each recipe pretrained with the real CLIs on the learning curve's split (every 10th document held out), "
      "resumable for hours in the background; every checkpoint evaluated on the held-out documents. "
-     "`--evaluate_only` rebuilds the table from the checkpoints so far. Plot: results/pretraining_recipes.png."),
+     "`--evaluate_only` rebuilds the table from the checkpoints so far; the newest checkpoint of each recipe also "
+     "fills 60 cloze sentences drawn from held-out documents (benchmarks/cloze.py). "
+     "Plot: results/pretraining_recipes.png."),
+    ("paper_experiments", "The paper's experiments at small scale: sharing (Table 4), SOP vs NSP vs none (Table 5), "
+     "Figure 2",
+     "python benchmarks/paper_experiments.py --variants=all,none,attention,ffn,nsp,mlm_only --downstream",
+     "Each variant trained with the pretraining-recipe benchmark's recipe, data, held-out split, seed and budget "
+     "(8,000 steps, about an hour each alone on 2 CPU cores), resumable; evaluated on held-out SOP and NSP pairs of "
+     "the same documents; Figure 2 by albert_tf.analyze on the all-shared and not-shared runs."),
+    ("transfer", "Transfer: fine-tuning from the recipe's checkpoint vs random init, 3 seeds",
+     "python benchmarks/transfer.py --pretrained=/tmp/albert_recipes/runs/smallA --seeds=1,2,3",
+     "SST-2 (5,000 training examples drawn from train.tsv, whole dev set), MRPC (whole train and dev) and SQuAD "
+     "v1.1 (dev set split by article) with the real CLIs; mean, standard deviation and range over seeds. Finished "
+     "runs are reused when rerun."),
     ("train_step", "Training-step throughput vs KerasHub and Hugging Face",
      "python benchmarks/train_step.py --preset=albert_base_v2 --batch_size=8 --seq_length=128 "
      "--skip=huggingface:bf16:noxla",

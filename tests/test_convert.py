@@ -2,6 +2,8 @@
 
 import dataclasses
 import os
+import random
+import re
 import subprocess
 import sys
 
@@ -10,12 +12,14 @@ import pytest
 import transformers
 
 import huggingface_oracle as oracle
+from text_fixtures import SPECIAL_LINES, random_sentence, train_small_spm
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.checkpoints.assign import CheckpointMismatchError
 from albert_tf.checkpoints.model_dir import load_encoder, load_pretrainer, write_model_dir
 from albert_tf.checkpoints.tf1_format import write_tf1_checkpoint
 from albert_tf.convert import convert
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
+from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
 SMALL = AlbertConfig(
     vocab_size=50, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -110,13 +114,75 @@ def test_output_directory_is_never_clobbered_by_default(tmp_path, tf1_tensors):
     assert not (tmp_path / "out" / "keep.txt").exists()
 
 
-def test_sentencepiece_model_travels_with_the_weights(tmp_path, tf1_tensors):
-    spm = tmp_path / "30k-clean.model"
-    spm.write_bytes(b"spm bytes")
-    convert("tf1", "albert_tf", write_tf1(tmp_path, tf1_tensors), str(tmp_path / "ours"), spm_model_file=str(spm))
-    assert (tmp_path / "ours" / "spm.model").read_bytes() == b"spm bytes"
+@pytest.fixture(scope="module")
+def spm_model(tmp_path_factory):
+    return str(train_small_spm(tmp_path_factory))
+
+
+def test_sentencepiece_model_travels_with_the_weights(tmp_path, tf1_tensors, spm_model):
+    convert("tf1", "albert_tf", write_tf1(tmp_path, tf1_tensors), str(tmp_path / "ours"), spm_model_file=spm_model)
+    original = open(spm_model, "rb").read()
+    assert (tmp_path / "ours" / "spm.model").read_bytes() == original
     convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
-    assert (tmp_path / "hf" / "spiece.model").read_bytes() == b"spm bytes"
+    assert (tmp_path / "hf" / "spiece.model").read_bytes() == original
+    # Not a SentencePiece model: refused before anything is written.
+    (tmp_path / "bad.model").write_bytes(b"spm bytes")
+    with pytest.raises(ValueError, match="not a SentencePiece model"):
+        convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf2"),
+                spm_model_file=str(tmp_path / "bad.model"))
+    assert not (tmp_path / "hf2").exists()
+
+
+def _digit_comma_rule_fires(tokenizer, text):
+    """True if the original's "<digit>," re-encoding changes this text's ids (transformers has no equivalent)."""
+    raw = tokenizer.sp.encode(tokenizer.preprocess(text))
+    return raw != tokenizer.encode(text)
+
+
+def test_huggingface_round_trip_tokenizer_and_model(tmp_path, spm_model):
+    """convert --to=huggingface loads with AutoTokenizer and AutoModelForPreTraining and agrees with albert_tf."""
+    import torch
+
+    tokenizer = AlbertTokenizer(spm_model)
+    config = dataclasses.replace(SMALL, vocab_size=tokenizer.vocab_size, max_position_embeddings=96)
+    pretrainer = AlbertPretrainer(config)
+    write_model_dir(pretrainer, tmp_path / "ours", files={"spm.model": spm_model})
+    assert not (tmp_path / "hf").exists()
+    convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
+    for name in ("tokenizer.json", "tokenizer_config.json", "spiece.model", "config.json"):
+        assert (tmp_path / "hf" / name).exists(), name
+
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")
+    rng = random.Random(3)
+    extra = ["  ΟΔΟΣ σας,  ΑΣ'  ", "``Tab\there'' (a) b-c £5 –", "ǅemal İzmir ﬁne café Ⅻ", "a\u200bb \ufeffc 東京"]
+    texts = SPECIAL_LINES + extra + [random_sentence(rng) for _ in range(200)]
+    exact = [text for text in texts if not _digit_comma_rule_fires(tokenizer, text)]
+    # The sample keeps the multilingual lines; the rule fires only on "<digit>," text.
+    assert set(SPECIAL_LINES + extra) - set(exact) == {SPECIAL_LINES[2]}
+    assert all(re.search(r"\d,", text) for text in texts if text not in exact)
+    assert len(exact) > 0.9 * len(texts)
+    for text in exact:
+        assert hf_tokenizer(text, add_special_tokens=False)["input_ids"] == tokenizer.encode(text), text
+    pair = hf_tokenizer("The first segment.", "And a second one.")
+    first, second = tokenizer.encode("The first segment."), tokenizer.encode("And a second one.")
+    assert pair["input_ids"] == [2, *first, 3, *second, 3]
+    assert pair["token_type_ids"] == [0] * (len(first) + 2) + [1] * (len(second) + 1)
+    assert hf_tokenizer.mask_token_id == 4 and hf_tokenizer.pad_token_id == 0
+
+    # The model: AutoModelForPreTraining on HF-tokenized text matches albert_tf on its own ids.
+    hf_model = transformers.AutoModelForPreTraining.from_pretrained(tmp_path / "hf").eval()
+    batch = hf_tokenizer([SPECIAL_LINES[0], SPECIAL_LINES[4]], padding="max_length", max_length=48,
+                         truncation=True, return_tensors="pt")
+    with torch.no_grad():
+        hf_output = hf_model(**batch)
+    ours = pretrainer({
+        "input_word_ids": batch["input_ids"].numpy().astype(np.int32),
+        "input_mask": batch["attention_mask"].numpy().astype(np.int32),
+        "input_type_ids": batch["token_type_ids"].numpy().astype(np.int32),
+        "masked_lm_positions": np.tile(np.arange(48, dtype=np.int32), (2, 1)),
+    })
+    np.testing.assert_allclose(np.asarray(ours["mlm_logits"]), hf_output.prediction_logits.numpy(), atol=2e-4)
+    np.testing.assert_allclose(np.asarray(ours["sop_logits"]), hf_output.sop_logits.numpy(), atol=2e-4)
 
 
 def test_not_a_checkpoint_is_a_clear_error(tmp_path):

@@ -145,7 +145,7 @@ def fresh(exported, tmp_path_factory):
 def test_truncation_closed_form_matches_the_original_loop():
     import tensorflow as tf
 
-    from albert_tf.export_lib.preprocessing_module import truncated_lengths as in_graph
+    from albert_tf.text.tf_packing import truncated_lengths as in_graph
 
     def original(a, b, budget):
         while a + b > budget:

@@ -34,8 +34,23 @@ def test_the_package_exports_what_users_build_with():
 
     for name in ("AlbertConfig", "AlbertEncoder", "AlbertPretrainer", "AlbertClassifier", "AlbertSpanLabeler",
                  "AlbertMultipleChoice", "AlbertTokenizer", "TFAlbertTokenizer", "create_optimizer", "load_model",
-                 "write_model_dir"):
+                 "write_model_dir", "AlbertPreprocessor", "load_encoder", "load_pretrainer"):
         assert name in albert_tf.__all__ and getattr(albert_tf, name) is not None, name
+
+
+def test_the_public_api_has_type_hints():
+    import inspect
+
+    import albert_tf
+
+    for name in albert_tf.__all__:
+        target = getattr(albert_tf, name)
+        function = target.__init__ if inspect.isclass(target) else target
+        parameters = [parameter for parameter in inspect.signature(function).parameters.values()
+                      if parameter.name != "self" and parameter.kind not in (parameter.VAR_KEYWORD,
+                                                                                parameter.VAR_POSITIONAL)]
+        missing = [parameter.name for parameter in parameters if parameter.annotation is inspect.Parameter.empty]
+        assert not missing, f"{name}: no type hint for {missing}"
 
 
 def test_compile_fit_then_save_and_load(tmp_path):
@@ -67,3 +82,58 @@ def test_compile_fit_then_save_and_load(tmp_path):
     loaded, metadata = load_model(str(tmp_path / "fine_tuned"))
     assert metadata["model"] == "classifier" and metadata["num_labels"] == 2
     np.testing.assert_allclose(loaded(inputs)["logits"].numpy(), classifier(inputs)["logits"].numpy(), atol=1e-5)
+
+
+def test_fit_on_raw_strings_with_the_preprocessor(tmp_path):
+    """AlbertPreprocessor maps raw (text, label) data for compile/fit and gives the Python tokenizer's ids."""
+    import keras
+    import tensorflow as tf
+
+    import albert_tf
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+    from albert_tf.text.packing import pack_batch
+    from text_fixtures import SPECIAL_LINES, train_small_spm
+
+    class Factory:
+        def mktemp(self, name):
+            (tmp_path / name).mkdir()
+            return tmp_path / name
+
+    spm = str(train_small_spm(Factory()))
+    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "vocab_size": 400})
+    write_model_dir(albert_tf.AlbertPretrainer(config), str(tmp_path / "pretrained"), files={"spm.model": spm})
+    preprocessor = albert_tf.AlbertPreprocessor.from_model_dir(str(tmp_path / "pretrained"), seq_length=24)
+
+    # The same ids as the Python tokenizer and packing, for single texts and pairs.
+    tokenizer = AlbertTokenizer(spm)
+    texts_b = ["", *SPECIAL_LINES[1:]]
+    expected = pack_batch(tokenizer, SPECIAL_LINES, texts_b, 24)
+    packed = preprocessor((tf.constant(SPECIAL_LINES), tf.constant(texts_b)))
+    for name, value in expected.items():
+        np.testing.assert_array_equal(packed[name].numpy(), value, err_msg=name)
+    one = preprocessor(tf.constant(SPECIAL_LINES[0]))
+    np.testing.assert_array_equal(one["input_word_ids"].numpy(), expected["input_word_ids"][0])
+
+    texts = [f"{'good' if i % 2 else 'bad'} river town number {i}" for i in range(64)]
+    labels = np.array([i % 2 for i in range(64)])
+    train = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(16).map(preprocessor)
+    # Setting the seed clears TF's eager kernel cache; a SentencePiece op created eagerly before it would
+    # have lost its model ("... SentencepieceOp does not exist" in fit).
+    keras.utils.set_random_seed(1)
+    classifier = albert_tf.AlbertClassifier(encoder=albert_tf.load_encoder(str(tmp_path / "pretrained")),
+                                            num_labels=2)
+    # The original AdamW has no bias correction: its first steps are ~3x the rate, hence the small rate.
+    classifier.compile(optimizer=albert_tf.create_optimizer(3e-4, num_train_steps=32, num_warmup_steps=4,
+                                                            optimizer="adamw"),
+                       loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
+    losses = classifier.fit(train, epochs=8, verbose=0).history["loss"]
+    assert losses[-1] < losses[0] * 0.7, losses
+    logits = classifier.predict(preprocessor(tf.constant(texts[:4])), verbose=0)["logits"]
+    assert list(np.argmax(logits, axis=-1)) == list(labels[:4])
+
+    # The layer's config round-trips (the SentencePiece model travels inside it).
+    clone = albert_tf.AlbertPreprocessor.from_config(preprocessor.get_config())
+    np.testing.assert_array_equal(clone(tf.constant(texts[:3]))["input_word_ids"].numpy(),
+                                  preprocessor(tf.constant(texts[:3]))["input_word_ids"].numpy())
+    with pytest.raises(FileNotFoundError, match="holds no spm.model"):
+        albert_tf.AlbertPreprocessor.from_model_dir(str(tmp_path))

@@ -9,7 +9,7 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.data.pretraining_dataset import make_pretraining_dataset
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.optimization import create_optimizer
-from albert_tf.tasks.pretraining_task import metrics_from_sums
+from albert_tf.tasks.pretraining_losses import metrics_from_sums
 from albert_tf.training.pretraining_trainer import PretrainingTrainer
 from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
 
@@ -100,3 +100,26 @@ def test_batch_must_divide_over_replicas_and_micro_batches(data, initial_weights
         optimizer = create_optimizer(1e-3, 10, gradients_are_aggregated=True)
         with pytest.raises(ValueError, match="divisible"):
             PretrainingTrainer(strategy, model, optimizer, global_batch_size=10, gradient_accumulation_steps=4)
+
+
+def test_sentence_loss_weight_zero_trains_mlm_only(data, initial_weights):
+    """--sentence_loss_weight=0 (the paper's Table 5 "None" row): no gradient reaches the sentence-order head."""
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    batch = next(iter(make_pretraining_dataset(data.files(), BATCH, SEQ_LENGTH, PREDICTIONS, seed=1)))
+    masked_weight = tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32))
+    sop_norms = {}
+    for weight in (1.0, 0.0):
+        with strategy.scope():
+            model = AlbertPretrainer(AlbertConfig.from_json_file(data.config_file), seq_length=SEQ_LENGTH,
+                                     max_predictions_per_seq=PREDICTIONS)
+            model.set_weights(initial_weights)
+            trainer = PretrainingTrainer(strategy, model, create_optimizer(2e-3, 100, 2, gradients_are_aggregated=True),
+                                         BATCH, sentence_loss_weight=weight)
+        gradients, _ = trainer._forward_backward(batch, masked_weight)
+        by_layer = [(variable.path, gradient) for variable, gradient in zip(model.trainable_variables, gradients)]
+        sop_norms[weight] = float(tf.linalg.global_norm([g for path, g in by_layer if "sentence_order_head" in path]))
+        mlm_bias = [g for path, g in by_layer if "masked_lm_head" in path and "bias" in path]
+        assert mlm_bias and float(tf.linalg.global_norm(mlm_bias)) > 0
+    assert sop_norms[1.0] > 0 and sop_norms[0.0] == 0.0
+    with pytest.raises(ValueError, match="sentence_loss_weight must be >= 0"):
+        PretrainingTrainer(strategy, model, trainer.optimizer, BATCH, sentence_loss_weight=-1)

@@ -16,59 +16,24 @@ import os
 import re
 import shutil
 import sys
+from typing import TYPE_CHECKING
 
+import keras
 import tensorflow as tf
 
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.file_utils import staged_directory, write_json_atomically
+from albert_tf.models import registry
+
+if TYPE_CHECKING:  # the models import this module (they register their kinds here)
+    from albert_tf.models.albert_pretrainer import AlbertPretrainer
+    from albert_tf.networks.albert_encoder import AlbertEncoder
 
 METADATA_FILE = "albert_tf.json"
 WEIGHTS_PREFIX = "weights"
 # The SentencePiece model a checkpoint was trained with, when it travels with it.
 SPM_MODEL_FILE = "spm.model"
 FORMAT_VERSION = 1
-
-# kind -> callable(metadata dict) -> keras.Model with an `.encoder` (or itself an
-# encoder). Task modules register their heads here so loading needs no
-# knowledge of tasks.
-_MODEL_BUILDERS = {}
-
-
-def register_model_kind(kind):
-    def decorator(builder):
-        _MODEL_BUILDERS[kind] = builder
-        return builder
-
-    return decorator
-
-
-def model_kinds():
-    _register_builtin_kinds()
-    return sorted(_MODEL_BUILDERS)
-
-
-# Task models register their kinds when imported; loading imports them on demand.
-_TASK_MODEL_MODULES = ("albert_tf.models.albert_classifier", "albert_tf.models.albert_span_labeler",
-                       "albert_tf.models.albert_multiple_choice")
-
-
-def _register_builtin_kinds():
-    if "encoder" in _MODEL_BUILDERS:
-        return
-    import importlib
-
-    for module in _TASK_MODEL_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as error:
-            if error.name != module:
-                raise
-    from albert_tf.models.albert_pretrainer import AlbertPretrainer
-    from albert_tf.networks.albert_encoder import AlbertEncoder
-
-    _MODEL_BUILDERS["encoder"] = lambda metadata: AlbertEncoder(_albert_config(metadata))
-    _MODEL_BUILDERS["pretrainer"] = lambda metadata: AlbertPretrainer(_albert_config(metadata))
-
 
 def _albert_config(metadata):
     return AlbertConfig.from_dict(metadata["albert_config"], source=METADATA_FILE)
@@ -109,10 +74,12 @@ def read_metadata(directory):
     return metadata
 
 
-def spm_model_path(directory):
-    """The SentencePiece model stored in a checkpoint directory, or None."""
-    path = os.path.join(directory, SPM_MODEL_FILE)
-    return path if os.path.isfile(path) else None
+def spm_model_path(directory: str | os.PathLike) -> str | None:
+    """The SentencePiece model stored in a checkpoint directory (or a SavedModel's assets), or None."""
+    for path in (os.path.join(directory, SPM_MODEL_FILE), os.path.join(directory, "assets", SPM_MODEL_FILE)):
+        if os.path.isfile(path):
+            return path
+    return None
 
 
 def resolve_checkpoint(path):
@@ -164,28 +131,14 @@ def restore_newest_intact(restore, candidates, what="checkpoint"):
     raise ValueError(f"no intact {what} in {os.path.dirname(candidates[0])}: " + "; ".join(problems))
 
 
-# Keras class -> (kind, the attributes a loader needs to rebuild the same heads).
-_KINDS_BY_CLASS = {"AlbertEncoder": ("encoder", ()), "AlbertPretrainer": ("pretrainer", ()),
-                   "AlbertClassifier": ("classifier", ("num_labels",)), "AlbertSpanLabeler": ("span_labeler", ()),
-                   "AlbertMultipleChoice": ("multiple_choice", ("num_choices",))}
-
-
-def describe_model(model):
-    """(kind, {key: value}) of an albert_tf model: what albert_tf.json must record to rebuild it."""
-    for cls in type(model).__mro__:
-        if cls.__name__ in _KINDS_BY_CLASS:
-            kind, keys = _KINDS_BY_CLASS[cls.__name__]
-            return kind, {key: getattr(model, key) for key in keys}
-    raise ValueError(f"{type(model).__name__} is not an albert_tf model (one of {', '.join(_KINDS_BY_CLASS)})")
-
-
-def write_model_dir(model, directory, kind=None, overwrite=False, files=None, **extra):
+def write_model_dir(model: keras.Model, directory: str | os.PathLike, kind: str | None = None,
+                    overwrite: bool = False, files: dict[str, str] | None = None, **extra) -> str:
     """Writes metadata + weights (+ `files`: {name in dir: source path}), all or nothing.
 
     The kind and what it needs (a classifier's num_labels, ...) come from the model itself;
     `extra` adds to them (label_names, is_regression, ...).
     """
-    inferred_kind, needed = describe_model(model)
+    inferred_kind, needed = registry.describe(model)
     if kind is not None and kind != inferred_kind:
         raise ValueError(f"kind={kind!r}, but the model is an {type(model).__name__} ({inferred_kind!r})")
     kind = inferred_kind
@@ -199,11 +152,8 @@ def write_model_dir(model, directory, kind=None, overwrite=False, files=None, **
 
 
 def build_model(metadata):
-    _register_builtin_kinds()
-    kind = metadata["model"]
-    if kind not in _MODEL_BUILDERS:
-        raise ValueError(f"Unknown model kind {kind!r} in {METADATA_FILE}; known: {model_kinds()}")
-    return _MODEL_BUILDERS[kind](metadata)
+    """A fresh model of the kind (and heads) an albert_tf.json records."""
+    return registry.build(metadata["model"], _albert_config(metadata), metadata, source=METADATA_FILE)
 
 
 def restore_weights(model, checkpoint_prefix):
@@ -218,7 +168,7 @@ def restore_weights(model, checkpoint_prefix):
         ) from None
 
 
-def load_model(path):
+def load_model(path: str | os.PathLike) -> tuple[keras.Model, dict]:
     """(model, metadata) for an albert_tf checkpoint directory or ckpt prefix.
 
     Given a directory of `ckpt-N` checkpoints, the newest intact one is loaded (a
@@ -234,7 +184,7 @@ def load_model(path):
     return model, metadata
 
 
-def load_pretrainer(path):
+def load_pretrainer(path: str | os.PathLike) -> "AlbertPretrainer":
     """The `AlbertPretrainer` saved in an albert_tf checkpoint directory."""
     model, metadata = load_model(path)
     if metadata["model"] != "pretrainer":
@@ -245,7 +195,7 @@ def load_pretrainer(path):
     return model
 
 
-def load_encoder(path):
+def load_encoder(path: str | os.PathLike) -> "AlbertEncoder":
     """The `AlbertEncoder` of any albert_tf checkpoint (encoder, pretrainer or task model), or of a
     directory written by `albert_tf.export` (given the export or its `encoder/` SavedModel): an
     encoder built from the export's albert_tf.json, holding the SavedModel's weights."""

@@ -60,26 +60,6 @@ class TFRecordWriter:
         self.close()
 
 
-def read_records(file_object, source="<records>"):
-    """Yields the data of each record of an uncompressed TFRecord stream, checking CRCs."""
-    while True:
-        header = file_object.read(12)
-        if not header:
-            return
-        if len(header) < 12:
-            raise ValueError(f"{source}: truncated record header")
-        (length,) = struct.unpack("<Q", header[:8])
-        if struct.unpack("<I", header[8:])[0] != masked_crc32c(header[:8]):
-            raise ValueError(f"{source}: corrupt record length (CRC mismatch)")
-        data = file_object.read(length)
-        footer = file_object.read(4)
-        if len(data) < length or len(footer) < 4:
-            raise ValueError(f"{source}: truncated record")
-        if struct.unpack("<I", footer)[0] != masked_crc32c(data):
-            raise ValueError(f"{source}: corrupt record data (CRC mismatch)")
-        yield data
-
-
 # --- tf.train.Example wire format -----------------------------------------------
 
 

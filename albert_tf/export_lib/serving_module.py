@@ -22,8 +22,8 @@ Outputs by model kind:
 
 import tensorflow as tf
 
-from albert_tf.export_lib.preprocessing_module import (NO_SECOND_SEGMENTS, TEXT_B_SPEC, TEXT_SPEC, clean_text,
-                                                       encode_text, pack, second_segments, split_batch)
+from albert_tf.text.tf_packing import (NO_SECOND_SEGMENTS, TEXT_B_SPEC, TEXT_SPEC, clean_text, encode_text, pack,
+                                      second_segments, split_batch)
 from albert_tf.export_lib.token_offsets import tokenize_with_offsets
 
 # Longest answer considered, in tokens (the original run_squad's max_answer_length).

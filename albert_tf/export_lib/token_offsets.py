@@ -25,7 +25,7 @@ def tokenize_with_offsets(tokenizer, texts):
 
     Args:
       tokenizer: a `TFAlbertTokenizer`.
-      texts: [batch] valid UTF-8 strings (`preprocessing_module.clean_text` makes them so).
+      texts: [batch] valid UTF-8 strings (`albert_tf.text.tf_packing.clean_text` makes them so).
     """
     normalized = tokenizer.preprocess(texts)
     pieces, piece_begins, piece_ends = tokenizer.sentencepiece.tokenize_with_offsets(normalized)

@@ -29,15 +29,15 @@ class TransformerBlock(keras.layers.Layer):
 
     def __init__(
         self,
-        hidden_size,
-        num_attention_heads,
-        intermediate_size,
-        hidden_act="gelu",
-        dropout_rate=0.0,
-        attention_dropout_rate=0.0,
-        initializer_range=0.02,
-        attention_block=None,
-        feed_forward_block=None,
+        hidden_size: int,
+        num_attention_heads: int,
+        intermediate_size: int,
+        hidden_act: str = "gelu",
+        dropout_rate: float = 0.0,
+        attention_dropout_rate: float = 0.0,
+        initializer_range: float = 0.02,
+        attention_block: SelfAttentionBlock | None = None,
+        feed_forward_block: FeedForwardBlock | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)

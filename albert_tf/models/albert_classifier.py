@@ -3,9 +3,8 @@
 import keras
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.checkpoints.model_dir import register_model_kind
 from albert_tf.layers.initializers import truncated_normal
-from albert_tf.networks.albert_encoder import ENCODER_INPUTS, encoder_for, encoder_inputs
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
 
 MODEL_KIND = "classifier"
 
@@ -18,7 +17,8 @@ class AlbertClassifier(keras.Model):
     (a regression task such as STS-B has num_labels 1: the logit is the score).
     """
 
-    def __init__(self, encoder=None, num_labels=2, dropout=0.1, config=None, seq_length=None, **kwargs):
+    def __init__(self, encoder: AlbertEncoder | None = None, num_labels: int = 2, dropout: float = 0.1,
+                 config: AlbertConfig | None = None, seq_length: int | None = None, **kwargs):
         encoder = encoder_for("AlbertClassifier", encoder, config, seq_length)
         config = encoder.albert_config
         kwargs.setdefault("name", "albert_classifier")
@@ -44,9 +44,3 @@ class AlbertClassifier(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
-
-
-@register_model_kind(MODEL_KIND)
-def _build(metadata):
-    return AlbertClassifier(config=AlbertConfig.from_dict(metadata["albert_config"]),
-                            num_labels=int(metadata["num_labels"]))

@@ -4,9 +4,8 @@ import keras
 from keras import ops
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.checkpoints.model_dir import register_model_kind
 from albert_tf.layers.initializers import truncated_normal
-from albert_tf.networks.albert_encoder import ENCODER_INPUTS, encoder_for
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for
 
 MODEL_KIND = "multiple_choice"
 
@@ -16,7 +15,8 @@ class AlbertMultipleChoice(keras.Model):
     """Inputs: the encoder's three tensors shaped [batch, num_choices, seq] (any num_choices at call time).
     Outputs: {"logits": float32 [batch, num_choices]} (pooled output -> dense(1) per choice, as the original RACE)."""
 
-    def __init__(self, encoder=None, num_choices=4, dropout=0.1, config=None, seq_length=None, **kwargs):
+    def __init__(self, encoder: AlbertEncoder | None = None, num_choices: int = 4, dropout: float = 0.1,
+                 config: AlbertConfig | None = None, seq_length: int | None = None, **kwargs):
         # No seq_length for the encoder: it sees [batch * choices, seq] whatever the model's inputs say.
         encoder = encoder_for("AlbertMultipleChoice", encoder, config)
         albert_config = encoder.albert_config
@@ -53,9 +53,3 @@ class AlbertMultipleChoice(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
-
-
-@register_model_kind(MODEL_KIND)
-def _build(metadata):
-    return AlbertMultipleChoice(config=AlbertConfig.from_dict(metadata["albert_config"]),
-                                num_choices=int(metadata.get("num_choices", 4))).build_variables()

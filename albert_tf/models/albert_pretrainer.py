@@ -2,9 +2,11 @@
 
 import keras
 
+from albert_tf.albert_config import AlbertConfig
+
 from albert_tf.layers.initializers import truncated_normal
 from albert_tf.layers.masked_lm_head import MaskedLMHead
-from albert_tf.networks.albert_encoder import ENCODER_INPUTS, encoder_for, encoder_inputs
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -25,7 +27,8 @@ class AlbertPretrainer(keras.Model):
     4
     """
 
-    def __init__(self, config=None, encoder=None, seq_length=None, max_predictions_per_seq=None, **kwargs):
+    def __init__(self, config: AlbertConfig | None = None, encoder: AlbertEncoder | None = None,
+                 seq_length: int | None = None, max_predictions_per_seq: int | None = None, **kwargs):
         encoder = encoder_for("AlbertPretrainer", encoder, config, seq_length)
         config = encoder.albert_config
         kwargs.setdefault("name", "albert_pretrainer")

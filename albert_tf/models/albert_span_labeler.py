@@ -4,9 +4,8 @@ import keras
 from keras import ops
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.checkpoints.model_dir import METADATA_FILE, register_model_kind
 from albert_tf.layers.initializers import truncated_normal
-from albert_tf.networks.albert_encoder import ENCODER_INPUTS, encoder_for, encoder_inputs
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
 
 MODEL_KIND = "span_labeler"
 
@@ -35,7 +34,8 @@ class AlbertSpanLabeler(keras.Model):
     ((2, 8), 'float32')
     """
 
-    def __init__(self, encoder=None, config=None, seq_length=None, **kwargs):
+    def __init__(self, encoder: AlbertEncoder | None = None, config: AlbertConfig | None = None,
+                 seq_length: int | None = None, **kwargs):
         encoder = encoder_for("AlbertSpanLabeler", encoder, config, seq_length)
         config = encoder.albert_config
         kwargs.setdefault("name", "albert_span_labeler")
@@ -80,8 +80,3 @@ class AlbertSpanLabeler(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
-
-
-@register_model_kind(MODEL_KIND)
-def _build_from_metadata(metadata):
-    return AlbertSpanLabeler(config=AlbertConfig.from_dict(metadata["albert_config"], source=METADATA_FILE))

@@ -56,7 +56,7 @@ class AlbertEncoder(keras.Model):
     ((2, 128), 4)
     """
 
-    def __init__(self, config, seq_length=None, **kwargs):
+    def __init__(self, config: AlbertConfig, seq_length: int | None = None, **kwargs):
         if isinstance(config, dict):
             config = AlbertConfig.from_dict(config)
         kwargs.setdefault("name", "albert_encoder")

@@ -4,26 +4,26 @@
 >>> finetune = create_optimizer(1e-5, 20935, 1256, optimizer="adamw")
 """
 
-from albert_tf.optimization.original_adam import EXCLUDE_FROM_WEIGHT_DECAY, AdamWeightDecay, Lamb
+from albert_tf.optimization.original_optimizers import EXCLUDE_FROM_WEIGHT_DECAY, AdamWeightDecay, Lamb
 from albert_tf.optimization.schedules import WarmupPolynomialDecay
 
 OPTIMIZERS = ("lamb", "adamw")
 
 
 def create_optimizer(
-    learning_rate,
-    num_train_steps,
-    num_warmup_steps=0,
-    optimizer="lamb",
-    weight_decay_rate=0.01,
-    clipnorm=1.0,
-    epsilon=1e-6,
-    beta_1=0.9,
-    beta_2=0.999,
-    end_learning_rate=0.0,
-    power=1.0,
-    gradients_are_aggregated=False,
-):
+    learning_rate: float,
+    num_train_steps: int,
+    num_warmup_steps: int = 0,
+    optimizer: str = "lamb",
+    weight_decay_rate: float = 0.01,
+    clipnorm: float | None = 1.0,
+    epsilon: float = 1e-6,
+    beta_1: float = 0.9,
+    beta_2: float = 0.999,
+    end_learning_rate: float = 0.0,
+    power: float = 1.0,
+    gradients_are_aggregated: bool = False,
+) -> Lamb | AdamWeightDecay:
     """LAMB or AdamW with the original exclusions, on the warmup + linear-decay schedule.
 
     `clipnorm` is a global-norm clip applied by the optimizer (single-device use,

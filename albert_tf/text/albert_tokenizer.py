@@ -52,7 +52,8 @@ class AlbertTokenizer:
     (<pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4).
     """
 
-    def __init__(self, spm_model_file=None, model_proto=None, lower_case=True, keep_accents=False):
+    def __init__(self, spm_model_file: str | None = None, model_proto: bytes | None = None, lower_case: bool = True,
+                 keep_accents: bool = False):
         if (spm_model_file is None) == (model_proto is None):
             raise ValueError("Pass exactly one of spm_model_file and model_proto")
         if model_proto is None:
@@ -91,10 +92,10 @@ class AlbertTokenizer:
         )
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
         return self.sp.get_piece_size()
 
-    def preprocess(self, text):
+    def preprocess(self, text: str) -> str:
         return preprocess_text(text, lower_case=self.lower_case, keep_accents=self.keep_accents)
 
     def _split_digit_commas(self, ids):
@@ -115,29 +116,29 @@ class AlbertTokenizer:
             result.append(self.sp.piece_to_id(piece[-1]))
         return result
 
-    def encode_preprocessed(self, texts):
+    def encode_preprocessed(self, texts: list[str]) -> list[list[int]]:
         """Ids for already-preprocessed strings (a list), as lists of ints."""
         return [
             self._split_digit_commas(ids) if self._needs_comma_split[ids].any() else ids
             for ids in self.sp.encode(list(texts))
         ]
 
-    def encode(self, text):
+    def encode(self, text: str) -> list[int]:
         """Ids of one raw string."""
         return self.encode_preprocessed([self.preprocess(text)])[0]
 
-    def encode_batch(self, texts):
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return self.encode_preprocessed([self.preprocess(text) for text in texts])
 
-    def tokenize(self, text):
+    def tokenize(self, text: str) -> list[str]:
         """Pieces of one raw string."""
         return [self.sp.id_to_piece(i) for i in self.encode(text)]
 
-    def id_to_piece(self, token_id):
+    def id_to_piece(self, token_id: int) -> str:
         return self.sp.id_to_piece(int(token_id))
 
-    def piece_to_id(self, piece):
+    def piece_to_id(self, piece: str) -> int:
         return self.sp.piece_to_id(piece)
 
-    def decode(self, ids):
+    def decode(self, ids: list[int]) -> str:
         return self.sp.decode([int(i) for i in ids if int(i) not in (PAD_ID, CLS_ID, SEP_ID)])

@@ -7,7 +7,7 @@ shared by the Python packing here and the in-graph packing of exported models.
 
 import numpy as np
 
-PAD_ID, CLS_ID, SEP_ID, MASK_ID = 0, 2, 3, 4
+from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
 
 
 def truncated_lengths(length_a, length_b, budget):

@@ -47,12 +47,6 @@ def whitespace_codepoints():
     return tuple(cp for cp in range(SCANNED_CODEPOINTS) if chr(cp).isspace())
 
 
-@functools.cache
-def digit_codepoints():
-    """Code points for which `str.isdigit()` is true (the digit-comma rule uses it)."""
-    return tuple(cp for cp in range(SCANNED_CODEPOINTS) if chr(cp).isdigit())
-
-
 def re2_class(codepoints):
     """`[...]` for RE2 (tf.strings.regex_replace), with \\x{...} escapes."""
     return "[" + _ranges_class(codepoints) + "]"

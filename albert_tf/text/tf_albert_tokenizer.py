@@ -25,6 +25,18 @@ from albert_tf.text.albert_tokenizer import SPIECE_UNDERLINE, AlbertTokenizer
 from albert_tf.text.preprocessing import combining_codepoints, re2_class, whitespace_codepoints
 
 
+def config_with_model_proto(config, model_proto):
+    """A layer config with the SentencePiece model inside (base64), so the config alone rebuilds the layer."""
+    return {**config, "model_proto": base64.b64encode(model_proto).decode("ascii")}
+
+
+def constructor_arguments(config):
+    """The inverse of `config_with_model_proto`, minus what Keras adds that the layer sets itself."""
+    arguments = {**config, "model_proto": base64.b64decode(config["model_proto"])}
+    arguments.pop("trainable", None)
+    return arguments
+
+
 class TFAlbertTokenizer(keras.layers.Layer):
     """Raw strings [batch] -> ragged int32 ids [batch, (tokens)].
 
@@ -33,7 +45,7 @@ class TFAlbertTokenizer(keras.layers.Layer):
       lower_case, keep_accents: as in `AlbertTokenizer`.
     """
 
-    def __init__(self, model_proto, lower_case=True, keep_accents=False, **kwargs):
+    def __init__(self, model_proto: bytes, lower_case: bool = True, keep_accents: bool = False, **kwargs):
         super().__init__(trainable=False, **kwargs)
         python_tokenizer = AlbertTokenizer(model_proto=model_proto, lower_case=lower_case, keep_accents=keep_accents)
         self.lower_case = lower_case
@@ -105,17 +117,9 @@ class TFAlbertTokenizer(keras.layers.Layer):
         return tf.concat([first_column, rest], axis=1)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            model_proto=base64.b64encode(self._model_proto).decode("ascii"),
-            lower_case=self.lower_case,
-            keep_accents=self.keep_accents,
-        )
-        return config
+        config = {**super().get_config(), "lower_case": self.lower_case, "keep_accents": self.keep_accents}
+        return config_with_model_proto(config, self._model_proto)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["model_proto"] = base64.b64decode(config["model_proto"])
-        config.pop("trainable", None)
-        return cls(**config)
+        return cls(**constructor_arguments(config))

@@ -8,7 +8,7 @@ one can, so a resumed run continues from the exact input position.
 One training step, per replica:
   1. the all-reduced masked-LM weight is computed from the input alone, so every
      replica and every micro-batch divides by the same global denominators
-     (`pretraining_task.replica_loss`): N replicas x K accumulation micro-batches
+     (`pretraining_losses.replica_loss`): N replicas x K accumulation micro-batches
      compute exactly the loss and gradient of one device on the global batch;
   2. forward and backward per micro-batch (optionally XLA-compiled), gradients
      summed over micro-batches, then all-reduced across replicas;
@@ -24,7 +24,7 @@ of shards. Clipping the all-reduced gradient is the same on 1 or N devices.
 import keras
 import tensorflow as tf
 
-from albert_tf.tasks.pretraining_task import batch_sums, replica_loss
+from albert_tf.tasks.pretraining_losses import batch_sums, replica_loss
 
 _SUM = tf.distribute.ReduceOp.SUM
 SUM_KEYS = ("mlm_loss_sum", "mlm_correct", "masked_weight", "sop_loss_sum", "sop_correct", "sequences")
@@ -45,9 +45,14 @@ class PretrainingTrainer:
         accumulation micro-batches.
       gradient_accumulation_steps: micro-batches per step on each replica.
       jit_compile: XLA-compile the forward and backward pass.
+      sentence_loss_weight: weight of the sentence-order (or NSP) loss beside MLM; 0 = MLM only.
     """
 
-    def __init__(self, strategy, model, optimizer, global_batch_size, gradient_accumulation_steps=1, jit_compile=False):
+    def __init__(self, strategy, model, optimizer, global_batch_size, gradient_accumulation_steps=1, jit_compile=False,
+                 sentence_loss_weight=1.0):
+        if sentence_loss_weight < 0:
+            raise ValueError(f"sentence_loss_weight must be >= 0, got {sentence_loss_weight}")
+        self.sentence_loss_weight = float(sentence_loss_weight)
         replicas = strategy.num_replicas_in_sync
         if gradient_accumulation_steps < 1:
             raise ValueError(f"gradient_accumulation_steps must be >= 1, got {gradient_accumulation_steps}")
@@ -82,7 +87,7 @@ class PretrainingTrainer:
         with tf.GradientTape() as tape:
             outputs = self.model({name: batch[name] for name in MODEL_INPUTS}, training=True)
             sums = batch_sums(outputs, batch)
-            loss = replica_loss(sums, global_masked_weight, self.global_batch_size)
+            loss = replica_loss(sums, global_masked_weight, self.global_batch_size, self.sentence_loss_weight)
             if self.loss_scaling:
                 loss = self.optimizer.scale_loss(loss)
         gradients = tape.gradient(loss, variables)

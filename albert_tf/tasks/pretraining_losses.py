@@ -15,8 +15,6 @@ import tensorflow as tf
 
 MLM_EPSILON = 1e-5  # the original's denominator epsilon
 
-METRIC_NAMES = ("masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy", "sentence_order_loss")
-
 
 def batch_sums(outputs, batch):
     """Local (one replica, one micro-batch) sums the loss and the metrics are made of."""
@@ -40,11 +38,17 @@ def batch_sums(outputs, batch):
     }
 
 
-def replica_loss(sums, global_masked_weight, global_batch_size):
-    """This replica's share of the global-batch loss (the shares sum to the loss)."""
+def replica_loss(sums, global_masked_weight, global_batch_size, sentence_loss_weight=1.0):
+    """This replica's share of the global-batch loss (the shares sum to the loss).
+
+    The original adds the MLM and sentence-order losses with equal weight; a
+    weight of 0 trains MLM alone (the "None" row of the paper's Table 5).
+    """
     mlm = sums["mlm_loss_sum"] / (global_masked_weight + MLM_EPSILON)
     sop = sums["sop_loss_sum"] / tf.cast(global_batch_size, tf.float32)
-    return mlm + sop
+    if sentence_loss_weight == 1.0:
+        return mlm + sop
+    return mlm + sentence_loss_weight * sop
 
 
 def metrics_from_sums(totals):

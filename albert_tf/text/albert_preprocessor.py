@@ -1,0 +1,115 @@
+"""`AlbertPreprocessor`: raw strings -> the encoder's inputs, as a Keras layer for `tf.data`.
+
+Keras fine-tuning on raw text maps the preprocessor over the dataset, as with
+KerasHub's preprocessors; labels and sample weights pass through:
+
+  preprocessor = AlbertPreprocessor.from_model_dir("ckpt/albert", seq_length=128)
+  train = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(32).map(preprocessor)
+  classifier.fit(train)                                   # an AlbertClassifier, compiled
+  classifier.predict(preprocessor(["a new review"]))
+
+Sentence pairs are a tuple `(texts_a, texts_b)`; an empty string in texts_b
+means a single-segment row. The ids are those of `AlbertTokenizer` and
+`albert_tf.text.packing` (the original tokenization and pair truncation),
+computed with TensorFlow and tensorflow-text ops only.
+
+tensorflow-text's SentencePiece op keeps its model in a resource owned by the
+op's kernel. Created eagerly, that kernel lives in TensorFlow's eager kernel
+cache, which `tf.random.set_seed` / `keras.utils.set_random_seed` clear: a
+tokenizer made before the seed is set then fails ("Resource .../_0_SentencepieceOp
+... does not exist"). This layer therefore creates its SentencePiece op inside
+each graph it is traced into (the dataset's map function; a tf.function for
+eager calls), where the op runs again whenever its resource is gone.
+"""
+
+import keras
+import tensorflow as tf
+
+from albert_tf.text.albert_tokenizer import AlbertTokenizer
+from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer, config_with_model_proto, constructor_arguments
+from albert_tf.text.tf_packing import encode_text
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertPreprocessor(keras.layers.Layer):
+    """Raw strings [batch] (or a pair of them) -> dict of int32 [batch, seq_length] encoder inputs.
+
+    Args:
+      model_proto: the serialized SentencePiece model (bytes).
+      seq_length: length of every output row; longer text is truncated.
+      lower_case, keep_accents: the original preprocessing switches.
+
+    `call(x, y=None, sample_weight=None)`: `x` is a string tensor (rank 0 or 1)
+    or a tuple/list of two; returns the inputs dict, or `(inputs, y[, sample_weight])`
+    when labels are given, so `dataset.map(preprocessor)` works on (text, label) pairs.
+    """
+
+    def __init__(self, model_proto: bytes, seq_length: int = 128, lower_case: bool = True,
+                 keep_accents: bool = False, **kwargs):
+        super().__init__(trainable=False, **kwargs)
+        if seq_length < 3:
+            raise ValueError(f"seq_length={seq_length}: needs room for [CLS], [SEP] and at least one token")
+        self.seq_length = seq_length
+        self.model_proto = model_proto
+        self.lower_case = lower_case
+        self.keep_accents = keep_accents
+        # Checks the model (special pieces at ALBERT's ids) now, not at the first trace.
+        self._vocab_size = AlbertTokenizer(model_proto=model_proto).vocab_size
+        self._encode_eagerly = tf.function(self._encode, reduce_retracing=True)
+
+    @classmethod
+    def from_spm_file(cls, spm_model_file: str, seq_length: int = 128, **kwargs) -> "AlbertPreprocessor":
+        try:
+            with open(spm_model_file, "rb") as f:
+                model_proto = f.read()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{spm_model_file}: SentencePiece model not found") from None
+        return cls(model_proto, seq_length=seq_length, **kwargs)
+
+    @classmethod
+    def from_model_dir(cls, directory: str, seq_length: int = 128, **kwargs) -> "AlbertPreprocessor":
+        """The preprocessor for the SentencePiece model stored in an albert_tf checkpoint directory."""
+        from albert_tf.checkpoints.model_dir import spm_model_path
+
+        path = spm_model_path(directory)
+        if path is None:
+            raise FileNotFoundError(f"{directory}: holds no spm.model; use AlbertPreprocessor.from_spm_file")
+        return cls.from_spm_file(path, seq_length=seq_length, **kwargs)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size
+
+    def _encode(self, text, text_b):
+        # A tokenizer per traced graph: see the module docstring.
+        tokenizer = TFAlbertTokenizer(self.model_proto, lower_case=self.lower_case, keep_accents=self.keep_accents)
+        return encode_text(tokenizer, text, text_b, self.seq_length)
+
+    def call(self, x, y=None, sample_weight=None):
+        if isinstance(x, (tuple, list)):
+            if len(x) != 2:
+                raise ValueError(f"a pair of segments (texts_a, texts_b) expected, got {len(x)} parts")
+            text, text_b = (tf.convert_to_tensor(part, dtype=tf.string) for part in x)
+        else:
+            text, text_b = tf.convert_to_tensor(x, dtype=tf.string), None
+        scalar = text.shape.rank == 0
+        if scalar:
+            text = text[None]
+            text_b = None if text_b is None else text_b[None]
+        elif text.shape.rank != 1:
+            raise ValueError(f"texts of rank 0 or 1 expected, got shape {text.shape}")
+        text_b = tf.fill(tf.shape(text), "") if text_b is None else text_b
+        encode = self._encode_eagerly if tf.executing_eagerly() else self._encode
+        inputs = encode(text, text_b)
+        if scalar:
+            inputs = {name: value[0] for name, value in inputs.items()}
+        return keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)
+
+    def get_config(self):
+        config = {**super().get_config(), "seq_length": self.seq_length, "lower_case": self.lower_case,
+                  "keep_accents": self.keep_accents}
+        return config_with_model_proto(config, self.model_proto)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**constructor_arguments(config))

@@ -1,0 +1,35 @@
+"""One flag vocabulary across the training tools: the shared names, and the original scripts' names as aliases."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+# Every training tool takes these names with the same meaning.
+SHARED = ("init_checkpoint", "output_dir", "spm_model_file", "max_seq_length", "train_batch_size", "learning_rate",
+          "num_train_steps", "num_warmup_steps", "save_checkpoints_steps", "seed")
+# The original google-research/albert names, kept as aliases where a tool's own name differs.
+ALIASES = {
+    "albert_tf.run_classifier": {"train_step": "num_train_steps", "warmup_step": "num_warmup_steps",
+                                 "albert_config_file": "albert_config"},
+    "albert_tf.run_race": {"train_step": "num_train_steps", "warmup_step": "num_warmup_steps",
+                           "albert_config_file": "albert_config"},
+    "albert_tf.run_squad": {"train_step": "num_train_steps", "warmup_step": "num_warmup_steps"},
+    "albert_tf.run_pretraining": {},
+}
+
+
+def flag_help(tool):
+    result = subprocess.run([sys.executable, "-m", tool, "--helpfull"], capture_output=True, text=True, timeout=120)
+    return result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("tool", sorted(ALIASES))
+def test_training_tools_share_flag_names(tool):
+    text = flag_help(tool)
+    defined = set(re.findall(r"^\s+--(?:\[no\])?([a-z_0-9]+):", text, flags=re.MULTILINE))
+    missing = [name for name in SHARED if name not in defined]
+    assert not missing, f"{tool} lacks {missing}"
+    for alias, target in ALIASES[tool].items():
+        assert re.search(rf"--{alias}: Alias for --{target}\.", text), f"{tool}: --{alias} is not an alias of --{target}"
