@@ -22,7 +22,6 @@ Serve with: docker run -p 8501:8501 -v OUTPUT_DIR/serving:/models -e MODEL_NAME=
 turns the encoder back into an AlbertEncoder (fine-tuning's --init_checkpoint accepts OUTPUT_DIR).
 """
 
-import json
 import os
 
 from absl import flags
@@ -56,7 +55,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.export_lib.preprocessing_module import Preprocessor
     from albert_tf.export_lib.serving_module import SERVED_KINDS, ServingModule
-    from albert_tf.file_utils import staged_directory
+    from albert_tf.file_utils import staged_directory, write_json_atomically
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
     model, metadata = load_model(checkpoint)
@@ -86,8 +85,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
     with staged_directory(output_dir, overwrite=overwrite) as staging:
         metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case}
         metadata_file = os.path.join(staging, METADATA_FILE)
-        with open(metadata_file, "w") as f:
-            json.dump(metadata, f, indent=2, sort_keys=True)
+        write_json_atomically(metadata_file, metadata)
         spm_copy = os.path.join(staging, SPM_MODEL_FILE)
         tf.io.gfile.copy(spm, spm_copy)
 

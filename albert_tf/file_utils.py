@@ -35,6 +35,19 @@ def write_json_atomically(path, value):
             raise
 
 
+def write_json(path, value):
+    """`write_json_atomically` for local paths; gs:// and other remote paths through tf.io.gfile (object
+    stores replace a whole object at once, and have no rename to stage with)."""
+    if "://" not in str(path):
+        write_json_atomically(path, value)
+        return
+    import tensorflow as tf
+
+    text = json.dumps(value, indent=2, sort_keys=True) + "\n"
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write(text)
+
+
 @contextlib.contextmanager
 def staged_directory(directory, overwrite=False):
     """Yields a fresh sibling directory that replaces `directory` on success.

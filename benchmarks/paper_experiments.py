@@ -108,7 +108,7 @@ def train(work, name, variant, spm, steps):
                 f"--spm_model_file={spm}", f"--max_seq_length={BASE.seq_length}",
                 f"--max_predictions_per_seq={BASE.predictions}", f"--train_batch_size={BASE.batch}",
                 f"--optimizer={BASE.optimizer}", f"--learning_rate={BASE.learning_rate}",
-                f"--num_warmup_steps={BASE.warmup}", f"--num_train_steps={steps}",
+                f"--num_warmup_steps={min(BASE.warmup, steps // 2)}", f"--num_train_steps={steps}",
                 f"--sentence_loss_weight={variant.sentence_loss_weight}", "--save_checkpoints_steps=1000",
                 "--keep_checkpoint_max=100", "--iterations_per_loop=100")
 
@@ -153,11 +153,11 @@ def parameters(work, name):
     return parameter_breakdown(shape_only_pretrainer(config))["encoder"]
 
 
-def figure2(work, finished):
-    """albert_analyze on the all-shared and not-shared checkpoints; returns its JSON or None."""
+def figure2(work, finished, results_dir):
+    """albert_tf.analyze on the all-shared and not-shared checkpoints; returns its JSON or None."""
     if not {"all", "none"} <= finished:
         return None
-    output = os.path.join(RESULTS, "paper_figure2")
+    output = os.path.join(results_dir, "paper_figure2")
     code = tool("albert_tf.analyze", f"--checkpoint=ALBERT={run_dir(work, 'all')},BERT={run_dir(work, 'none')}",
                 f"--input_file={os.path.join(work, 'heldout.txt')}", f"--max_seq_length={BASE.seq_length}",
                 f"--output_dir={output}")
@@ -197,10 +197,10 @@ def write_results(args, rows, figure):
         lines += ["Figure 2 on held-out text (per layer; `albert_tf.analyze`):", "",
                   "![L2](results/paper_figure2/figure2_l2.png) ![cosine](results/paper_figure2/figure2_cosine.png)", ""]
     text = "\n".join(lines) + "\n"
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "paper_experiments.md"), "w") as f:
+    os.makedirs(args.results_dir, exist_ok=True)
+    with open(os.path.join(args.results_dir, "paper_experiments.md"), "w") as f:
         f.write(text)
-    with open(os.path.join(RESULTS, "paper_experiments.json"), "w") as f:
+    with open(os.path.join(args.results_dir, "paper_experiments.json"), "w") as f:
         json.dump({"args": vars(args), "rows": rows, "figure2": figure}, f, indent=1)
     print(text)
 
@@ -218,6 +218,7 @@ def main():
     parser.add_argument("--evaluate_only", action="store_true", help="train nothing; evaluate and write the tables")
     parser.add_argument("--downstream", action="store_true", help="also fine-tune each variant on SST-2 (5,000)")
     parser.add_argument("--glue_steps", type=int, default=500, help="SST-2 fine-tuning steps for --downstream")
+    parser.add_argument("--results_dir", default=RESULTS, help="where paper_experiments.{json,md} and the plots go")
     parser.add_argument("--glue_dir", default=os.path.join(REPO, "..", "shared", "data", "glue"),
                         help="holds SST-2/ for --downstream")
     args = parser.parse_args()
@@ -246,7 +247,7 @@ def main():
                       "nsp": last["next_sentence_accuracy"], "curve": curve}
         if args.downstream and name in finished:
             rows[name]["sst2"] = downstream(work, name, args)
-    write_results(args, rows, figure2(work, finished))
+    write_results(args, rows, figure2(work, finished, args.results_dir))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.file_utils import staged_directory, write_json_atomically
+from albert_tf.file_utils import staged_directory, write_json
 from albert_tf.models import registry
 
 if TYPE_CHECKING:  # the models import this module (they register their kinds here)
@@ -40,7 +40,7 @@ def _albert_config(metadata):
 
 
 def write_metadata(directory, kind, albert_config, **extra):
-    """Writes albert_tf.json atomically (temp file + rename)."""
+    """Writes albert_tf.json, the one writer of it (atomically on local disks; gs:// paths work too)."""
     metadata = {
         "format": "albert_tf",
         "format_version": FORMAT_VERSION,
@@ -48,7 +48,7 @@ def write_metadata(directory, kind, albert_config, **extra):
         "albert_config": albert_config.to_dict(),
         **extra,
     }
-    write_json_atomically(os.path.join(directory, METADATA_FILE), metadata)
+    write_json(os.path.join(directory, METADATA_FILE), metadata)
     return metadata
 
 
@@ -221,13 +221,20 @@ def _encoder_from_saved_model(directory):
     metadata = read_metadata(os.path.join(directory, "assets"))
     encoder = AlbertEncoder(_albert_config(metadata))
     # The export lists the encoder's weights in the encoder's own order (EncoderModule.variables).
-    variables = list(tf.saved_model.load(directory).variables)
-    if len(variables) != len(encoder.weights):
-        raise ValueError(f"{directory}: holds {len(variables)} encoder variables; the config in its "
-                         f"{METADATA_FILE} needs {len(encoder.weights)}")
-    for target, source in zip(encoder.weights, variables):
-        if tuple(target.shape) != tuple(source.shape):
-            raise ValueError(f"{directory}: variable {source.name} has shape {tuple(source.shape)}, "
-                             f"{target.path} needs {tuple(target.shape)}")
-        target.assign(source)
+    copy_weights(encoder.weights, tf.saved_model.load(directory).variables,
+                 f"{directory} (with the config in its {METADATA_FILE})")
     return encoder
+
+
+def copy_weights(targets, sources, source_name):
+    """Assigns `sources` to `targets` in order once their count and every shape match (else nothing changes)."""
+    targets, sources = list(targets), list(sources)
+    if len(targets) != len(sources):
+        raise ValueError(f"{source_name}: holds {len(sources)} variables where the model has {len(targets)}")
+    for target, source in zip(targets, sources):
+        if tuple(target.shape) != tuple(source.shape):
+            name = getattr(source, "path", None) or source.name
+            raise ValueError(f"{source_name}: {name} has shape {tuple(source.shape)}, {target.path} needs "
+                             f"{tuple(target.shape)}")
+    for target, source in zip(targets, sources):
+        target.assign(source)

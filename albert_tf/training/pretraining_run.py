@@ -1,0 +1,359 @@
+"""One pretraining run: resume checks, the compiled loop with progress and checkpoints, preemption, evaluation.
+
+`albert_tf.run_pretraining` parses and checks the flags, resolves the model
+config and data files, creates the distribution strategy and takes the output
+directory's lock, then calls `train_and_evaluate` with `settings`: the flag
+values by name (`settings.train_batch_size`, ...).
+
+Resuming: the newest intact `ckpt-N` restores model, optimizer, step and input
+position; run_config.json holds what a resumed run must share with the run that
+wrote the checkpoints (the resolved model config, batch, lengths, optimizer,
+seed, loss weights, the input files by path). SIGTERM stops after the current
+step, saves and exits with PREEMPTED_EXIT_CODE.
+"""
+
+import concurrent.futures
+import hashlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+
+import keras
+import tensorflow as tf
+
+from albert_tf.checkpoints import model_dir
+from albert_tf.checkpoints.model_dir import build_model, copy_weights, read_metadata, resolve_checkpoint, restore_weights
+from albert_tf.data import pretraining_dataset as data
+from albert_tf.data.pretraining_dataset import read_error
+from albert_tf.file_utils import file_sha256, write_json
+from albert_tf.models.albert_pretrainer import AlbertPretrainer
+from albert_tf.optimization import create_optimizer
+from albert_tf.progress import format_duration
+from albert_tf.training import TrainingDivergedError
+from albert_tf.tasks.pretraining_losses import metrics_from_sums
+from albert_tf.training.pretraining_trainer import PretrainingTrainer
+from albert_tf.training.strategies import worker_layout
+
+PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+RUN_CONFIG_FILE = "run_config.json"
+# Flags a resumed run must share with the run that wrote the checkpoints.
+_RESUME_INVARIANTS = ("albert_config", "train_batch_size", "max_seq_length", "max_predictions_per_seq", "optimizer",
+                      "gradient_accumulation_steps", "seed", "sentence_loss_weight")
+# What a run_config.json written before an invariant existed implies for it.
+_INVARIANT_DEFAULTS = {"sentence_loss_weight": 1.0}
+PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM, what schedulers expect of a terminated job
+
+
+class _PreemptionFlag:
+    """Set by SIGTERM; the running loop stops after its current step, saves a checkpoint and exits.
+
+    A TPU preemption notice leaves about 30 s, less than a loop of --iterations_per_loop
+    steps may take, so the handler also sets the trainer's `stop_requested`, which the
+    compiled loop reads before every step. (Multi-worker runs stop at loop boundaries:
+    all workers must run the same steps.)
+    """
+
+    def __init__(self, stop_variable=None):
+        self.raised = False
+        self.stop_variable = stop_variable
+
+    def install(self):
+        signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum, frame):
+        self.raised = True
+        if self.stop_variable is not None:
+            self.stop_variable.assign(True)
+
+
+def _call_interruptibly(function):
+    """Runs `function` in a thread so that signal handlers run meanwhile, and returns its result.
+
+    Python runs signal handlers in the main thread between bytecodes; a main thread
+    blocked in a long TF call would hear SIGTERM only after the whole loop.
+    """
+    with concurrent.futures.ThreadPoolExecutor(1) as executor:
+        future = executor.submit(function)
+        while True:
+            try:
+                return future.result(timeout=0.5)
+            except concurrent.futures.TimeoutError:
+                continue
+
+
+def _run_config(settings, config, train_files):
+    run_config = {name: getattr(settings, name) for name in _RESUME_INVARIANTS}
+    # The resolved model config, not the flag's string: a JSON edited in place between runs
+    # (4 -> 12 layers keeps every variable's shape) must not relabel the old checkpoints.
+    run_config["albert_config"] = config.to_dict()
+    # The checkpointed input position is a position in these files; it means nothing in others.
+    run_config["input_files"] = list(train_files)
+    return run_config
+
+
+def _check_or_write_run_config(settings, output_dir, resuming, chief, config, train_files):
+    path = os.path.join(output_dir, RUN_CONFIG_FILE)
+    current = _run_config(settings, config, train_files)
+    if resuming and tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as f:
+            previous = json.load(f)
+        changed = []
+        for key in _RESUME_INVARIANTS:
+            if key == "albert_config":
+                if isinstance(previous.get(key), dict) and previous[key] != current[key]:
+                    fields = sorted(k for k in set(previous[key]) | set(current[key])
+                                    if previous[key].get(k) != current[key].get(k))
+                    changed.append(f"--albert_config={settings.albert_config} resolves to another model ("
+                                   + ", ".join(f"{k}={current[key].get(k)}, was {previous[key].get(k)}"
+                                               for k in fields) + ")")
+                elif isinstance(previous.get(key), str) and previous[key] != settings.albert_config:
+                    changed.append(f"--albert_config={settings.albert_config} (the checkpoints were made with "
+                                   f"{previous[key]})")
+            elif previous.get(key, _INVARIANT_DEFAULTS.get(key)) != current[key]:
+                changed.append(f"--{key}={current[key]} (the checkpoints were made with {previous.get(key)})")
+        if changed:
+            raise ValueError(f"{output_dir} holds checkpoints of another run: " + "; ".join(changed) +
+                             ". Use another --output_dir, or the original flags to resume.")
+        # By path, not by name: the checkpointed input iterator holds these paths and reads from them.
+        if "input_files" in previous and previous["input_files"] != current["input_files"]:
+            raise ValueError(
+                f"{output_dir}: the training files changed since its checkpoints were written "
+                f"({len(previous['input_files'])} file(s) then, e.g. {previous['input_files'][0]}; "
+                f"{len(current['input_files'])} now), and the saved input position is a position in those files. "
+                "Resume with the same --input_file at the same path, or continue training on the new data in a "
+                f"new --output_dir with --init_checkpoint={output_dir}")
+    elif chief:
+        write_json(path, current)
+
+
+def _check_spm_model_file(settings, output_dir, resuming):
+    """On resume, --spm_model_file must be the model the run started with (it is copied into output_dir)."""
+    stored = os.path.join(output_dir, model_dir.SPM_MODEL_FILE)
+    if not (resuming and settings.spm_model_file and tf.io.gfile.exists(stored)):
+        return
+    if file_sha256(stored) != file_sha256(settings.spm_model_file):
+        raise ValueError(f"--spm_model_file={settings.spm_model_file} is not the SentencePiece model this run started "
+                         f"with ({stored}); pass that one, or train into a new --output_dir")
+
+
+def _write_model_metadata(settings, output_dir, config):
+    model_dir.write_metadata(output_dir, "pretrainer", config, max_seq_length=settings.max_seq_length,
+                             max_predictions_per_seq=settings.max_predictions_per_seq)
+    if settings.spm_model_file:
+        tf.io.gfile.copy(settings.spm_model_file, os.path.join(output_dir, model_dir.SPM_MODEL_FILE), overwrite=True)
+
+
+def _restore_init_checkpoint(settings, model, path):
+    directory, prefix = resolve_checkpoint(path)
+    kind = read_metadata(directory)["model"]
+    if kind == "pretrainer":
+        restore_weights(model, prefix)
+    else:  # an encoder, or a task model around one: take the encoder, keep fresh heads
+        source = build_model(read_metadata(directory))
+        restore_weights(source, prefix)
+        source_encoder = getattr(source, "encoder", source)
+        copy_weights(model.encoder.weights, source_encoder.weights,
+                     f"{path} (its encoder, for --albert_config={settings.albert_config})")
+        print(f"Initialized the encoder from {path} ({kind}); the pretraining heads start fresh.", flush=True)
+
+
+def _weights_fingerprint(model):
+    digest = hashlib.sha256()
+    for weight in model.weights:
+        digest.update(weight.numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def _format_metrics(metrics):
+    return (f"loss {metrics['masked_lm_loss'] + metrics['sentence_order_loss']:.4f}  "
+            f"mlm_loss {metrics['masked_lm_loss']:.4f}  mlm_acc {metrics['masked_lm_accuracy']:.4f}  "
+            f"sop_loss {metrics['sentence_order_loss']:.4f}  sop_acc {metrics['sentence_order_accuracy']:.4f}")
+
+
+def train_and_evaluate(settings, config, strategy, chief, output_dir, train_files, eval_files):
+    # Every worker saves (saving is collective under MultiWorkerMirroredStrategy); only the chief keeps its copy.
+    checkpoint_dir = output_dir if chief else tempfile.mkdtemp(prefix="albert_tf_worker_ckpt_")
+
+    keras.mixed_precision.set_global_policy(PRECISIONS[settings.mixed_precision])
+
+    def build_training_state():
+        keras.utils.set_random_seed(settings.seed)
+        with strategy.scope():
+            model = AlbertPretrainer(config, seq_length=settings.max_seq_length,
+                                     max_predictions_per_seq=settings.max_predictions_per_seq)
+            optimizer = create_optimizer(
+                settings.learning_rate, settings.num_train_steps, settings.num_warmup_steps, optimizer=settings.optimizer,
+                weight_decay_rate=settings.weight_decay_rate, clipnorm=settings.clip_norm, gradients_are_aggregated=True)
+            if settings.mixed_precision == "fp16":
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            trainer = PretrainingTrainer(strategy, model, optimizer, settings.train_batch_size,
+                                         settings.gradient_accumulation_steps, jit_compile=settings.jit_compile,
+                                         sentence_loss_weight=settings.sentence_loss_weight)
+        iterator = iter(_worker_dataset(settings, strategy, train_files))
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=trainer.step, iterator=iterator)
+        return model, trainer, iterator, checkpoint
+
+    model, trainer, iterator, checkpoint = build_training_state()
+    candidates = model_dir.checkpoints_newest_first(output_dir)
+    _check_or_write_run_config(settings, output_dir, resuming=bool(candidates), chief=chief, config=config,
+                               train_files=train_files)
+    _check_spm_model_file(settings, output_dir, resuming=bool(candidates))
+    if candidates:
+        def restore(prefix):
+            # A damaged checkpoint may fail halfway through its restore: each attempt gets fresh objects,
+            # so nothing of it survives into the run.
+            nonlocal model, trainer, iterator, checkpoint
+            if prefix != candidates[0]:
+                model, trainer, iterator, checkpoint = build_training_state()
+            checkpoint.restore(prefix).assert_existing_objects_matched()
+
+        resume_from = model_dir.restore_newest_intact(restore, candidates)
+        print(f"Resuming from {resume_from} at step {int(trainer.step.numpy())}.", flush=True)
+    elif settings.init_checkpoint:
+        _restore_init_checkpoint(settings, model, settings.init_checkpoint)
+    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=settings.keep_checkpoint_max,
+                                         step_counter=trainer.step, checkpoint_name="ckpt")
+    if chief:
+        _write_model_metadata(settings, output_dir, config)
+
+    writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train")) if chief
+              else tf.summary.create_noop_writer())
+    per_step_stop = not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+    preemption = _PreemptionFlag(trainer.stop_requested if per_step_stop else None)
+    preemption.install()
+    status = 0
+    try:
+        if settings.do_train:
+            status = _train(settings, trainer, strategy, iterator, manager, writer, preemption, train_files)
+        if status == 0 and settings.do_eval:
+            _evaluate(settings, trainer, strategy, eval_files, output_dir, chief)
+    finally:
+        if not chief:
+            shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    print(f"Weights fingerprint: {_weights_fingerprint(model)} (step {int(trainer.step.numpy())})", flush=True)
+    return status
+
+
+def _worker_dataset(settings, strategy, train_files):
+    """This worker's share of the training input, in batches of train_batch_size / workers."""
+    workers, worker_index = worker_layout(strategy)
+    context = tf.distribute.InputContext(num_input_pipelines=workers, input_pipeline_id=worker_index,
+                                        num_replicas_in_sync=strategy.num_replicas_in_sync)
+    return data.make_pretraining_dataset(train_files, settings.train_batch_size // workers, settings.max_seq_length,
+                                         settings.max_predictions_per_seq, seed=settings.seed, is_training=True,
+                                         input_context=context if workers > 1 else None,
+                                         shuffle_buffer=settings.shuffle_buffer_size)
+
+
+def _any_worker_preempted(strategy, preemption):
+    """Whether any worker got SIGTERM: all must stop at the same step."""
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        flag = strategy.run(lambda: tf.constant(1.0 if preemption.raised else 0.0))
+        return float(strategy.reduce(tf.distribute.ReduceOp.SUM, flag, axis=None)) > 0
+    return preemption.raised
+
+
+def _train(settings, trainer, strategy, iterator, manager, writer, preemption, train_files):
+    total_steps = settings.num_train_steps
+    step = int(trainer.step.numpy())
+    if step >= total_steps:
+        print(f"Already trained for {step} steps (--num_train_steps={total_steps}).", flush=True)
+        return 0
+    start_step, start_time = step, time.monotonic()
+    print(f"Training from step {step} to {total_steps}: {strategy.num_replicas_in_sync} replica(s), "
+          f"batch {settings.train_batch_size}, seq {settings.max_seq_length}.", flush=True)
+    preempted = False
+    saved_step = step if step else None  # a resumed run starts from a checkpoint of its first step
+    while step < total_steps:
+        to_checkpoint = settings.save_checkpoints_steps - step % settings.save_checkpoints_steps
+        num_steps = min(settings.iterations_per_loop, total_steps - step, to_checkpoint)
+        loop_start = time.monotonic()
+        try:
+            totals, gradient_norm, learning_rate = _call_interruptibly(
+                lambda: trainer.train_loop(iterator, tf.constant(num_steps)))
+        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
+            raise read_error(train_files, error, "the training data") from None
+        seconds = time.monotonic() - loop_start
+        previous_step, step = step, int(trainer.step.numpy())
+        num_steps = step - previous_step  # fewer than asked when SIGTERM stopped the loop
+        if num_steps == 0:  # SIGTERM came before the loop's first step
+            preempted = True
+            break
+        metrics = metrics_from_sums({k: v.numpy() for k, v in totals.items()})
+        loss = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
+        if not all(map(lambda x: x == x and abs(x) != float("inf"), [loss, float(gradient_norm)])):
+            last = manager.latest_checkpoint or "none yet"
+            raise TrainingDivergedError(
+                f"the loss became {loss} (gradient norm {float(gradient_norm)}) in steps {step - num_steps + 1}-{step}; "
+                f"stopped without saving. Last good checkpoint: {last}. Lower --learning_rate, raise "
+                f"--num_warmup_steps, or use --mixed_precision=bf16 instead of fp16.")
+        sequences_per_second = num_steps * settings.train_batch_size / max(seconds, 1e-9)
+        elapsed = time.monotonic() - start_time
+        eta = elapsed / (step - start_step) * (total_steps - step)
+        print(f"step {step}/{total_steps}  {_format_metrics(metrics)}  lr {float(learning_rate):.3g}  "
+              f"grad_norm {float(gradient_norm):.3g}  {sequences_per_second:.1f} seq/s  "
+              f"elapsed {format_duration(elapsed)}  ETA {format_duration(eta)}", flush=True)
+        with writer.as_default(step=step):
+            for name, value in metrics.items():
+                tf.summary.scalar(name, value)
+            tf.summary.scalar("loss", loss)
+            tf.summary.scalar("learning_rate", float(learning_rate))
+            tf.summary.scalar("gradient_norm", float(gradient_norm))
+            tf.summary.scalar("sequences_per_second", sequences_per_second)
+        writer.flush()
+        if step % settings.save_checkpoints_steps == 0 or step == total_steps:
+            _save(manager, step)
+            saved_step = step
+        if _any_worker_preempted(strategy, preemption):
+            preempted = True
+            break
+    if preempted:
+        if saved_step != step:
+            _save(manager, step)
+        print(f"SIGTERM: saved a checkpoint at step {step}; rerun the same command to resume.", flush=True)
+        return PREEMPTED_EXIT_CODE
+    return 0
+
+
+def _save(manager, step):
+    """Saves ckpt-`step`; a failed save (disk full, read-only, quota) stops the run with the reason."""
+    try:
+        manager.save(checkpoint_number=step)
+    except (tf.errors.OpError, OSError) as error:
+        message = getattr(error, "message", None) or str(error)
+        previous = manager.latest_checkpoint or "none"
+        raise OSError(f"could not save the checkpoint of step {step} in {manager.directory} "
+                      f"({message.strip().splitlines()[0]}). The previous checkpoint ({previous}) is intact: free "
+                      "space or fix the directory, then rerun the same command to resume from it") from None
+
+
+def _evaluate(settings, trainer, strategy, eval_files, output_dir, chief):
+    def eval_dataset_fn(input_context):
+        per_replica = input_context.get_per_replica_batch_size(settings.eval_batch_size)
+        return data.make_pretraining_dataset(eval_files, per_replica, settings.max_seq_length,
+                                             settings.max_predictions_per_seq, is_training=False,
+                                             input_context=input_context)
+
+    if settings.eval_batch_size % strategy.num_replicas_in_sync:
+        raise ValueError(f"--eval_batch_size={settings.eval_batch_size} must be divisible by the number of replicas "
+                         f"({strategy.num_replicas_in_sync})")
+    dataset = strategy.distribute_datasets_from_function(eval_dataset_fn)
+    totals = trainer.evaluate(dataset, max_steps=settings.max_eval_steps)
+    if totals["sequences"] == 0:
+        raise ValueError(f"{settings.eval_input_file}: fewer than --eval_batch_size={settings.eval_batch_size} records")
+    metrics = metrics_from_sums(totals)
+    metrics["loss"] = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
+    step = int(trainer.step.numpy())
+    print(f"eval at step {step} on {int(totals['sequences'])} sequences: {_format_metrics(metrics)}", flush=True)
+    if chief:
+        with tf.io.gfile.GFile(os.path.join(output_dir, "eval_results.txt"), "w") as f:
+            for name in sorted(metrics):
+                f.write(f"{name} = {metrics[name]}\n")
+            f.write(f"global_step = {step}\n")
+        with tf.summary.create_file_writer(os.path.join(output_dir, "eval")).as_default(step=step):
+            for name, value in metrics.items():
+                tf.summary.scalar(name, value)
+    return metrics
