@@ -143,7 +143,7 @@ def main(argv):
                           save_checkpoints_steps=FLAGS.save_checkpoints_steps,
                           keep_checkpoint_max=FLAGS.keep_checkpoint_max, seed=FLAGS.seed,
                           evaluate=evaluate if FLAGS.do_eval else None, best_metric=best_key if FLAGS.do_eval else None,
-                          best_dir=best_dir, spm_model_file=spm)
+                          best_dir=best_dir, spm_model_file=spm, summary_dir=FLAGS.output_dir)
         report_best(result, best_key, best_dir)
     if FLAGS.do_eval or FLAGS.do_predict:
         model = model_for_evaluation(best_dir, model, FLAGS.init_checkpoint, "classifier", task_name=task)

@@ -215,7 +215,7 @@ def train(model, features, output_dir):
         model, arrays, num_train_steps=num_train_steps, batch_size=FLAGS.train_batch_size,
         learning_rate=learning_rate, num_warmup_steps=warmup,
         checkpoint_dir=checkpoint_dir,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps, seed=FLAGS.seed)
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps, seed=FLAGS.seed, summary_dir=output_dir)
     return num_train_steps
 
 

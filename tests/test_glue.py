@@ -264,6 +264,24 @@ def test_task_end_to_end_through_the_cli(task, checkpoint, tmp_path):
     submissions = {"cola": ["CoLA.tsv"], "sts-b": ["STS-B.tsv"], "mnli": ["MNLI-m.tsv", "MNLI-mm.tsv"]}[task]
     for name in submissions:
         check_submission(output / name, task)
+    # TensorBoard: the loss and learning rate of every step, the metrics of every evaluated checkpoint.
+    train_tags, eval_tags = summary_steps(output / "train"), summary_steps(output / "eval")
+    assert train_tags["loss"] == train_tags["learning_rate"] == [1, 2, 3, 4, 5, 6]
+    assert eval_tags[best_key] == [3, 6]
+
+
+def summary_steps(directory):
+    """{tag: [steps]} of the TensorBoard event files in `directory`."""
+    import tensorflow as tf
+    from tensorflow.core.util import event_pb2
+
+    tags = {}
+    for path in sorted(tf.io.gfile.glob(str(directory / "events.out.tfevents.*"))):
+        for record in tf.data.TFRecordDataset(path):
+            event = event_pb2.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                tags.setdefault(value.tag, []).append(event.step)
+    return tags
 
 
 def test_train_and_predict_then_evaluate_the_saved_classifier(checkpoint, tmp_path):

@@ -23,7 +23,7 @@ def span_loss(start_positions, end_positions, outputs):
 
 
 def train_span_labeler(model, arrays, num_train_steps, batch_size, learning_rate, num_warmup_steps, checkpoint_dir,
-                       save_checkpoints_steps=1000, seed=12345, keep_checkpoint_max=3, log=print):
+                       save_checkpoints_steps=1000, seed=12345, keep_checkpoint_max=3, summary_dir=None, log=print):
     """Trains `model` in place for num_train_steps steps; returns the last step's loss.
 
     arrays: {input_word_ids, input_mask, input_type_ids, start_positions,
@@ -37,5 +37,5 @@ def train_span_labeler(model, arrays, num_train_steps, batch_size, learning_rate
         model, arrays, lambda batch, outputs: span_loss(batch["start_positions"], batch["end_positions"], outputs),
         num_train_steps, batch_size, learning_rate, num_warmup_steps, checkpoint_dir, "span_labeler",
         save_checkpoints_steps=save_checkpoints_steps, keep_checkpoint_max=keep_checkpoint_max, seed=seed,
-        variables=variables, log=log)
+        variables=variables, summary_dir=summary_dir, log=log)
     return result["loss"]

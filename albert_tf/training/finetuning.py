@@ -23,6 +23,9 @@
   the SentencePiece model when given) and its results are returned.
 - Variables without a gradient path to the loss (the pooler under a span head)
   are left out of the update.
+- With `summary_dir`, TensorBoard summaries: loss and learning rate per step in
+  SUMMARY_DIR/train, the evaluation metrics per checkpoint in SUMMARY_DIR/eval
+  (`tensorboard --logdir OUTPUT_DIR`).
 """
 
 import json
@@ -41,7 +44,7 @@ EVALUATIONS_FILE = "evaluations.json"
 
 def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate, num_warmup_steps, checkpoint_dir,
              kind, metadata=None, save_checkpoints_steps=1000, keep_checkpoint_max=3, seed=12345, evaluate=None,
-             best_metric=None, best_dir=None, spm_model_file=None, variables=None, log=print):
+             best_metric=None, best_dir=None, spm_model_file=None, variables=None, summary_dir=None, log=print):
     """Trains `model` in place; returns {"loss": last loss, "evaluations": [...], "best": {...} or None}."""
     from albert_tf.optimization import create_optimizer
 
@@ -63,6 +66,9 @@ def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate,
     # So that checkpoint_dir alone is a complete model directory.
     if spm_model_file and not (os.path.exists(spm_copy) and os.path.samefile(spm_model_file, spm_copy)):
         shutil.copyfile(spm_model_file, spm_copy)
+    train_writer, eval_writer = (
+        (tf.summary.create_file_writer(os.path.join(summary_dir, name)) for name in ("train", "eval")) if summary_dir
+        else (tf.summary.create_noop_writer(), tf.summary.create_noop_writer()))
     history_file = os.path.join(checkpoint_dir, EVALUATIONS_FILE)
     evaluations = []
     if os.path.exists(history_file):
@@ -74,6 +80,11 @@ def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate,
         log("eval at step {}: {}".format(done, "  ".join(
             f"{k} {v:.4f}" for k, v in results.items() if k != "step" and isinstance(v, float))), flush=True)
         evaluations.append(results)
+        with eval_writer.as_default(step=done):
+            for name, value in results.items():
+                if name != "step" and isinstance(value, (int, float)):
+                    tf.summary.scalar(name, value)
+        eval_writer.flush()
         with open(history_file + ".tmp", "w") as f:
             json.dump(evaluations, f, indent=2)
         os.replace(history_file + ".tmp", history_file)
@@ -112,12 +123,16 @@ def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate,
         done = int(step.numpy())
         if not math.isfinite(loss):
             raise ValueError(f"the loss became {loss} at step {done}; lower --learning_rate")
+        with train_writer.as_default(step=done):
+            tf.summary.scalar("loss", loss)
+            tf.summary.scalar("learning_rate", float(optimizer.learning_rate))
         if done < num_train_steps:
             progress.update(done)
         if done % save_checkpoints_steps == 0 or done == num_train_steps:
             manager.save(checkpoint_number=done)
             if evaluate is not None:
                 evaluate_checkpoint(done)
+    train_writer.flush()
     if done > first:
         progress.finish(done)
     best = max(evaluations, key=lambda r: r[best_metric]) if evaluations and best_metric else None
