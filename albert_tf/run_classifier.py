@@ -21,6 +21,7 @@ import os
 from absl import flags
 
 from albert_tf import cli
+from albert_tf.training.finetuning_flags import define_model_flags, define_training_flags
 
 # task: (learning rate, steps, warmup, batch), from the original ALBERT fine-tuning scripts (docs/reference.md, "Fine-tuning recipes").
 # WNLI is not in the original table: ours, sized for its 635 training pairs.
@@ -34,31 +35,15 @@ RECIPES = {
 def define_flags():
     flags.DEFINE_enum("task_name", None, sorted(RECIPES), "The GLUE task (any case).", case_sensitive=False)
     flags.DEFINE_string("data_dir", None, "The task's GLUE directory (train.tsv, dev.tsv, test.tsv).")
-    flags.DEFINE_string("init_checkpoint", None, "albert_tf checkpoint (pretrainer, encoder, classifier), converted "
-                        "Google/Hugging Face checkpoint, or albert_tf.export directory. Without it: random init "
-                        "from --albert_config.")
-    flags.DEFINE_string("albert_config", None, "Preset or config JSON, only when there is no --init_checkpoint.")
-    flags.DEFINE_alias("albert_config_file", "albert_config")
-    flags.DEFINE_string("output_dir", None, "Where checkpoints, the best model, results and predictions go.")
-    flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the checkpoint's spm.model).")
-    flags.DEFINE_bool("do_lower_case", True, "Lowercase as the pretraining data was.")
+    define_model_flags("checkpoints, the best model, results and predictions")
     flags.DEFINE_integer("max_seq_length", 512, "Tokens per example (original: 512).")
     flags.DEFINE_bool("do_train", False, "Fine-tune on train.tsv.")
     flags.DEFINE_bool("do_eval", False, "Evaluate on dev.tsv (every checkpoint while training).")
     flags.DEFINE_bool("do_predict", False, "Write GLUE submission files for test.tsv.")
-    flags.DEFINE_integer("train_batch_size", None, "Default: the task's recipe.")
-    flags.DEFINE_integer("eval_batch_size", 8, "Examples per evaluation batch (original: 8).")
-    flags.DEFINE_integer("predict_batch_size", 8, "Examples per prediction batch (original: 8).")
-    flags.DEFINE_float("learning_rate", None, "Peak AdamW learning rate. Default: the task's recipe.")
-    flags.DEFINE_integer("num_train_steps", None, "Training steps. Default: the task's recipe.")
-    flags.DEFINE_alias("train_step", "num_train_steps")  # the original script's name
-    flags.DEFINE_integer("num_warmup_steps", None, "Linear warmup steps. Default: the task's recipe.")
-    flags.DEFINE_alias("warmup_step", "num_warmup_steps")
-    flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint (and evaluate) every this many steps.")
-    flags.DEFINE_integer("keep_checkpoint_max", 5, "Training checkpoints kept (original: 5); the best is kept "
-                         "apart in OUTPUT_DIR/best.")
+    define_training_flags("Examples", train_batch_size=None, learning_rate=None, num_train_steps=None,
+                          num_warmup_steps=None, defaults_note="Default: the task's recipe (the original "
+                          "per-task lr, steps, warmup and batch).")
     flags.DEFINE_float("dropout", 0.1, "Dropout before the classifier (original: 0.1).")
-    flags.DEFINE_integer("seed", 12345, "Seed for initialization and data order.")
 
 
 FLAGS = flags.FLAGS

@@ -14,35 +14,21 @@ import os
 from absl import flags
 
 from albert_tf import cli
+from albert_tf.training.finetuning_flags import define_model_flags, define_training_flags
 
 
 def define_flags():
     flags.DEFINE_string("data_dir", None, "The RACE directory ({train,dev,test}/{middle,high}/*.txt).")
-    flags.DEFINE_string("init_checkpoint", None, "albert_tf checkpoint or albert_tf.export directory to start from "
-                        "(without it: random init from --albert_config).")
-    flags.DEFINE_string("albert_config", None, "Preset or config JSON, only without --init_checkpoint.")
-    flags.DEFINE_alias("albert_config_file", "albert_config")
-    flags.DEFINE_string("output_dir", None, "Where checkpoints, the best model and results go.")
-    flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the checkpoint's spm.model).")
-    flags.DEFINE_bool("do_lower_case", True, "Lowercase as the pretraining data was.")
+    define_model_flags("checkpoints, the best model and results")
     flags.DEFINE_multi_enum("levels", ["middle", "high"], ["middle", "high"], "RACE levels to use (repeatable).")
     flags.DEFINE_integer("max_seq_length", 512, "Tokens per (article, question + option) sequence.")
     flags.DEFINE_integer("max_qa_length", 128, "Tokens of question + option at most.")
     flags.DEFINE_bool("do_train", False, "Fine-tune on train/.")
     flags.DEFINE_bool("do_eval", False, "Evaluate on dev/ (every checkpoint while training).")
     flags.DEFINE_bool("do_predict", False, "Evaluate on test/ and write test predictions.")
-    flags.DEFINE_integer("train_batch_size", 32, "Questions per step (original: 32).")
-    flags.DEFINE_integer("eval_batch_size", 8, "Questions per evaluation batch (original: 8).")
-    flags.DEFINE_integer("predict_batch_size", 8, "Questions per prediction batch (original: 8).")
-    flags.DEFINE_float("learning_rate", 1e-5, "Peak AdamW learning rate (original: 1e-5).")
-    flags.DEFINE_integer("num_train_steps", 12000, "Training steps (original: 12000).")
-    flags.DEFINE_alias("train_step", "num_train_steps")  # the original script's name
-    flags.DEFINE_integer("num_warmup_steps", 1000, "Linear warmup steps (original: 1000).")
-    flags.DEFINE_alias("warmup_step", "num_warmup_steps")
-    flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint and evaluate every this many steps.")
-    flags.DEFINE_integer("keep_checkpoint_max", 5, "Training checkpoints kept (original: 5); the best is kept "
-                         "apart in OUTPUT_DIR/best.")
-    flags.DEFINE_integer("seed", 12345, "Seed for initialization and data order.")
+    define_training_flags("Questions", train_batch_size=32, learning_rate=1e-5, num_train_steps=12000,
+                          num_warmup_steps=1000, defaults_note="Default: the original RACE recipe (batch 32, lr "
+                          "1e-5, 12000 steps, 1000 warmup).")
 
 
 FLAGS = flags.FLAGS

@@ -91,6 +91,7 @@ def define_flags():
     flags.DEFINE_bool("do_predict", False, "Answer the questions of --predict_file.")
     flags.DEFINE_integer("save_checkpoints_steps", 1000, "Save a training checkpoint every this many steps (and at "
                          "the end).")
+    flags.DEFINE_integer("keep_checkpoint_max", 3, "Training checkpoints kept in OUTPUT_DIR/checkpoints.")
     flags.DEFINE_integer("seed", 12345, "Seed of the span head's initialization, dropout and the input order.")
     flags.DEFINE_bool("overwrite", False, "Replace the model and predictions of an earlier run in --output_dir.")
 
@@ -112,7 +113,7 @@ def _validate_flags():
     if missing:
         raise ValueError(f"{' and '.join(missing)} required")
     for name in ("max_seq_length", "doc_stride", "max_query_length", "train_batch_size", "predict_batch_size",
-                 "n_best_size", "max_answer_length", "save_checkpoints_steps"):
+                 "n_best_size", "max_answer_length", "save_checkpoints_steps", "keep_checkpoint_max"):
         if FLAGS[name].value < 1:
             raise ValueError(f"--{name} must be >= 1, got {FLAGS[name].value}")
     if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
@@ -215,7 +216,8 @@ def train(model, features, output_dir):
         model, arrays, num_train_steps=num_train_steps, batch_size=FLAGS.train_batch_size,
         learning_rate=learning_rate, num_warmup_steps=warmup,
         checkpoint_dir=checkpoint_dir,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps, seed=FLAGS.seed, summary_dir=output_dir)
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps, seed=FLAGS.seed,
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max, summary_dir=output_dir)
     return num_train_steps
 
 

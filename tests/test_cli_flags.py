@@ -8,7 +8,7 @@ import pytest
 
 # Every training tool takes these names with the same meaning.
 SHARED = ("init_checkpoint", "output_dir", "spm_model_file", "max_seq_length", "train_batch_size", "learning_rate",
-          "num_train_steps", "num_warmup_steps", "save_checkpoints_steps", "seed")
+          "num_train_steps", "num_warmup_steps", "save_checkpoints_steps", "keep_checkpoint_max", "seed")
 # The original google-research/albert names, kept as aliases where a tool's own name differs.
 ALIASES = {
     "albert_tf.run_classifier": {"train_step": "num_train_steps", "warmup_step": "num_warmup_steps",
