@@ -137,3 +137,21 @@ def test_fit_on_raw_strings_with_the_preprocessor(tmp_path):
                                   preprocessor(tf.constant(texts[:3]))["input_word_ids"].numpy())
     with pytest.raises(FileNotFoundError, match="holds no spm.model"):
         albert_tf.AlbertPreprocessor.from_model_dir(str(tmp_path))
+
+
+def test_every_model_takes_the_encoder_or_a_config_first():
+    """One argument order for all models built on the encoder: (encoder, config, ...); a config may stand first."""
+    import albert_tf
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+
+    config = AlbertConfig.from_preset("albert_tiny")
+    encoder = AlbertEncoder(config)
+    for cls, extra in ((albert_tf.AlbertPretrainer, {}), (AlbertClassifier, {"num_labels": 3}),
+                       (albert_tf.AlbertSpanLabeler, {}), (AlbertMultipleChoice, {"num_choices": 2})):
+        assert cls(encoder, **extra).encoder is encoder
+        from_config = cls(config, **extra)
+        assert from_config.albert_config == config and from_config.encoder is not encoder
+        clone = cls.from_config(from_config.get_config())
+        assert clone.get_config() == from_config.get_config()
+        with pytest.raises(ValueError, match="two configs given"):
+            cls(config, config=config, **extra)

@@ -4,20 +4,23 @@ import keras
 
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.layers.initializers import truncated_normal
+from albert_tf.models.task_model import AlbertTaskModel
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
 
 MODEL_KIND = "classifier"
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertClassifier(keras.Model):
+class AlbertClassifier(AlbertTaskModel, keras.Model):
     """pooled_output -> dropout -> dense(num_labels), as the original run_classifier.
 
     Inputs: the encoder's dict. Outputs: {"logits": float32 [batch, num_labels]}
     (a regression task such as STS-B has num_labels 1: the logit is the score).
     """
 
-    def __init__(self, encoder: AlbertEncoder | None = None, num_labels: int = 2, dropout: float = 0.1,
+    CONFIG_ATTRIBUTES = {"num_labels": "num_labels", "dropout": "dropout_rate", "seq_length": "seq_length"}
+
+    def __init__(self, encoder: AlbertEncoder | AlbertConfig | None = None, num_labels: int = 2, dropout: float = 0.1,
                  config: AlbertConfig | None = None, seq_length: int | None = None, **kwargs):
         encoder = encoder_for("AlbertClassifier", encoder, config, seq_length)
         config = encoder.albert_config
@@ -32,15 +35,3 @@ class AlbertClassifier(keras.Model):
         self.num_labels = num_labels
         self.dropout_rate = dropout
         self.seq_length = seq_length
-
-    @property
-    def albert_config(self):
-        return self.encoder.albert_config
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "config": self.albert_config.to_dict(),
-                "num_labels": self.num_labels, "dropout": self.dropout_rate, "seq_length": self.seq_length}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

@@ -5,17 +5,20 @@ from keras import ops
 
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.layers.initializers import truncated_normal
+from albert_tf.models.task_model import AlbertTaskModel
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for
 
 MODEL_KIND = "multiple_choice"
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertMultipleChoice(keras.Model):
+class AlbertMultipleChoice(AlbertTaskModel, keras.Model):
     """Inputs: the encoder's three tensors shaped [batch, num_choices, seq] (any num_choices at call time).
     Outputs: {"logits": float32 [batch, num_choices]} (pooled output -> dense(1) per choice, as the original RACE)."""
 
-    def __init__(self, encoder: AlbertEncoder | None = None, num_choices: int = 4, dropout: float = 0.1,
+    CONFIG_ATTRIBUTES = {"num_choices": "num_choices", "dropout": "dropout_rate", "seq_length": "seq_length"}
+
+    def __init__(self, encoder: AlbertEncoder | AlbertConfig | None = None, num_choices: int = 4, dropout: float = 0.1,
                  config: AlbertConfig | None = None, seq_length: int | None = None, **kwargs):
         # No seq_length for the encoder: it sees [batch * choices, seq] whatever the model's inputs say.
         encoder = encoder_for("AlbertMultipleChoice", encoder, config)
@@ -41,15 +44,3 @@ class AlbertMultipleChoice(keras.Model):
         ones = ops.ones((1, self.num_choices, 4), "int32")
         self({"input_word_ids": ones, "input_mask": ones, "input_type_ids": ops.zeros_like(ones)})
         return self
-
-    @property
-    def albert_config(self):
-        return self.encoder.albert_config
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "config": self.albert_config.to_dict(),
-                "num_choices": self.num_choices, "dropout": self.dropout_rate, "seq_length": self.seq_length}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

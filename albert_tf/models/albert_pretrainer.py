@@ -6,11 +6,12 @@ from albert_tf.albert_config import AlbertConfig
 
 from albert_tf.layers.initializers import truncated_normal
 from albert_tf.layers.masked_lm_head import MaskedLMHead
+from albert_tf.models.task_model import AlbertTaskModel
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertPretrainer(keras.Model):
+class AlbertPretrainer(AlbertTaskModel, keras.Model):
     """ALBERT with the pretraining heads: MLM tied to the embeddings, and SOP.
 
     Inputs (dict): `input_word_ids`, `input_mask`, `input_type_ids` (int32
@@ -27,7 +28,9 @@ class AlbertPretrainer(keras.Model):
     4
     """
 
-    def __init__(self, config: AlbertConfig | None = None, encoder: AlbertEncoder | None = None,
+    CONFIG_ATTRIBUTES = {"seq_length": "seq_length", "max_predictions_per_seq": "max_predictions_per_seq"}
+
+    def __init__(self, encoder: AlbertEncoder | AlbertConfig | None = None, config: AlbertConfig | None = None,
                  seq_length: int | None = None, max_predictions_per_seq: int | None = None, **kwargs):
         encoder = encoder_for("AlbertPretrainer", encoder, config, seq_length)
         config = encoder.albert_config
@@ -70,20 +73,3 @@ class AlbertPretrainer(keras.Model):
         # === Config ===
         self.seq_length = seq_length
         self.max_predictions_per_seq = max_predictions_per_seq
-
-    @property
-    def albert_config(self):
-        return self.encoder.albert_config
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "config": self.albert_config.to_dict(),
-            "seq_length": self.seq_length,
-            "max_predictions_per_seq": self.max_predictions_per_seq,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

@@ -5,13 +5,14 @@ from keras import ops
 
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.layers.initializers import truncated_normal
+from albert_tf.models.task_model import AlbertTaskModel
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
 
 MODEL_KIND = "span_labeler"
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertSpanLabeler(keras.Model):
+class AlbertSpanLabeler(AlbertTaskModel, keras.Model):
     """ALBERT for extractive question answering (BERT's SQuAD head).
 
     The question is segment A and the context segment B, as in
@@ -34,7 +35,9 @@ class AlbertSpanLabeler(keras.Model):
     ((2, 8), 'float32')
     """
 
-    def __init__(self, encoder: AlbertEncoder | None = None, config: AlbertConfig | None = None,
+    CONFIG_ATTRIBUTES = {"seq_length": "seq_length"}
+
+    def __init__(self, encoder: AlbertEncoder | AlbertConfig | None = None, config: AlbertConfig | None = None,
                  seq_length: int | None = None, **kwargs):
         encoder = encoder_for("AlbertSpanLabeler", encoder, config, seq_length)
         config = encoder.albert_config
@@ -64,19 +67,3 @@ class AlbertSpanLabeler(keras.Model):
 
         # === Config ===
         self.seq_length = seq_length
-
-    @property
-    def albert_config(self):
-        return self.encoder.albert_config
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "config": self.albert_config.to_dict(),
-            "seq_length": self.seq_length,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

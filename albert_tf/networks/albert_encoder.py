@@ -18,7 +18,12 @@ def encoder_inputs(seq_length=None):
 
 def encoder_for(model_name, encoder=None, config=None, seq_length=None):
     """The encoder a model built on ALBERT wraps: `encoder`, or a new one of `config` (an
-    AlbertConfig or its dict, as `from_config` and checkpoint loading pass it)."""
+    AlbertConfig or its dict, as `from_config` and checkpoint loading pass it). An AlbertConfig
+    in the encoder's place (the first argument of every model) stands for `config`."""
+    if isinstance(encoder, (AlbertConfig, dict)):
+        if config is not None:
+            raise ValueError(f"{model_name}: two configs given; pass an AlbertEncoder or one AlbertConfig")
+        encoder, config = None, encoder
     if encoder is None:
         if config is None:
             raise ValueError(f"{model_name} needs an AlbertEncoder or an AlbertConfig")
