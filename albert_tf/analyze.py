@@ -124,7 +124,7 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.checkpoint:
         raise ValueError("--checkpoint required (one or more albert_tf checkpoint directories)")
-    from albert_tf.checkpoints.model_dir import load_encoder, spm_model_path
+    from albert_tf.checkpoints.model_dir import find_spm_model, load_encoder
     from albert_tf.params import format_rows, parameter_breakdown, shape_only_pretrainer
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
@@ -132,10 +132,8 @@ def main(argv):
     results, rows = {}, []
     for label, path in parse_checkpoints(FLAGS.checkpoint):
         encoder = load_encoder(path)
-        spm = FLAGS.spm_model_file or spm_model_path(path)
-        if not spm:
-            raise FileNotFoundError(f"{path}: holds no spm.model; pass --spm_model_file")
-        inputs = pack_passages(passages, AlbertTokenizer(spm), FLAGS.max_seq_length, FLAGS.num_sequences)
+        tokenizer = AlbertTokenizer(find_spm_model(path, FLAGS.spm_model_file))
+        inputs = pack_passages(passages, tokenizer, FLAGS.max_seq_length, FLAGS.num_sequences)
         results[label] = layer_transitions(encoder, inputs)
         rows.append({"model": label, **parameter_breakdown(shape_only_pretrainer(encoder.albert_config)), "paper": ""})
     os.makedirs(FLAGS.output_dir, exist_ok=True)

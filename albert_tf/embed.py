@@ -58,14 +58,11 @@ class Embedder:
             self.preprocessing = tf.saved_model.load(os.path.join(model_path, "preprocessing"))
             self.encoder = tf.saved_model.load(os.path.join(model_path, "encoder"))
         else:
-            from albert_tf.checkpoints.model_dir import load_encoder, spm_model_path
+            from albert_tf.checkpoints.model_dir import find_spm_model, load_encoder
             from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
             self.encoder = load_encoder(model_path)
-            spm = spm_model_file or spm_model_path(model_path)
-            if not spm:
-                raise FileNotFoundError(f"{model_path}: holds no spm.model; pass --spm_model_file")
-            self.tokenizer = AlbertTokenizer(spm)
+            self.tokenizer = AlbertTokenizer(find_spm_model(model_path, spm_model_file))
 
     def inputs(self, texts):
         if self.export:

@@ -51,7 +51,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
     """Writes the three SavedModels; returns {part: path}."""
     import tensorflow as tf
 
-    from albert_tf.checkpoints.model_dir import METADATA_FILE, SPM_MODEL_FILE, load_model, resolve_checkpoint, spm_model_path
+    from albert_tf.checkpoints.model_dir import METADATA_FILE, SPM_MODEL_FILE, find_spm_model, load_model
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.export_lib.preprocessing_module import Preprocessor
     from albert_tf.export_lib.serving_module import SERVED_KINDS, ServingModule
@@ -61,12 +61,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
     model, metadata = load_model(checkpoint)
     if metadata["model"] not in SERVED_KINDS:
         raise ValueError(f"{checkpoint}: holds a {metadata['model']!r} model; export supports {', '.join(SERVED_KINDS)}")
-    directory, _ = resolve_checkpoint(checkpoint)
-    spm = spm_model_file or spm_model_path(directory)
-    if not spm:
-        raise FileNotFoundError(f"{directory}: holds no {SPM_MODEL_FILE}; pass --spm_model_file")
-    if not os.path.isfile(spm):
-        raise FileNotFoundError(f"{spm}: no such SentencePiece model (--spm_model_file)")
+    spm = find_spm_model(checkpoint, spm_model_file)
     config = model.albert_config
     if not 3 <= max_seq_length <= config.max_position_embeddings:
         raise ValueError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] [SEP] [SEP]) and at most the "

@@ -55,7 +55,7 @@ class MaskFiller:
     def __init__(self, model_path, spm_model_file=None):
         from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
-        from albert_tf.checkpoints.model_dir import exported_encoder_dir, spm_model_path
+        from albert_tf.checkpoints.model_dir import exported_encoder_dir, find_spm_model
 
         self.export = exported_encoder_dir(model_path)
         if self.export:
@@ -65,15 +65,11 @@ class MaskFiller:
             self.module = tf.saved_model.load(self.export)
             if "mlm" not in self.module.signatures:
                 raise ValueError(f"{self.export}: exported without pretraining heads (no `mlm` signature)")
-            spm = spm_model_file or spm_model_path(self.export)
         else:
             from albert_tf.checkpoints.model_dir import load_pretrainer
 
             self.model = load_pretrainer(model_path)
-            spm = spm_model_file or spm_model_path(model_path)
-        if not spm:
-            raise FileNotFoundError(f"{model_path}: holds no SentencePiece model; pass --spm_model_file")
-        self.tokenizer = AlbertTokenizer(spm)
+        self.tokenizer = AlbertTokenizer(find_spm_model(self.export or model_path, spm_model_file))
 
     def logits(self, inputs, positions):
         import numpy as np

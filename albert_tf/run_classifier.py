@@ -69,12 +69,12 @@ def main(argv):
         raise ValueError("--init_checkpoint required (or, to train from a random start, --albert_config)")
     import numpy as np
 
+    from albert_tf.checkpoints.model_dir import find_spm_model
     from albert_tf.models.albert_classifier import AlbertClassifier
     from albert_tf.tasks import glue
     from albert_tf.tasks.glue_metrics import primary_metric, task_metrics
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
-    from albert_tf.training.finetuning import (finetune, model_for_evaluation, report_best, spm_model_for,
-                                              starting_encoder)
+    from albert_tf.training.finetuning import finetune, model_for_evaluation, report_best, starting_encoder
 
     task = FLAGS.task_name.lower()
     spec = glue.task_spec(task)
@@ -83,7 +83,7 @@ def main(argv):
     lr, steps = FLAGS.learning_rate or lr, FLAGS.num_train_steps or steps
     warmup = FLAGS.num_warmup_steps if FLAGS.num_warmup_steps is not None else min(warmup, steps)
     batch = FLAGS.train_batch_size or batch
-    spm = spm_model_for(FLAGS.init_checkpoint, FLAGS.spm_model_file)
+    spm = find_spm_model(FLAGS.init_checkpoint, FLAGS.spm_model_file)
     tokenizer = AlbertTokenizer(spm, lower_case=FLAGS.do_lower_case)
     num_labels = 1 if regression else len(spec.labels)
     label_names = ["score"] if regression else list(spec.labels)

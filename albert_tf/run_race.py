@@ -54,13 +54,13 @@ def main(argv):
         raise ValueError(f"--max_qa_length={FLAGS.max_qa_length} must be in 1..--max_seq_length - 3")
     import tensorflow as tf
 
+    from albert_tf.checkpoints.model_dir import find_spm_model
     from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
     from albert_tf.tasks import race
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
-    from albert_tf.training.finetuning import (finetune, model_for_evaluation, report_best, spm_model_for,
-                                              starting_encoder)
+    from albert_tf.training.finetuning import finetune, model_for_evaluation, report_best, starting_encoder
 
-    spm = spm_model_for(FLAGS.init_checkpoint, FLAGS.spm_model_file)
+    spm = find_spm_model(FLAGS.init_checkpoint, FLAGS.spm_model_file)
     tokenizer = AlbertTokenizer(spm, lower_case=FLAGS.do_lower_case)
     levels = tuple(dict.fromkeys(FLAGS.levels))
 

@@ -144,16 +144,10 @@ def _validate_flags():
 
 def load_tokenizer(init_checkpoint, spm_model_file=None, lower_case=True):
     """The tokenizer of --spm_model_file, else the spm.model stored with --init_checkpoint."""
-    from albert_tf.checkpoints.model_dir import exported_encoder_dir, resolve_checkpoint, spm_model_path
+    from albert_tf.checkpoints.model_dir import find_spm_model
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
-    if spm_model_file is None:
-        exported = exported_encoder_dir(init_checkpoint)
-        directory = os.path.join(exported, "assets") if exported else resolve_checkpoint(init_checkpoint)[0]
-        spm_model_file = spm_model_path(directory)
-        if spm_model_file is None:
-            raise FileNotFoundError(f"{directory}: holds no spm.model; pass --spm_model_file")
-    return AlbertTokenizer(spm_model_file, lower_case=lower_case)
+    return AlbertTokenizer(find_spm_model(init_checkpoint, spm_model_file), lower_case=lower_case)
 
 
 def load_span_labeler(init_checkpoint, for_training):

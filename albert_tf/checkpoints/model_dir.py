@@ -82,6 +82,24 @@ def spm_model_path(directory: str | os.PathLike) -> str | None:
     return None
 
 
+def find_spm_model(path=None, spm_model_file=None):
+    """`spm_model_file` if given, else the spm.model stored with `path` (a checkpoint directory, a
+    ckpt-N prefix, an albert_tf.export directory or its encoder SavedModel); FileNotFoundError when
+    there is none. The one lookup every tool that tokenizes uses."""
+    if spm_model_file:
+        if not os.path.isfile(spm_model_file):
+            raise FileNotFoundError(f"{spm_model_file}: no such SentencePiece model")
+        return spm_model_file
+    if not path:
+        raise FileNotFoundError("no SentencePiece model: pass --spm_model_file")
+    exported = exported_encoder_dir(path)
+    for directory in [path, exported] if exported else [resolve_checkpoint(path)[0]]:
+        found = spm_model_path(directory)
+        if found:
+            return found
+    raise FileNotFoundError(f"{path}: holds no spm.model; pass --spm_model_file")
+
+
 def resolve_checkpoint(path):
     """(directory, checkpoint prefix) for a checkpoint directory or a `ckpt-N` prefix."""
     if tf.io.gfile.exists(path + ".index"):

@@ -185,26 +185,6 @@ def starting_encoder(init_checkpoint=None, albert_config=None, seed=12345):
     return AlbertEncoder(AlbertConfig.from_name_or_path(albert_config))
 
 
-def spm_model_for(init_checkpoint=None, spm_model_file=None):
-    """`spm_model_file` if given, else the spm.model stored with `init_checkpoint` (a checkpoint
-    directory, a ckpt-N prefix or an export); FileNotFoundError when there is none."""
-    from albert_tf.checkpoints.model_dir import exported_encoder_dir, resolve_checkpoint, spm_model_path
-
-    if spm_model_file:
-        if not os.path.isfile(spm_model_file):
-            raise FileNotFoundError(f"{spm_model_file}: no such SentencePiece model")
-        return spm_model_file
-    if not init_checkpoint:
-        raise FileNotFoundError("no SentencePiece model: pass --spm_model_file")
-    exported = exported_encoder_dir(init_checkpoint)
-    candidates = [init_checkpoint, os.path.join(exported, "assets")] if exported else [
-        resolve_checkpoint(init_checkpoint)[0]]
-    for directory in candidates:
-        if spm_model_path(directory):
-            return spm_model_path(directory)
-    raise FileNotFoundError(f"{init_checkpoint}: holds no spm.model; pass --spm_model_file")
-
-
 def predict_logits(model, arrays, batch_size):
     """The model's "logits" over the encoder inputs of `arrays`, batched (numpy)."""
     import numpy as np
