@@ -27,9 +27,8 @@ tokenization), not only transformers' own conversion of it:
 import base64
 import json
 import os
-import re
 
-from albert_tf.text.albert_tokenizer import SPECIAL_PIECES, AlbertTokenizer
+from albert_tf.text.albert_tokenizer import SPECIAL_PIECES, AlbertTokenizer, ends_with_digit_comma
 from albert_tf.text.preprocessing import combining_codepoints, re2_class, whitespace_codepoints
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -38,8 +37,6 @@ SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
 
 # The penalty transformers' AlbertConverter gives "<digit>," pieces.
 DIGIT_COMMA_PENALTY = 100.0
-
-_DIGIT_COMMA = re.compile(r"\d,\Z")
 
 
 def _varint(data, position):
@@ -162,7 +159,7 @@ def tokenizer_json(tokenizer):
     vocab = []
     for piece_id in range(sp.get_piece_size()):
         piece, score = sp.id_to_piece(piece_id), float(sp.get_score(piece_id))
-        if _DIGIT_COMMA.search(piece) and len(piece) > 1:
+        if ends_with_digit_comma(piece):
             score -= DIGIT_COMMA_PENALTY
         vocab.append([piece, score])
     added = [

@@ -36,7 +36,8 @@ def is_word_start_piece(piece):
     )
 
 
-def _ends_with_digit_comma(piece):
+def ends_with_digit_comma(piece):
+    """Whether the original re-encodes this piece without its comma (`3.0,` -> `▁3.0` + `,`)."""
     return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
 
 
@@ -83,7 +84,7 @@ class AlbertTokenizer:
                 f"[MASK]=4 ({found}). Train one with `python -m albert_tf.train_sentencepiece`."
             )
         pieces = [self.sp.id_to_piece(i) for i in range(self.vocab_size)]
-        self._needs_comma_split = np.array([_ends_with_digit_comma(p) for p in pieces], dtype=bool)
+        self._needs_comma_split = np.array([ends_with_digit_comma(p) for p in pieces], dtype=bool)
         self.word_start_table = np.array([is_word_start_piece(p) for p in pieces], dtype=bool)
         # Pieces a random replacement may use: not control symbols, not <unk>.
         self.normal_piece_ids = np.array(
