@@ -23,7 +23,7 @@ def write_json_atomically(path, value):
     """Writes `value` as indented JSON to `path` via a temp file + rename: never half-written."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    text = json.dumps(value, indent=2, sort_keys=True) + "\n"  # fails before anything is written
+    text = _json_text(value)  # fails before anything is written
     with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as f:
         try:
             f.write(text)
@@ -43,9 +43,13 @@ def write_json(path, value):
         return
     import tensorflow as tf
 
-    text = json.dumps(value, indent=2, sort_keys=True) + "\n"
+    text = _json_text(value)
     with tf.io.gfile.GFile(path, "w") as f:
         f.write(text)
+
+
+def _json_text(value):
+    return json.dumps(value, indent=2, sort_keys=True) + "\n"
 
 
 @contextlib.contextmanager

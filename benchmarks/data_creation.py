@@ -30,7 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import markdown_table, run_measured  # noqa: E402
+from measure import SHARED_CORPUS, markdown_table, run_measured  # noqa: E402
 
 
 def sentence_per_line(paragraph_file, output, repeat=1):
@@ -56,7 +56,7 @@ def count_records(pattern):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--original_albert", help="checkout of google-research/albert")
-    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "corpus_paragraphs.txt"),
+    parser.add_argument("--corpus", default=SHARED_CORPUS,
                         help="paragraph-per-line corpus, documents separated by blank lines")
     parser.add_argument("--vocab_size", type=int, default=8000,
                         help="SentencePiece vocabulary size (one model shared by both tools)")

@@ -50,15 +50,17 @@ def split_dev(source, directory):
     return len(parts["train.tsv"]), len(parts["dev.tsv"])
 
 
+def copy_split(source_dir, directory, name):
+    """Copies one TSV with a header line as it is; returns its number of data rows."""
+    os.makedirs(directory, exist_ok=True)
+    shutil.copyfile(os.path.join(source_dir, name), os.path.join(directory, name))
+    with open(os.path.join(directory, name), encoding="utf-8-sig") as f:
+        return sum(1 for line in f if line.strip()) - 1
+
+
 def copy_splits(source_dir, directory):
     """train.tsv and the whole dev.tsv, as they are; returns the counts."""
-    os.makedirs(directory, exist_ok=True)
-    counts = []
-    for name in ("train.tsv", "dev.tsv"):
-        shutil.copyfile(os.path.join(source_dir, name), os.path.join(directory, name))
-        with open(os.path.join(directory, name), encoding="utf-8-sig") as f:
-            counts.append(sum(1 for line in f if line.strip()) - 1)
-    return tuple(counts)
+    return tuple(copy_split(source_dir, directory, name) for name in ("train.tsv", "dev.tsv"))
 
 
 def run_classifier(task, data, output, init, args, env):

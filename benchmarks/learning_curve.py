@@ -18,6 +18,8 @@ import os
 import subprocess
 import sys
 
+from measure import SHARED_CORPUS
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "benchmarks", "results")
 
@@ -108,7 +110,7 @@ def plot(curve, path, title):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "corpus_paragraphs.txt"),
+    parser.add_argument("--corpus", default=SHARED_CORPUS,
                         help="paragraph-per-line corpus, documents separated by blank lines")
     parser.add_argument("--work_dir", default="/tmp/albert_learning_curve",
                         help="holds the vocabulary, TFRecords and checkpoints; reused when rerun")

@@ -1,10 +1,16 @@
 """Shared benchmark helpers: run a command, time it, and sample its process tree's memory."""
 
+import os
 import subprocess
 import threading
 import time
 
 import psutil
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Real public data beside the checkout (../shared/data), used when present and never committed.
+SHARED_DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
+SHARED_CORPUS = os.path.join(SHARED_DATA, "corpus", "corpus_paragraphs.txt")
 
 
 def tree_rss(process):

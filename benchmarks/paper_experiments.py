@@ -42,6 +42,7 @@ sys.path.insert(0, HERE)
 
 import pretraining_recipes as recipes  # noqa: E402
 from learning_curve import evaluate_checkpoints  # noqa: E402
+from measure import SHARED_CORPUS, SHARED_DATA  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmarks", "results")
 BASE = recipes.RECIPES["small_adamw"]
@@ -66,25 +67,6 @@ PAPER_TABLE4_READING = ("sharing the FFN costs most, sharing attention costs lit
                         "below not-shared at a fraction of the parameters")
 
 
-def tool(*args):
-    return recipes.tool(*args)
-
-
-def nsp_prefix(work, name):
-    suffix = f"{BASE.dupe_factor}_nsp" if name == "train" else "_nsp"
-    return os.path.join(work, f"d{BASE.seq_length}", name + suffix)
-
-
-def make_nsp_data(work, texts, spm):
-    for name, text, dupe in (("train", texts[0], BASE.dupe_factor), ("heldout", texts[1], 1)):
-        prefix = nsp_prefix(work, name)
-        if not os.path.exists(prefix + ".metadata.json"):
-            tool("albert_tf.create_pretraining_data", f"--input_file={text}", "--input_format=paragraphs",
-                 f"--output_file={prefix}", f"--spm_model_file={spm}", f"--dupe_factor={dupe}", "--num_workers=2",
-                 f"--num_output_shards={8 if name == 'train' else 1}", f"--max_seq_length={BASE.seq_length}",
-                 f"--max_predictions_per_seq={BASE.predictions}", "--random_next_sentence")
-
-
 def variant_config(work, name, variant):
     path = os.path.join(work, "paper", f"{name}.json")
     if not os.path.exists(path):
@@ -102,15 +84,11 @@ def run_dir(work, name):
 
 
 def train(work, name, variant, spm, steps):
-    data = nsp_prefix(work, "train") if variant.sentence_task == "nsp" else recipes.data_prefix(work, BASE, "train")
-    return tool("albert_tf.run_pretraining", f"--input_file={data}",
-                f"--albert_config={variant_config(work, name, variant)}", f"--output_dir={run_dir(work, name)}",
-                f"--spm_model_file={spm}", f"--max_seq_length={BASE.seq_length}",
-                f"--max_predictions_per_seq={BASE.predictions}", f"--train_batch_size={BASE.batch}",
-                f"--optimizer={BASE.optimizer}", f"--learning_rate={BASE.learning_rate}",
-                f"--num_warmup_steps={min(BASE.warmup, steps // 2)}", f"--num_train_steps={steps}",
-                f"--sentence_loss_weight={variant.sentence_loss_weight}", "--save_checkpoints_steps=1000",
-                "--keep_checkpoint_max=100", "--iterations_per_loop=100")
+    data = recipes.data_prefix(work, BASE, "train", nsp=variant.sentence_task == "nsp")
+    return recipes.train(work, BASE, spm, data=data,
+                         albert_config=variant_config(work, name, variant), output_dir=run_dir(work, name), steps=steps,
+                         save_checkpoints_steps=1000,
+                         extra_flags=[f"--sentence_loss_weight={variant.sentence_loss_weight}"])
 
 
 def evaluate(work, name):
@@ -120,7 +98,8 @@ def evaluate(work, name):
     def on_both(steps):
         on_sop = evaluate_checkpoints(directory, recipes.data_prefix(work, BASE, "heldout"), BASE.seq_length,
                                       BASE.predictions, only_steps=steps)
-        on_nsp = {m["step"]: m for m in evaluate_checkpoints(directory, nsp_prefix(work, "heldout"), BASE.seq_length,
+        nsp_heldout = recipes.data_prefix(work, BASE, "heldout", nsp=True)
+        on_nsp = {m["step"]: m for m in evaluate_checkpoints(directory, nsp_heldout, BASE.seq_length,
                                                              BASE.predictions, only_steps=steps)}
         for metrics in on_sop:
             metrics["next_sentence_accuracy"] = on_nsp[metrics["step"]]["sentence_order_accuracy"]
@@ -158,9 +137,10 @@ def figure2(work, finished, results_dir):
     if not {"all", "none"} <= finished:
         return None
     output = os.path.join(results_dir, "paper_figure2")
-    code = tool("albert_tf.analyze", f"--checkpoint=ALBERT={run_dir(work, 'all')},BERT={run_dir(work, 'none')}",
-                f"--input_file={os.path.join(work, 'heldout.txt')}", f"--max_seq_length={BASE.seq_length}",
-                f"--output_dir={output}")
+    code = recipes.tool("albert_tf.analyze",
+                        f"--checkpoint=ALBERT={run_dir(work, 'all')},BERT={run_dir(work, 'none')}",
+                        f"--input_file={os.path.join(work, 'heldout.txt')}", f"--max_seq_length={BASE.seq_length}",
+                        f"--output_dir={output}")
     if code != 0:
         return None
     with open(os.path.join(output, "figure2.json")) as f:
@@ -207,8 +187,7 @@ def write_results(args, rows, figure):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus",
-                                                         "corpus_paragraphs.txt"),
+    parser.add_argument("--corpus", default=SHARED_CORPUS,
                         help="paragraph-per-line corpus, documents separated by blank lines")
     parser.add_argument("--work_dir", default="/tmp/albert_recipes",
                         help="the recipe benchmark's work directory (split, vocabulary, data); runs go to paper/")
@@ -219,7 +198,7 @@ def main():
     parser.add_argument("--downstream", action="store_true", help="also fine-tune each variant on SST-2 (5,000)")
     parser.add_argument("--glue_steps", type=int, default=500, help="SST-2 fine-tuning steps for --downstream")
     parser.add_argument("--results_dir", default=RESULTS, help="where paper_experiments.{json,md} and the plots go")
-    parser.add_argument("--glue_dir", default=os.path.join(REPO, "..", "shared", "data", "glue"),
+    parser.add_argument("--glue_dir", default=os.path.join(SHARED_DATA, "glue"),
                         help="holds SST-2/ for --downstream")
     args = parser.parse_args()
     work = args.work_dir
@@ -229,7 +208,7 @@ def main():
         parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
     train_text, heldout_text, spm = recipes.prepare(work, args.corpus)
     recipes.make_data(work, BASE, (train_text, heldout_text), spm)
-    make_nsp_data(work, (train_text, heldout_text), spm)
+    recipes.make_data(work, BASE, (train_text, heldout_text), spm, nsp=True)
     for name in [] if args.evaluate_only else chosen:
         if train(work, name, VARIANTS[name], spm, args.steps) != 0:
             print(f"{name}: run_pretraining stopped; rerun to resume", flush=True)

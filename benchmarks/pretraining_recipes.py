@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import cloze  # noqa: E402
 from learning_curve import evaluate_checkpoints, split_documents  # noqa: E402
+from measure import SHARED_CORPUS  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "benchmarks", "results")
@@ -87,30 +88,36 @@ def prepare(work, corpus):
     return train_text, eval_text, spm + ".model"
 
 
-def data_prefix(work, recipe, name):
-    suffix = f"{recipe.dupe_factor}" if name == "train" else ""
+def data_prefix(work, recipe, name, nsp=False):
+    """WORK/dSEQ/train<dupe> and WORK/dSEQ/heldout; `nsp` data sets (next-sentence pairs) end in _nsp."""
+    suffix = (f"{recipe.dupe_factor}" if name == "train" else "") + ("_nsp" if nsp else "")
     return os.path.join(work, f"d{recipe.seq_length}", name + suffix)
 
 
-def make_data(work, recipe, texts, spm):
+def make_data(work, recipe, texts, spm, nsp=False):
+    """The training and held-out data sets (made once); `nsp`: NSP pairs (--random_next_sentence) instead of SOP."""
     for name, text, dupe in (("train", texts[0], recipe.dupe_factor), ("heldout", texts[1], 1)):
-        prefix = data_prefix(work, recipe, name)
+        prefix = data_prefix(work, recipe, name, nsp)
         if not os.path.exists(prefix + ".metadata.json"):
             tool("albert_tf.create_pretraining_data", f"--input_file={text}", "--input_format=paragraphs",
                  f"--output_file={prefix}", f"--spm_model_file={spm}", f"--dupe_factor={dupe}", "--num_workers=2",
                  f"--num_output_shards={8 if name == 'train' else 1}", f"--max_seq_length={recipe.seq_length}",
-                 f"--max_predictions_per_seq={recipe.predictions}")
+                 f"--max_predictions_per_seq={recipe.predictions}", *(["--random_next_sentence"] if nsp else []))
 
 
-def train(work, recipe, spm):
-    return tool("albert_tf.run_pretraining", f"--input_file={data_prefix(work, recipe, 'train')}",
-                f"--albert_config={os.path.join(work, recipe.model + '8k.json')}",
-                f"--output_dir={os.path.join(work, 'runs', recipe.run)}", f"--spm_model_file={spm}",
+def train(work, recipe, spm, data=None, albert_config=None, output_dir=None, steps=None, save_checkpoints_steps=500,
+          extra_flags=()):
+    """run_pretraining with the recipe's settings (resuming); the keywords replace the recipe's own data,
+    model config, run directory or budget (the warmup stays within half the budget)."""
+    steps = steps or recipe.steps
+    return tool("albert_tf.run_pretraining", f"--input_file={data or data_prefix(work, recipe, 'train')}",
+                f"--albert_config={albert_config or os.path.join(work, recipe.model + '8k.json')}",
+                f"--output_dir={output_dir or os.path.join(work, 'runs', recipe.run)}", f"--spm_model_file={spm}",
                 f"--max_seq_length={recipe.seq_length}", f"--max_predictions_per_seq={recipe.predictions}",
                 f"--train_batch_size={recipe.batch}", f"--optimizer={recipe.optimizer}",
-                f"--learning_rate={recipe.learning_rate}", f"--num_warmup_steps={recipe.warmup}",
-                f"--num_train_steps={recipe.steps}", "--save_checkpoints_steps=500", "--keep_checkpoint_max=200",
-                "--iterations_per_loop=100")
+                f"--learning_rate={recipe.learning_rate}", f"--num_warmup_steps={min(recipe.warmup, steps // 2)}",
+                f"--num_train_steps={steps}", f"--save_checkpoints_steps={save_checkpoints_steps}",
+                "--keep_checkpoint_max=200", "--iterations_per_loop=100", *extra_flags)
 
 
 def frequent_piece_level(heldout_prefix, seq_length, predictions):
@@ -172,7 +179,6 @@ def evaluate_cloze(work, recipe, curve):
             cached = json.load(f)
         if cached.get("step") == step:
             return cached
-    sys.path.insert(0, REPO)
     from albert_tf.fill_mask import MaskFiller
 
     spm = os.path.join(work, "spm.model")
@@ -191,7 +197,8 @@ def summarize(name, recipe, curve, level):
     last = curve[-1]
     left = next((m["step"] for m in curve if m["masked_lm_accuracy_at_mask"] >= level + LEFT_LEVEL_MARGIN), None)
     row.update(steps_done=last["step"], sequences_seen=last["step"] * recipe.batch, left_level_at_step=left,
-               masked_lm_accuracy=last["masked_lm_accuracy"], masked_lm_accuracy_at_mask=last["masked_lm_accuracy_at_mask"],
+               masked_lm_accuracy=last["masked_lm_accuracy"],
+               masked_lm_accuracy_at_mask=last["masked_lm_accuracy_at_mask"],
                masked_lm_loss=last["masked_lm_loss"], sentence_order_accuracy=last["sentence_order_accuracy"],
                best_at_mask=max(m["masked_lm_accuracy_at_mask"] for m in curve),
                best_sentence_order=max(m["sentence_order_accuracy"] for m in curve))
@@ -260,11 +267,12 @@ def write_results(rows, curves, clozes):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", default=os.path.join(REPO, "..", "shared", "data", "corpus", "corpus_paragraphs.txt"),
+    parser.add_argument("--corpus", default=SHARED_CORPUS,
                         help="paragraph-per-line corpus, documents separated by blank lines")
     parser.add_argument("--work_dir", default="/tmp/albert_recipes",
                         help="holds the split, vocabulary, TFRecords, runs and evaluations; reused when rerun")
-    parser.add_argument("--recipes", default="", help=f"comma-separated recipes to train (resuming): {', '.join(RECIPES)}")
+    parser.add_argument("--recipes", default="",
+                        help=f"comma-separated recipes to train (resuming): {', '.join(RECIPES)}")
     parser.add_argument("--evaluate_only", action="store_true",
                         help="train nothing: evaluate new checkpoints of every recipe and rewrite the results")
     args = parser.parse_args()

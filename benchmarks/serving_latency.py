@@ -35,7 +35,9 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
-SHARED_CORPUS = os.path.join(os.path.dirname(REPO), "shared", "data", "corpus", "corpus_paragraphs.txt")
+
+from measure import SHARED_CORPUS  # noqa: E402
+
 CORPUS_BYTES = 3_000_000
 VOCAB_SIZE = 8000
 

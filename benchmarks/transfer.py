@@ -36,10 +36,9 @@ sys.path.insert(0, HERE)
 
 import finetune_glue  # noqa: E402
 import finetune_squad  # noqa: E402
-from measure import markdown_table  # noqa: E402
+from measure import SHARED_DATA, markdown_table  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmarks", "results")
-SHARED = os.path.join(REPO, "..", "shared", "data")
 # The score each task is judged by.
 METRIC = {"sst-2": "accuracy", "mrpc": "f1", "squad": "f1"}
 STARTS = ("pretrained", "random init")
@@ -54,9 +53,7 @@ def sst2_subset(source_dir, directory, size, seed=0):
     chosen = sorted(random.Random(seed).sample(range(len(rows)), min(size, len(rows))))
     with open(os.path.join(directory, "train.tsv"), "w", encoding="utf-8") as f:
         f.write("\n".join([header] + [rows[i] for i in chosen]) + "\n")
-    _, dev_count = finetune_glue.copy_splits(source_dir, os.path.join(directory, ".full"))
-    os.replace(os.path.join(directory, ".full", "dev.tsv"), os.path.join(directory, "dev.tsv"))
-    return len(chosen), dev_count
+    return len(chosen), finetune_glue.copy_split(source_dir, directory, "dev.tsv")
 
 
 def cached(path, key, run):
@@ -134,8 +131,8 @@ def summarize(records):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pretrained", required=True, help="albert_tf checkpoint directory holding spm.model")
-    parser.add_argument("--glue_dir", default=os.path.join(SHARED, "glue"), help="holds SST-2/ and MRPC/")
-    parser.add_argument("--squad_file", default=os.path.join(SHARED, "squad", "dev-v1.1.json"),
+    parser.add_argument("--glue_dir", default=os.path.join(SHARED_DATA, "glue"), help="holds SST-2/ and MRPC/")
+    parser.add_argument("--squad_file", default=os.path.join(SHARED_DATA, "squad", "dev-v1.1.json"),
                         help="SQuAD v1.1 file split by article")
     parser.add_argument("--work_dir", default="/tmp/albert_transfer", help="data, runs and per-run results (reused)")
     parser.add_argument("--tasks", default="sst-2,mrpc,squad", help="comma-separated: sst-2, mrpc, squad")

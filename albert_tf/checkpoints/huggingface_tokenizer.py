@@ -104,20 +104,16 @@ def _replace(pattern, content):
     return {"type": "Replace", "pattern": {"Regex": pattern}, "content": content}
 
 
-def _onig_class(codepoints):
-    # tokenizers' regexes are Oniguruma's; `\x{...}` ranges read the same as in RE2.
-    return re2_class(codepoints)
-
-
 def _normalizers(tokenizer, charsmap):
+    # tokenizers' regexes are Oniguruma's, which read RE2's `\x{...}` ranges the same way.
     steps = [
-        _replace(_onig_class(whitespace_codepoints()) + "+", " "),
+        _replace(re2_class(whitespace_codepoints()) + "+", " "),
         {"type": "Strip", "strip_left": True, "strip_right": True},
         {"type": "Replace", "pattern": {"String": "``"}, "content": '"'},
         {"type": "Replace", "pattern": {"String": "''"}, "content": '"'},
     ]
     if not tokenizer.keep_accents:
-        steps += [{"type": "NFKD"}, _replace(_onig_class(combining_codepoints()), "")]
+        steps += [{"type": "NFKD"}, _replace(re2_class(combining_codepoints()), "")]
     if tokenizer.lower_case:
         # str.lower's Final_Sigma: after a letter and not before one.
         steps += [_replace("(?<=\\p{L})\u03a3(?!\\p{L})", "\u03c2"), {"type": "Lowercase"}]

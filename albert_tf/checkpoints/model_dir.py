@@ -25,7 +25,7 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.file_utils import staged_directory, write_json
 from albert_tf.models import registry
 
-if TYPE_CHECKING:  # the models import this module (they register their kinds here)
+if TYPE_CHECKING:  # for the return types only: models.registry imports the model classes when they are built
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.networks.albert_encoder import AlbertEncoder
 

@@ -46,9 +46,7 @@ def replica_loss(sums, global_masked_weight, global_batch_size, sentence_loss_we
     """
     mlm = sums["mlm_loss_sum"] / (global_masked_weight + MLM_EPSILON)
     sop = sums["sop_loss_sum"] / tf.cast(global_batch_size, tf.float32)
-    if sentence_loss_weight == 1.0:
-        return mlm + sop
-    return mlm + sentence_loss_weight * sop
+    return mlm + sentence_loss_weight * sop  # x * 1.0 == x exactly: the default changes no bit
 
 
 def metrics_from_sums(totals):
