@@ -43,23 +43,27 @@ def _tensorflow_environment_errors():
             errors.ResourceExhaustedError, errors.DataLossError, errors.UnavailableError)
 
 
-def _show_tool_flags_in_short_help(main):
-    """`--helpshort` lists the key flags of the script being run. Under `python -m albert_tf.X` that is
-    the tool's own module; under a console script (`albert-x`) it is the wrapper script, which
-    defines none, so the tool's flags are declared key flags of the running script."""
-    module = getattr(main, "__module__", "__main__")
-    if module == "__main__":
-        return
-    for flag in flags.FLAGS.get_flags_for_module(module):
-        flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+def _show_tool_flags_in_short_help(modules):
+    """`--helpshort` lists the key flags of the script being run: those it defines itself. A tool
+    whose flags are defined elsewhere (the module of `main` under a console script `albert-x`, whose
+    wrapper script defines none; the shared fine-tuning front end and its task) declares them key
+    flags of the running script."""
+    for module in modules:
+        if module == "__main__":
+            continue
+        for flag in flags.FLAGS.get_flags_for_module(module):
+            flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
 
-def run(main, define_flags, uses_tensorflow=True):
-    """Defines the tool's flags and runs `main(argv) -> exit code` under absl."""
+def run(main, define_flags, uses_tensorflow=True, flag_modules=None):
+    """Defines the tool's flags and runs `main(argv) -> exit code` under absl.
+
+    `flag_modules`: the modules that define the tool's flags (default: the module of `main`).
+    """
     if uses_tensorflow:
         import_tensorflow_quietly()
     define_flags()
-    _show_tool_flags_in_short_help(main)
+    _show_tool_flags_in_short_help(flag_modules or [getattr(main, "__module__", "__main__")])
     main_spec = getattr(sys.modules["__main__"], "__spec__", None)
     program = main_spec.name if main_spec else os.path.basename(sys.argv[0])
 

@@ -95,7 +95,7 @@ def run_squad(init_checkpoint, output_dir, train_file, eval_file, args, env):
     seconds = time.monotonic() - start
     with open(os.path.join(output_dir, "eval_results.json")) as f:
         metrics = json.load(f)
-    with open(os.path.join(output_dir, "model", "albert_tf.json")) as f:
+    with open(os.path.join(output_dir, "checkpoints", "albert_tf.json")) as f:
         steps = json.load(f)["train_steps"]
     return {"exact": metrics["exact"], "f1": metrics["f1"], "questions": metrics["total"], "steps": steps,
             "seconds": round(seconds, 1)}

@@ -15,7 +15,8 @@ ALIASES = {
                                  "albert_config_file": "albert_config"},
     "albert_tf.run_race": {"train_step": "num_train_steps", "warmup_step": "num_warmup_steps",
                            "albert_config_file": "albert_config"},
-    "albert_tf.run_squad": {"train_step": "num_train_steps", "warmup_step": "num_warmup_steps"},
+    "albert_tf.run_squad": {"train_step": "num_train_steps", "warmup_step": "num_warmup_steps",
+                            "albert_config_file": "albert_config"},
     "albert_tf.run_pretraining": {},
 }
 

@@ -484,7 +484,7 @@ def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
     from albert_tf.checkpoints.model_dir import load_model
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
     from albert_tf.networks.albert_encoder import ENCODER_INPUTS
-    from albert_tf.tasks.squad_training import span_loss
+    from albert_tf.tasks.squad_task import span_loss
 
     train_file = squad_file(tmp_path, "train-v1.1.json", "1.1", V1_QUESTIONS)
     output = tmp_path / "out"
@@ -510,7 +510,9 @@ def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
     articles, _ = squad.read_squad(str(train_file), "1.1")
     assert metrics == evaluate(articles, predictions)
 
-    model, metadata = load_model(str(output / "model"))
+    # The training checkpoints are the fine-tuned model (without --do_eval there is no best/).
+    assert not (output / "best").exists()
+    model, metadata = load_model(str(output / "checkpoints"))
     assert isinstance(model, AlbertSpanLabeler) and metadata["squad_version"] == "1.1"
     # The saved model learned its training windows: from about ln(64) (uniform over the window) to well below.
     _, examples = squad.read_squad(str(train_file), "1.1")
@@ -521,11 +523,11 @@ def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
     initial_loss = float(span_loss(arrays["start_positions"], arrays["end_positions"], initial))
     assert initial_loss == pytest.approx(math.log(64), rel=0.1)
     assert float(span_loss(arrays["start_positions"], arrays["end_positions"], outputs)) < 0.6 * initial_loss
-    assert (output / "model" / "spm.model").read_bytes() == (encoder_dir / "spm.model").read_bytes()
+    assert (output / "checkpoints" / "spm.model").read_bytes() == (encoder_dir / "spm.model").read_bytes()
 
     # Predicting again from the saved model gives the same answers.
     again = run_squad("--version=1.1", "--do_predict", f"--predict_file={train_file}",
-                      f"--init_checkpoint={output / 'model'}", f"--output_dir={tmp_path / 'again'}", *SMALL_RUN)
+                      f"--init_checkpoint={output / 'checkpoints'}", f"--output_dir={tmp_path / 'again'}", *SMALL_RUN)
     assert again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "again" / "predictions.json").read_text(encoding="utf-8")) == predictions
 
@@ -566,26 +568,82 @@ def test_cli_rejects_a_malformed_file_in_one_line(tmp_path, encoder_dir):
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("albert_tf.run_squad: error: ") and "bad.json" in last and "question id q7" in last
-    assert not (tmp_path / "out" / "model").exists()
+    assert not (tmp_path / "out" / "checkpoints").exists()
 
 
 def test_fine_tuning_starts_from_checkpoints_or_an_exported_encoder(tmp_path, encoder_dir):
+    import types
+
     import tensorflow as tf
 
-    from albert_tf import run_squad as squad_cli
-    from albert_tf.checkpoints.model_dir import load_encoder
+    from albert_tf.checkpoints.model_dir import find_spm_model, load_encoder
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
+    from albert_tf.tasks.squad_task import SquadTask
+    from albert_tf.training.finetuning import model_for_evaluation
+    from albert_tf.training.finetuning_tool import starting_model
 
     encoder = load_encoder(str(encoder_dir))
     module = EncoderModule(encoder, None, str(encoder_dir / "spm.model"), str(encoder_dir / "albert_tf.json"))
     tf.saved_model.save(module, str(tmp_path / "export" / "encoder"), signatures=module.signatures())
 
-    for source, kind in ((encoder_dir, "encoder"), (tmp_path / "export", "exported encoder")):
-        labeler, loaded_kind = squad_cli.load_span_labeler(str(source), for_training=True)
-        assert isinstance(labeler, AlbertSpanLabeler) and loaded_kind == kind
+    for source, kind in ((encoder_dir, "'encoder' model"), (tmp_path / "export", "exported encoder")):
+        flags = types.SimpleNamespace(init_checkpoint=str(source), albert_config=None, seed=1, version="1.1")
+        labeler = starting_model(SquadTask(), flags)
+        assert isinstance(labeler, AlbertSpanLabeler)
         for ours, theirs in zip(labeler.encoder.weights, encoder.weights):
             np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
-        assert squad_cli.load_tokenizer(str(source)).model_proto == (encoder_dir / "spm.model").read_bytes()
-        with pytest.raises(ValueError, match=f"has no span head \\(it holds a {kind}\\); fine-tune it first"):
-            squad_cli.load_span_labeler(str(source), for_training=False)
+        with open(find_spm_model(str(source)), "rb") as f:
+            assert f.read() == (encoder_dir / "spm.model").read_bytes()
+        with pytest.raises(ValueError, match=f"holds an? {kind}; evaluating needs a span_labeler"):
+            model_for_evaluation(None, None, str(source), "span_labeler")
+
+
+def test_a_span_labeler_keeps_its_head_when_fine_tuned_again(tmp_path, encoder_dir):
+    import types
+
+    from albert_tf.checkpoints.model_dir import load_encoder, write_model_dir
+    from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
+    from albert_tf.tasks.squad_task import SquadTask
+    from albert_tf.training.finetuning_tool import starting_model
+
+    tuned = AlbertSpanLabeler(load_encoder(str(encoder_dir)))
+    directory = write_model_dir(tuned, str(tmp_path / "tuned"), "span_labeler")
+    flags = types.SimpleNamespace(init_checkpoint=str(directory), albert_config=None, seed=2, version="1.1")
+    again = starting_model(SquadTask(), flags)
+    assert len(again.weights) == len(tuned.weights)
+    for ours, theirs in zip(again.weights, tuned.weights):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.slow
+def test_squad_keeps_its_best_checkpoint_and_overwrite_starts_afresh(tmp_path, encoder_dir):
+    from albert_tf.checkpoints.model_dir import load_model
+
+    data = squad_file(tmp_path, "train-v1.1.json", "1.1", V1_QUESTIONS)
+    output = tmp_path / "out"
+    common = ["--version=1.1", f"--train_file={data}", f"--predict_file={data}", f"--init_checkpoint={encoder_dir}",
+              f"--output_dir={output}", *SMALL_RUN]
+    result = run_squad(*common, "--do_train", "--do_eval", "--num_train_steps=40")
+    assert result.returncode == 0, result.stderr
+    history = json.loads((output / "checkpoints" / "evaluations.json").read_text())
+    assert [h["step"] for h in history] == [20, 40]
+    best = max(history, key=lambda h: h["f1"])
+    _, metadata = load_model(str(output / "best"))
+    assert metadata["model"] == "span_labeler" and metadata["best_step"] == best["step"]
+    # eval_results.json holds the kept model's scores on --predict_file.
+    results = json.loads((output / "eval_results.json").read_text())
+    assert results["f1"] == pytest.approx(best["f1"]) and results["exact"] == pytest.approx(best["exact"])
+    # TensorBoard: the evaluated F1 of every checkpoint.
+    from test_glue import summary_steps
+
+    assert summary_steps(output / "eval")["f1"] == [20, 40]
+
+    # Rerun: resumes (nothing left to train); --overwrite: trains again from step 0.
+    again = run_squad(*common, "--do_train", "--num_train_steps=40")
+    assert again.returncode == 0 and "Resuming from" in again.stdout, again.stderr
+    fresh = run_squad(*common, "--do_train", "--num_train_steps=20", "--overwrite")
+    assert fresh.returncode == 0, fresh.stderr
+    assert not (output / "best").exists() and not (output / "eval_results.json").exists()
+    assert "Resuming from" not in fresh.stdout
+    assert json.loads((output / "checkpoints" / "albert_tf.json").read_text())["train_steps"] == 20

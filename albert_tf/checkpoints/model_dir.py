@@ -24,6 +24,7 @@ import tensorflow as tf
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.file_utils import staged_directory, write_json
 from albert_tf.models import registry
+from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, spm_model_path
 
 if TYPE_CHECKING:  # for the return types only: models.registry imports the model classes when they are built
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -31,8 +32,6 @@ if TYPE_CHECKING:  # for the return types only: models.registry imports the mode
 
 METADATA_FILE = "albert_tf.json"
 WEIGHTS_PREFIX = "weights"
-# The SentencePiece model a checkpoint was trained with, when it travels with it.
-SPM_MODEL_FILE = "spm.model"
 FORMAT_VERSION = 1
 
 def _albert_config(metadata):
@@ -72,14 +71,6 @@ def read_metadata(directory):
             f"understands ({FORMAT_VERSION}); upgrade albert_tf"
         )
     return metadata
-
-
-def spm_model_path(directory: str | os.PathLike) -> str | None:
-    """The SentencePiece model stored in a checkpoint directory (or a SavedModel's assets), or None."""
-    for path in (os.path.join(directory, SPM_MODEL_FILE), os.path.join(directory, "assets", SPM_MODEL_FILE)):
-        if os.path.isfile(path):
-            return path
-    return None
 
 
 def find_spm_model(path=None, spm_model_file=None):

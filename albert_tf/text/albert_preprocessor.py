@@ -25,7 +25,7 @@ eager calls), where the op runs again whenever its resource is gone.
 import keras
 import tensorflow as tf
 
-from albert_tf.text.albert_tokenizer import AlbertTokenizer
+from albert_tf.text.albert_tokenizer import AlbertTokenizer, spm_model_path
 from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer, config_with_model_proto, constructor_arguments
 from albert_tf.text.tf_packing import encode_text
 
@@ -69,8 +69,6 @@ class AlbertPreprocessor(keras.layers.Layer):
     @classmethod
     def from_model_dir(cls, directory: str, seq_length: int = 128, **kwargs) -> "AlbertPreprocessor":
         """The preprocessor for the SentencePiece model stored in an albert_tf checkpoint directory."""
-        from albert_tf.checkpoints.model_dir import spm_model_path
-
         path = spm_model_path(directory)
         if path is None:
             raise FileNotFoundError(f"{directory}: holds no spm.model; use AlbertPreprocessor.from_spm_file")

@@ -5,6 +5,8 @@
 ['▁pi', '▁is', '▁3.14', ',', '▁roughly', '.']
 """
 
+import os
+
 import numpy as np
 import sentencepiece
 
@@ -15,6 +17,18 @@ SPIECE_UNDERLINE = "\u2581"
 # The ids ALBERT's vocabulary layout fixes (docs/reference.md, "Tokenizer").
 SPECIAL_PIECES = {"<pad>": 0, "<unk>": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = range(5)
+
+# The SentencePiece model a checkpoint or export was trained with, when it travels with it.
+SPM_MODEL_FILE = "spm.model"
+
+
+def spm_model_path(directory: str | os.PathLike) -> str | None:
+    """The SentencePiece model stored in a directory (a checkpoint, or a SavedModel's assets), or None."""
+    for path in (os.path.join(directory, SPM_MODEL_FILE), os.path.join(directory, "assets", SPM_MODEL_FILE)):
+        if os.path.isfile(path):
+            return path
+    return None
+
 
 # Pieces the original masking treats as words of their own (`_is_start_piece`).
 _WORD_START_PUNCTUATION = set('!"#$%&"()*+,-./:;?@[\\]^_`{|}~') | {"€", "£"}

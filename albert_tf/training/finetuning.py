@@ -5,7 +5,6 @@
     result = finetune(model, arrays, loss_fn, num_train_steps=..., batch_size=..., learning_rate=...,
                       num_warmup_steps=..., checkpoint_dir=..., kind="classifier", evaluate=evaluate_fn,
                       best_metric="accuracy", best_dir=..., spm_model_file=...)
-    logits = predict_logits(model, dev_arrays, batch_size=8)
 
 - `arrays`: dict of equal-length numpy arrays: the three encoder inputs (the
   model gets only those) plus labels; shuffled with `seed`, repeated as needed.
@@ -143,7 +142,7 @@ def model_for_evaluation(best_dir, trained_model, init_checkpoint, kind, task_na
     """The model a task CLI evaluates and predicts with: the best checkpoint (`best_dir`) when there is
     one, else the model just trained, else the fine-tuned `kind` model given as `init_checkpoint`
     (ValueError naming what it holds when it is not one, or not for `task_name`)."""
-    from albert_tf.checkpoints.model_dir import load_model
+    from albert_tf.checkpoints.model_dir import exported_encoder_dir, load_model
 
     if best_dir and os.path.isdir(best_dir):
         return load_model(best_dir)[0]
@@ -151,6 +150,9 @@ def model_for_evaluation(best_dir, trained_model, init_checkpoint, kind, task_na
         return trained_model
     if not init_checkpoint:
         raise ValueError(f"nothing to evaluate: pass --do_train or a fine-tuned {kind} as --init_checkpoint")
+    if exported_encoder_dir(init_checkpoint):
+        raise ValueError(f"{init_checkpoint}: holds an exported encoder; evaluating needs a {kind} "
+                         "(fine-tune one with --do_train)")
     model, loaded = load_model(init_checkpoint)
     if loaded["model"] != kind or (task_name and loaded.get("task_name", task_name) != task_name):
         held = " ".join(filter(None, (loaded.get("task_name"), repr(loaded["model"]))))
@@ -183,15 +185,3 @@ def starting_encoder(init_checkpoint=None, albert_config=None, seed=12345):
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
     return AlbertEncoder(AlbertConfig.from_name_or_path(albert_config))
-
-
-def predict_logits(model, arrays, batch_size):
-    """The model's "logits" over the encoder inputs of `arrays`, batched (numpy)."""
-    import numpy as np
-
-    @tf.function
-    def logits_of(batch):
-        return model(batch, training=False)["logits"]
-
-    dataset = tf.data.Dataset.from_tensor_slices({k: arrays[k] for k in ENCODER_INPUTS}).batch(batch_size)
-    return np.concatenate([logits_of(batch).numpy() for batch in dataset])

@@ -1,0 +1,132 @@
+"""What a fine-tuning task supplies to the one fine-tuning front end (`albert_tf.training.finetuning_tool`).
+
+A task (GLUE, SQuAD, RACE) is one `FinetuningTask` subclass: its own flags, its
+reader, its model head, its loss, its metrics, the kind its fine-tuned models
+are saved as, and what --do_predict writes. Everything else is the front end's
+and the same for every task: the shared flags and their meaning, the starting
+model and the SentencePiece model, resolving steps and warmup, the training loop
+with best-checkpoint selection, TensorBoard summaries, eval_results.json and the
+output layout (OUTPUT_DIR/checkpoints, OUTPUT_DIR/best).
+
+The methods get the parsed absl flags (`flags`) and the `AlbertTokenizer`; they
+read their own flags from `flags` by name.
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """A task's training defaults: each applies where its flag is left unset.
+
+    Steps come from `num_train_steps`, else from `num_train_epochs` passes over
+    the training rows; warmup from `num_warmup_steps` (at most the steps), else
+    `warmup_proportion` of the steps.
+    """
+
+    learning_rate: float
+    train_batch_size: int
+    num_train_steps: int | None = None
+    num_train_epochs: float | None = None
+    num_warmup_steps: int | None = None
+    warmup_proportion: float | None = None
+
+    def __post_init__(self):
+        if (self.num_train_steps is None) == (self.num_train_epochs is None):
+            raise ValueError("a Recipe sets exactly one of num_train_steps and num_train_epochs")
+        if (self.num_warmup_steps is None) == (self.warmup_proportion is None):
+            raise ValueError("a Recipe sets exactly one of num_warmup_steps and warmup_proportion")
+
+
+class FinetuningTask:
+    """One fine-tuning task. Subclasses set the class attributes and implement the methods that raise."""
+
+    tool = ""  # the module users run, for messages: "albert_tf.run_classifier"
+    model_kind = ""  # the fine-tuned model's kind (models.registry): "classifier", "span_labeler", ...
+    unit = "Examples"  # what one training row is, for help texts and progress
+    max_seq_length = 512  # --max_seq_length default
+    keep_checkpoint_max = 5  # --keep_checkpoint_max default
+    recipe_note = ""  # help text: where the training defaults come from
+    do_eval_help = ""
+    do_predict_help = ""
+
+    def title(self, flags):
+        """The task in the tool's closing line: "GLUE mrpc", "SQuAD 1.1"."""
+        raise NotImplementedError
+
+    def define_flags(self):
+        """Defines the task's own flags (its data, lengths, decoding)."""
+
+    def validate(self, flags):
+        """Raises ValueError (or FileNotFoundError) naming the flag when the task's flags do not fit."""
+
+    def recipe(self, flags) -> Recipe:
+        raise NotImplementedError
+
+    def metadata(self, flags) -> dict:
+        """Keys saved in the fine-tuned model's albert_tf.json beside its kind and config."""
+        return {"max_seq_length": flags.max_seq_length}
+
+    def task_name(self, flags):
+        """The name a fine-tuned model must record to be evaluated by this task (None: any of the kind)."""
+        return None
+
+    def build_model(self, encoder, flags):
+        """The task model: `encoder` under a fresh head."""
+        raise NotImplementedError
+
+    def read_train(self, tokenizer, flags) -> dict:
+        """Training rows: equal-length numpy arrays, the encoder inputs plus what `loss` reads."""
+        raise NotImplementedError
+
+    def read_eval(self, tokenizer, flags):
+        """The evaluation data `evaluate` takes (read once, evaluated at every checkpoint)."""
+        raise NotImplementedError
+
+    def loss(self, batch, outputs):
+        """Scalar float32 loss of a training batch."""
+        raise NotImplementedError
+
+    def trainable_variables(self, model):
+        """The variables fine-tuning updates (default: all trainable ones)."""
+        return model.trainable_variables
+
+    def evaluate(self, model, eval_data, flags) -> dict:
+        """{metric: float} of `model` on `eval_data`."""
+        raise NotImplementedError
+
+    def best_metric(self, flags) -> str:
+        """The `evaluate` metric whose highest value picks the best checkpoint."""
+        raise NotImplementedError
+
+    def output_files(self, flags) -> list:
+        """Files --do_predict writes into OUTPUT_DIR (removed first by --overwrite)."""
+        return []
+
+    def predict(self, model, tokenizer, flags):
+        """Writes the predictions into flags.output_dir; returns (metrics or None, [paths written])."""
+        raise NotImplementedError
+
+    def eval_results(self, evaluation, prediction):
+        """eval_results.json's content from the --do_eval metrics and the --do_predict metrics (each may be
+        None); None writes no file."""
+        return evaluation
+
+    def summary(self, metrics):
+        """One line of metrics for the console."""
+        return "  ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()) if isinstance(v, float))
+
+
+def predict_logits(model, arrays, batch_size):
+    """The model's "logits" over the encoder inputs of `arrays`, batched (numpy)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from albert_tf.networks.albert_encoder import ENCODER_INPUTS
+
+    @tf.function
+    def logits_of(batch):
+        return model(batch, training=False)["logits"]
+
+    dataset = tf.data.Dataset.from_tensor_slices({k: arrays[k] for k in ENCODER_INPUTS}).batch(batch_size)
+    return np.concatenate([logits_of(batch).numpy() for batch in dataset])

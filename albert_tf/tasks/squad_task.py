@@ -1,0 +1,195 @@
+"""SQuAD v1.1 / v2.0 as a fine-tuning task: a span head over windows of the context, official EM / F1.
+
+Defaults are the original recipe (docs/reference.md, "Fine-tuning recipes"):
+max_seq_length 384, doc_stride 128, max_query_length 64, batch 48, AdamW with
+lr 5e-5 (v1.1) or 3e-5 (v2.0), 2 epochs, 10% warmup then linear decay.
+
+--do_predict answers --predict_file and writes, into OUTPUT_DIR:
+  predictions.json         {question id: answer text}, the official format
+  nbest_predictions.json   the n best answers per question, with probabilities
+  null_odds.json           v2.0: score_null - best span score per question (the
+                           official evaluation's --na-prob-file)
+and scores them (eval_results.json) when the file's questions have answers; for
+v2.0 also the best null threshold. --do_eval scores every training checkpoint on
+--predict_file and keeps the one with the best F1 in OUTPUT_DIR/best.
+"""
+
+import math
+import os
+
+from absl import flags as absl_flags
+
+from albert_tf.tasks import squad
+from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe
+
+DEFAULT_LEARNING_RATES = {"1.1": 5e-5, "2.0": 3e-5}
+
+
+class SquadTask(FinetuningTask):
+    tool = "albert_tf.run_squad"
+    model_kind = "span_labeler"
+    unit = "Windows"
+    max_seq_length = 384
+    keep_checkpoint_max = 3
+    recipe_note = ("Default: the original recipe (batch 48; lr 5e-5 for --version=1.1, 3e-5 for 2.0; 2 epochs; "
+                   "10% warmup).")
+    do_eval_help = ("Score every training checkpoint on --predict_file (official F1; its questions need answers) "
+                    "and keep the best in OUTPUT_DIR/best.")
+    do_predict_help = "Answer the questions of --predict_file (scored with the official EM/F1 when they have answers)."
+
+    def define_flags(self):
+        absl_flags.DEFINE_enum("version", None, list(squad.VERSIONS), "SQuAD version of the files: 1.1, or 2.0 "
+                               "(adds unanswerable questions, predicted as \"\" by the [CLS] null score).")
+        absl_flags.DEFINE_string("train_file", None, "SQuAD JSON to train on (official layout), for --do_train.")
+        absl_flags.DEFINE_string("predict_file", None, "SQuAD JSON to answer (--do_predict) or to score checkpoints "
+                                 "on (--do_eval).")
+        absl_flags.DEFINE_integer("doc_stride", 128, "Tokens between the starts of consecutive windows over a long "
+                                  "context (original: 128).")
+        absl_flags.DEFINE_integer("max_query_length", 64, "Questions are cut to this many tokens (original: 64).")
+        absl_flags.DEFINE_integer("n_best_size", 20, "Answers kept per question in nbest_predictions.json, and "
+                                  "start/end candidates tried per window (original: 20).")
+        absl_flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in tokens (original: 30).")
+        absl_flags.DEFINE_float("null_score_diff_threshold", 0.0, "v2.0: predict no answer when score_null - best "
+                                "span score exceeds this (logit units; default 0.0). eval_results.json's "
+                                "best_f1_thresh is the value that would have been best on the predict file.")
+
+    def validate(self, flags):
+        if not flags.version:
+            raise ValueError("--version is required (1.1 or 2.0)")
+        required = {"train_file": flags.do_train, "predict_file": flags.do_predict or flags.do_eval}
+        missing = [f"--{name}" for name, needed in required.items() if needed and not flags[name].value]
+        if missing:
+            raise ValueError(f"{' and '.join(missing)} required")
+        for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
+            if flags[name].value < 1:
+                raise ValueError(f"--{name} must be >= 1, got {flags[name].value}")
+        if flags.max_seq_length <= flags.max_query_length + 3:
+            raise ValueError(f"--max_seq_length={flags.max_seq_length} must exceed --max_query_length="
+                             f"{flags.max_query_length} + 3 ([CLS] and two [SEP]) to leave room for the context")
+        for name in ("train_file", "predict_file"):
+            path = flags[name].value
+            if path and not os.path.isfile(path):
+                raise FileNotFoundError(f"{path}: no such file (--{name})")
+
+    def recipe(self, flags):
+        return Recipe(DEFAULT_LEARNING_RATES[flags.version], 48, num_train_epochs=2.0, warmup_proportion=0.1)
+
+    def title(self, flags):
+        return f"SQuAD {flags.version}"
+
+    def metadata(self, flags):
+        return {"squad_version": flags.version, "max_seq_length": flags.max_seq_length}
+
+    def build_model(self, encoder, flags):
+        from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
+
+        return AlbertSpanLabeler(encoder)
+
+    def _features(self, path, tokenizer, flags, labeled, what):
+        from albert_tf.progress import Progress
+
+        articles, examples = squad.read_squad(path, flags.version, labeled=labeled)
+        if not examples:
+            raise ValueError(f"{path}: no questions")
+        progress = Progress(len(examples), lambda done, elapsed: f"{what}: {done}/{len(examples)} questions")
+        features = squad.convert_examples_to_features(
+            examples, tokenizer, max_seq_length=flags.max_seq_length, doc_stride=flags.doc_stride,
+            max_query_length=flags.max_query_length, progress=progress)
+        progress.finish(len(examples))
+        return articles, examples, features
+
+    def read_train(self, tokenizer, flags):
+        return squad.feature_arrays(self._features(flags.train_file, tokenizer, flags, True, "train")[2])
+
+    def read_eval(self, tokenizer, flags):
+        data = self._features(flags.predict_file, tokenizer, flags, False, "eval")
+        if not _answered(data[1]):
+            raise ValueError(f"{flags.predict_file}: has questions without answers; --do_eval needs answers to score")
+        return data
+
+    def loss(self, batch, outputs):
+        return span_loss(batch["start_positions"], batch["end_positions"], outputs)
+
+    def trainable_variables(self, model):
+        # The pooler is not on the span head's path and gets no gradient.
+        return [v for v in model.trainable_variables if "pooler" not in v.path]
+
+    def _answers(self, model, features, examples, flags):
+        """(predictions, nbest, null_odds) of the model on the windows."""
+        start_logits, end_logits = span_logits(model, features, flags.predict_batch_size)
+        return squad.postprocess_predictions(
+            examples, features, start_logits, end_logits, n_best_size=flags.n_best_size,
+            max_answer_length=flags.max_answer_length, version_2_with_negative=flags.version == "2.0",
+            null_score_diff_threshold=flags.null_score_diff_threshold)
+
+    def _score(self, articles, predictions, null_odds, flags):
+        from albert_tf.tasks.squad_evaluation import evaluate
+
+        # math.inf: score the predictions as written; null_odds only feed the best-threshold search.
+        return evaluate(articles, predictions, na_probs=null_odds if flags.version == "2.0" else None,
+                        na_prob_thresh=math.inf)
+
+    def evaluate(self, model, eval_data, flags):
+        articles, examples, features = eval_data
+        predictions, _, null_odds = self._answers(model, features, examples, flags)
+        return self._score(articles, predictions, null_odds, flags)
+
+    def best_metric(self, flags):
+        return "f1"
+
+    def output_files(self, flags):
+        return [os.path.join(flags.output_dir, name)
+                for name in (squad.PREDICTIONS_FILE, squad.NBEST_FILE, squad.NULL_ODDS_FILE)]
+
+    def predict(self, model, tokenizer, flags):
+        articles, examples, features = self._features(flags.predict_file, tokenizer, flags, False, "predict")
+        predictions, nbest, null_odds = self._answers(model, features, examples, flags)
+        written = squad.write_predictions(flags.output_dir, predictions, nbest,
+                                          null_odds if flags.version == "2.0" else None)
+        print(f"Answered {len(examples)} questions ({len(features)} windows): " + ", ".join(written), flush=True)
+        if not _answered(examples):
+            print(f"{flags.predict_file} has questions without answers: not scored.", flush=True)
+            return None, written
+        return self._score(articles, predictions, null_odds, flags), written
+
+    def eval_results(self, evaluation, prediction):
+        return prediction or evaluation
+
+    def summary(self, metrics):
+        line = f"EM {metrics['exact']:.2f}, F1 {metrics['f1']:.2f} on {metrics['total']} questions"
+        if "best_f1" in metrics:
+            line += (f" (best F1 {metrics['best_f1']:.2f} with --null_score_diff_threshold="
+                     f"{metrics['best_f1_thresh']:.4g})")
+        return line
+
+
+def span_loss(start_positions, end_positions, outputs):
+    """BERT's span loss, scalar float32: the mean over the batch of (CE(start) + CE(end)) / 2, each over all
+    positions of the window; a window without the answer (or an unanswerable question) points both at
+    [CLS] (position 0)."""
+    import tensorflow as tf
+
+    start_losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.cast(start_positions, tf.int32), logits=tf.cast(outputs["start_logits"], tf.float32))
+    end_losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.cast(end_positions, tf.int32), logits=tf.cast(outputs["end_logits"], tf.float32))
+    return tf.reduce_mean(start_losses + end_losses) / 2.0
+
+
+def _answered(examples):
+    return all(example.is_impossible or example.answer_start >= 0 for example in examples)
+
+
+def span_logits(model, features, batch_size):
+    """(start_logits, end_logits): float32 arrays [num_features, seq]."""
+    import numpy as np
+    import tensorflow as tf
+
+    arrays = squad.feature_arrays(features, with_positions=False)
+    forward = tf.function(lambda inputs: model(inputs, training=False), reduce_retracing=True)
+    starts, ends = [], []
+    for begin in range(0, len(features), batch_size):
+        outputs = forward({name: tf.constant(value[begin : begin + batch_size]) for name, value in arrays.items()})
+        starts.append(outputs["start_logits"].numpy())
+        ends.append(outputs["end_logits"].numpy())
+    return np.concatenate(starts), np.concatenate(ends)

@@ -1,0 +1,226 @@
+"""The one front end of the fine-tuning tools: run_classifier (GLUE), run_squad and run_race are this, given a task.
+
+    python -m albert_tf.run_classifier --task_name=mrpc --data_dir=glue/MRPC \
+        --init_checkpoint=/ckpt/albert_base --output_dir=/tmp/mrpc --do_train --do_eval --do_predict
+
+The task (`albert_tf.tasks.finetuning_task.FinetuningTask`) supplies its flags,
+reader, head, loss, metrics and predictions. This module owns the rest, the same
+for every tool:
+
+- Flags with one name and one meaning across the tools (run_pretraining's names;
+  the original google-research/albert names `--train_step`, `--warmup_step` and
+  `--albert_config_file` as aliases). A flag left unset takes the task's recipe.
+- The starting model: --init_checkpoint (any albert_tf checkpoint, a converted
+  one, or an `albert_tf.export` directory) under a fresh task head; a model
+  already fine-tuned for this task keeps its head and trains on; without
+  --init_checkpoint, a random start from --albert_config.
+- The SentencePiece model: --spm_model_file, else the one stored with the checkpoint.
+- Steps: --num_train_steps, else --num_train_epochs over the training rows, else
+  the recipe; warmup: --num_warmup_steps, else --warmup_proportion, else the recipe.
+- The output layout:
+    OUTPUT_DIR/checkpoints/ckpt-N   resumable training checkpoints; the directory
+                                    is an albert_tf model directory (the last model)
+    OUTPUT_DIR/best/                with --do_eval: the best evaluated checkpoint
+    OUTPUT_DIR/eval_results.json    the metrics of --do_eval / --do_predict
+    OUTPUT_DIR/train, OUTPUT_DIR/eval   TensorBoard summaries
+    OUTPUT_DIR/...                  the task's predictions (--do_predict)
+  Rerunning resumes from the latest checkpoint; --overwrite starts afresh.
+"""
+
+import math
+import os
+import shutil
+
+from absl import flags
+
+from albert_tf import cli
+
+FLAGS = flags.FLAGS
+CHECKPOINT_SUBDIR = "checkpoints"
+BEST_SUBDIR = "best"
+EVAL_RESULTS_FILE = "eval_results.json"
+
+
+def define_flags(task):
+    """The shared flags, with the task's defaults and help, then the task's own flags."""
+    flags.DEFINE_string("init_checkpoint", None, "albert_tf checkpoint (pretrainer, encoder, or a model fine-tuned "
+                        "on this task), converted Google/Hugging Face checkpoint, or albert_tf.export directory. "
+                        "Without it: random init from --albert_config.")
+    flags.DEFINE_string("albert_config", None, "Preset or config JSON, only when there is no --init_checkpoint.")
+    flags.DEFINE_alias("albert_config_file", "albert_config")  # the original scripts' name
+    flags.DEFINE_string("output_dir", None, "Where checkpoints/, best/, eval_results.json, TensorBoard summaries and "
+                        "predictions go.")
+    flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the checkpoint's spm.model).")
+    flags.DEFINE_bool("do_lower_case", True, "Lowercase as the pretraining data was.")
+    flags.DEFINE_integer("max_seq_length", task.max_seq_length,
+                         f"Tokens per sequence (original: {task.max_seq_length}).")
+    flags.DEFINE_bool("do_train", False, "Fine-tune on the training data.")
+    flags.DEFINE_bool("do_eval", False, task.do_eval_help)
+    flags.DEFINE_bool("do_predict", False, task.do_predict_help)
+    unit, note = task.unit, task.recipe_note
+    flags.DEFINE_integer("train_batch_size", None, f"{unit} per training step. {note}")
+    flags.DEFINE_integer("eval_batch_size", 8, f"{unit} per evaluation batch (original: 8).")
+    flags.DEFINE_integer("predict_batch_size", 8, f"{unit} per prediction batch (original: 8).")
+    flags.DEFINE_float("learning_rate", None, f"Peak AdamW learning rate. {note}")
+    flags.DEFINE_integer("num_train_steps", None, f"Training steps. {note}")
+    flags.DEFINE_alias("train_step", "num_train_steps")  # the original scripts' name
+    flags.DEFINE_float("num_train_epochs", None, "Passes over the training data, when --num_train_steps is not "
+                       f"set. {note}")
+    flags.DEFINE_integer("num_warmup_steps", None, f"Linear warmup steps (at most the training steps). {note}")
+    flags.DEFINE_alias("warmup_step", "num_warmup_steps")
+    flags.DEFINE_float("warmup_proportion", None, "Fraction of the steps with a linear warmup from 0, when "
+                       f"--num_warmup_steps is not set; the rate then decays linearly to 0. {note}")
+    flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint (and evaluate) every this many steps.")
+    flags.DEFINE_integer("keep_checkpoint_max", task.keep_checkpoint_max, "Training checkpoints kept (default "
+                         f"{task.keep_checkpoint_max}); the best is kept apart in OUTPUT_DIR/best.")
+    flags.DEFINE_integer("seed", 12345, "Seed of the head's initialization (and of the encoder for a random "
+                         "start), dropout and the data order.")
+    flags.DEFINE_bool("overwrite", False, "Start afresh: delete an earlier run's checkpoints, best model, results and "
+                      "predictions in --output_dir (without it, training resumes from the latest checkpoint).")
+    task.define_flags()
+
+
+def validate_flags(task):
+    """ValueError naming the flag for a combination that cannot run; then the task's own checks."""
+    if not FLAGS.output_dir:
+        raise ValueError("--output_dir required")
+    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
+        raise ValueError("nothing to do: pass --do_train, --do_eval and/or --do_predict")
+    if not FLAGS.init_checkpoint and not (FLAGS.do_train and FLAGS.albert_config):
+        raise ValueError("--init_checkpoint required (or, to train from a random start, --albert_config)")
+    for name in ("max_seq_length", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps",
+                 "keep_checkpoint_max", "train_batch_size", "num_train_steps"):
+        value = FLAGS[name].value
+        if value is not None and value < 1:
+            raise ValueError(f"--{name} must be >= 1, got {value}")
+    for name in ("learning_rate", "num_train_epochs"):
+        value = FLAGS[name].value
+        if value is not None and value <= 0:
+            raise ValueError(f"--{name} must be > 0, got {value}")
+    if FLAGS.num_warmup_steps is not None and FLAGS.num_warmup_steps < 0:
+        raise ValueError(f"--num_warmup_steps must be >= 0, got {FLAGS.num_warmup_steps}")
+    if FLAGS.warmup_proportion is not None and not 0 <= FLAGS.warmup_proportion <= 1:
+        raise ValueError(f"--warmup_proportion must be in [0, 1], got {FLAGS.warmup_proportion}")
+    if FLAGS.spm_model_file and not os.path.isfile(FLAGS.spm_model_file):
+        raise FileNotFoundError(f"{FLAGS.spm_model_file}: no such file (--spm_model_file)")
+    task.validate(FLAGS)
+
+
+def training_schedule(recipe, num_rows, flags=FLAGS):
+    """(learning rate, batch size, steps, warmup steps) from the flags, the task's recipe filling what is unset."""
+    learning_rate = flags.learning_rate or recipe.learning_rate
+    batch_size = flags.train_batch_size or recipe.train_batch_size
+    if flags.num_train_steps:
+        steps = flags.num_train_steps
+    elif flags.num_train_epochs or not recipe.num_train_steps:
+        steps = max(1, math.ceil(num_rows * (flags.num_train_epochs or recipe.num_train_epochs) / batch_size))
+    else:
+        steps = recipe.num_train_steps
+    if flags.num_warmup_steps is not None:
+        warmup = min(flags.num_warmup_steps, steps)
+    elif flags.warmup_proportion is not None or recipe.num_warmup_steps is None:
+        proportion = flags.warmup_proportion if flags.warmup_proportion is not None else recipe.warmup_proportion
+        warmup = int(steps * proportion)
+    else:
+        warmup = min(recipe.num_warmup_steps, steps)
+    return learning_rate, batch_size, steps, warmup
+
+
+def starting_model(task, flags=FLAGS):
+    """The model to fine-tune: a model already fine-tuned for this task as it is, else the encoder of
+    flags.init_checkpoint (or a random one of flags.albert_config) under a fresh head of the task."""
+    from albert_tf.checkpoints.model_dir import exported_encoder_dir, load_model, read_metadata, resolve_checkpoint
+    from albert_tf.training.finetuning import starting_encoder
+
+    init = flags.init_checkpoint
+    if init and not exported_encoder_dir(init):
+        metadata = read_metadata(resolve_checkpoint(init)[0])
+        if metadata["model"] == task.model_kind and metadata.get("task_name") == task.task_name(flags):
+            print(f"Continuing to fine-tune the {task.model_kind} of {init} with its head.", flush=True)
+            return load_model(init)[0]
+    return task.build_model(starting_encoder(init, flags.albert_config, flags.seed), flags)
+
+
+def check_fits(model, tokenizer):
+    """ValueError when the vocabulary or --max_seq_length do not fit the model."""
+    config = model.albert_config
+    if tokenizer.vocab_size > config.vocab_size:
+        raise ValueError(f"{tokenizer.source}: {tokenizer.vocab_size} pieces, more than the model's vocab_size "
+                         f"{config.vocab_size}; pass the SentencePiece model the checkpoint was trained with")
+    if FLAGS.max_seq_length > config.max_position_embeddings:
+        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the model's max_position_embeddings "
+                         f"({config.max_position_embeddings})")
+
+
+def remove_earlier_outputs(task):
+    """--overwrite: what an earlier run left in --output_dir."""
+    for name in (CHECKPOINT_SUBDIR, BEST_SUBDIR):
+        shutil.rmtree(os.path.join(FLAGS.output_dir, name), ignore_errors=True)
+    for path in [os.path.join(FLAGS.output_dir, EVAL_RESULTS_FILE), *task.output_files(FLAGS)]:
+        if os.path.exists(path):
+            os.remove(path)
+
+
+def main(task, argv):
+    if len(argv) > 1:
+        raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
+    validate_flags(task)
+    from albert_tf.checkpoints.model_dir import find_spm_model
+    from albert_tf.file_utils import write_json_atomically
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+    from albert_tf.training.finetuning import finetune, model_for_evaluation, report_best
+
+    output_dir = FLAGS.output_dir
+    os.makedirs(output_dir, exist_ok=True)
+    if FLAGS.overwrite:
+        remove_earlier_outputs(task)
+    spm = find_spm_model(FLAGS.init_checkpoint, FLAGS.spm_model_file)
+    tokenizer = AlbertTokenizer(spm, lower_case=FLAGS.do_lower_case)
+    eval_data = task.read_eval(tokenizer, FLAGS) if FLAGS.do_eval else None
+    best_dir = os.path.join(output_dir, BEST_SUBDIR)
+    best_metric = task.best_metric(FLAGS)
+    summary, model = [], None
+    if FLAGS.do_train:
+        model = starting_model(task)
+        check_fits(model, tokenizer)
+        train = task.read_train(tokenizer, FLAGS)
+        rows = len(next(iter(train.values())))
+        learning_rate, batch_size, steps, warmup = training_schedule(task.recipe(FLAGS), rows)
+        print(f"Fine-tuning on {rows:,} {task.unit.lower()}: {steps} steps of batch {batch_size}, lr "
+              f"{learning_rate:g}, {warmup} warmup steps.", flush=True)
+        checkpoint_dir = os.path.join(output_dir, CHECKPOINT_SUBDIR)
+        result = finetune(
+            model, train, task.loss, steps, batch_size, learning_rate, warmup, checkpoint_dir, task.model_kind,
+            metadata={**task.metadata(FLAGS), "train_steps": steps}, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+            keep_checkpoint_max=FLAGS.keep_checkpoint_max, seed=FLAGS.seed,
+            evaluate=(lambda m: task.evaluate(m, eval_data, FLAGS)) if FLAGS.do_eval else None,
+            best_metric=best_metric if FLAGS.do_eval else None, best_dir=best_dir, spm_model_file=spm,
+            variables=task.trainable_variables(model), summary_dir=output_dir)
+        report_best(result, best_metric, best_dir)
+        summary.append(f"fine-tuned for {steps} steps (the last model: {checkpoint_dir})")
+    if FLAGS.do_eval or FLAGS.do_predict:
+        model = model_for_evaluation(best_dir, model, FLAGS.init_checkpoint, task.model_kind,
+                                     task_name=task.task_name(FLAGS))
+        check_fits(model, tokenizer)
+    evaluation = task.evaluate(model, eval_data, FLAGS) if FLAGS.do_eval else None
+    if evaluation is not None:
+        print("dev: " + task.summary(evaluation), flush=True)
+    prediction = None
+    if FLAGS.do_predict:
+        prediction, written = task.predict(model, tokenizer, FLAGS)
+        summary.append("predictions in " + ", ".join(written))
+        if prediction is not None:
+            summary.append(task.summary(prediction))
+    results = task.eval_results(evaluation, prediction)
+    if results is not None:
+        write_json_atomically(os.path.join(output_dir, EVAL_RESULTS_FILE), results)
+        summary.append(f"metrics in {os.path.join(output_dir, EVAL_RESULTS_FILE)}")
+    if os.path.isdir(best_dir):
+        summary.append(f"the best model in {best_dir}")
+    print(f"{task.title(FLAGS)}: " + "; ".join(summary) + ".", flush=True)
+    return 0
+
+
+def run(task):
+    """Runs the tool of `task` (its console script's entry point)."""
+    cli.run(lambda argv: main(task, argv), lambda: define_flags(task), flag_modules=[__name__, type(task).__module__])
