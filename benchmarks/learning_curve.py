@@ -24,18 +24,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "benchmarks", "results")
 
 
-def split_documents(corpus, train_path, eval_path, every=10):
-    with open(corpus, encoding="utf-8") as f:
-        documents = f.read().split("\n\n")
-    documents = [d.strip("\n") for d in documents if d.strip()]
-    held_out = [d for i, d in enumerate(documents) if i % every == every - 1]
-    kept = [d for i, d in enumerate(documents) if i % every != every - 1]
-    for path, part in ((train_path, kept), (eval_path, held_out)):
-        with open(path, "w", encoding="utf-8") as f:
-            f.write("\n\n".join(part) + "\n")
-    return len(kept), len(held_out)
-
-
 def tool(*args, env):
     print("+ python -m " + " ".join(args), flush=True)
     subprocess.run([sys.executable, "-m", *args], check=True, env=env, cwd=REPO)
@@ -47,22 +35,7 @@ def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch
     from albert_tf.checkpoints.model_dir import checkpoints_newest_first, load_pretrainer
     from albert_tf.data.pretraining_dataset import expand_data_files, make_pretraining_dataset
     from albert_tf.tasks.pretraining_losses import batch_sums, metrics_from_sums
-    from albert_tf.text.albert_tokenizer import MASK_ID
     from albert_tf.training.pretraining_trainer import MODEL_INPUTS
-
-    def sums_with_mask_split(model, batch):
-        outputs = model({name: batch[name] for name in MODEL_INPUTS}, training=False)
-        sums = batch_sums(outputs, batch)
-        # 10% of the masked positions keep their own token (the 80/10/10 rule), which a model can learn
-        # to copy without any context; accuracy at positions whose input IS [MASK] is the part that
-        # needs the context, so it is reported separately.
-        inputs_at_positions = tf.gather(batch["input_word_ids"], batch["masked_lm_positions"], batch_dims=1)
-        at_mask = tf.cast(tf.equal(inputs_at_positions, MASK_ID), tf.float32) * batch["masked_lm_weights"]
-        predicted = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
-        correct = tf.cast(tf.equal(predicted, tf.cast(batch["masked_lm_ids"], tf.int32)), tf.float32)
-        sums["at_mask_correct"] = tf.reduce_sum(at_mask * correct)
-        sums["at_mask_weight"] = tf.reduce_sum(at_mask)
-        return sums
 
     files = expand_data_files(eval_prefix)
     dataset = make_pretraining_dataset(files, batch_size, seq_length, predictions, is_training=False)
@@ -71,7 +44,8 @@ def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch
         if only_steps is not None and int(prefix.rsplit("-", 1)[1]) not in only_steps:
             continue
         model = load_pretrainer(prefix)
-        step_fn = tf.function(lambda batch, model=model: sums_with_mask_split(model, batch))
+        step_fn = tf.function(lambda batch, model=model: batch_sums(
+            model({name: batch[name] for name in MODEL_INPUTS}, training=False), batch))
         totals = {}
         for batch in dataset:
             for key, value in step_fn(batch).items():
@@ -79,7 +53,6 @@ def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch
         metrics = metrics_from_sums(totals)
         metrics["step"] = int(prefix.rsplit("-", 1)[1])
         metrics["sequences"] = int(totals["sequences"])
-        metrics["masked_lm_accuracy_at_mask"] = totals["at_mask_correct"] / max(totals["at_mask_weight"], 1.0)
         print(f"held-out at step {metrics['step']}: mlm_acc {metrics['masked_lm_accuracy']:.4f} "
               f"(at [MASK] inputs {metrics['masked_lm_accuracy_at_mask']:.4f}) "
               f"sop_acc {metrics['sentence_order_accuracy']:.4f}", flush=True)
@@ -131,6 +104,8 @@ def main():
     work = args.work_dir
     os.makedirs(work, exist_ok=True)
     train_text, eval_text = os.path.join(work, "train.txt"), os.path.join(work, "heldout.txt")
+    from albert_tf.data.heldout_split import split_documents
+
     kept, held_out = split_documents(args.corpus, train_text, eval_text)
     spm = os.path.join(work, "spm")
     if not os.path.exists(spm + ".model"):

@@ -514,6 +514,26 @@ def test_classifier_serves_probabilities_and_labels(exported, task_exports):
     assert [label.decode() for label in out["label"].numpy()] == [LABELS[i] for i in expected.argmax(1)]
 
 
+def test_serving_runs_the_encoder_on_the_longest_row_only(exported):
+    import tensorflow as tf
+
+    from albert_tf.export_lib.serving_module import trim_padding
+
+    texts = ["a short one", "a somewhat longer text about the garden and the river"]
+    inputs = pack_batch(exported["tokenizer"], texts, None, SEQ)
+    longest = int(inputs["input_mask"].sum(1).max())
+    assert longest < SEQ
+    trimmed = trim_padding({name: tf.constant(value) for name, value in inputs.items()})
+    assert {name: tuple(value.shape) for name, value in trimmed.items()} == {
+        name: (2, longest) for name in inputs}
+    for name, value in trimmed.items():
+        np.testing.assert_array_equal(value, inputs[name][:, :longest])
+    # The padded keys' attention weights are exactly zero: the pooled output does not change.
+    encoder = exported["model"].encoder
+    np.testing.assert_allclose(encoder(trimmed, training=False)["pooled_output"],
+                               encoder(inputs, training=False)["pooled_output"], atol=1e-6, rtol=0)
+
+
 def test_regression_serves_the_score(exported):
     import tensorflow as tf
 

@@ -203,3 +203,27 @@ def make_pretraining_dataset(files, batch_size, max_seq_length, max_predictions_
     dataset = dataset.map(lambda records: to_model_inputs(tf.io.parse_example(records, spec)),
                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def frequent_piece_level(data_files, batch_size=256):
+    """Masked-LM accuracy at [MASK] inputs of always answering the data's most frequent masked piece.
+
+    The level a model reaches from word frequencies alone: accuracy above it needs the context.
+    `data_files`: as for `expand_data_files`; the shapes come from the data's metadata or first record.
+    """
+    import collections
+
+    import numpy as np
+
+    from albert_tf.text.albert_tokenizer import MASK_ID
+
+    files = expand_data_files(data_files)
+    counts = collections.Counter()
+    dataset = make_pretraining_dataset(files, batch_size, *infer_shapes(files), is_training=False)
+    for batch in dataset.as_numpy_iterator():
+        inputs = np.take_along_axis(batch["input_word_ids"], batch["masked_lm_positions"], axis=1)
+        at_mask = (inputs == MASK_ID) & (batch["masked_lm_weights"] > 0)
+        counts.update(batch["masked_lm_ids"][at_mask].tolist())
+    if not counts:
+        raise ValueError(f"{data_files}: no masked positions in full batches of {batch_size}")
+    return counts.most_common(1)[0][1] / sum(counts.values())

@@ -31,6 +31,18 @@ MAX_ANSWER_TOKENS = 30
 SERVED_KINDS = ("encoder", "pretrainer", "classifier", "span_labeler")
 
 
+def trim_padding(inputs):
+    """The packed inputs cut to the batch's longest row.
+
+    Padded keys add -10000 to the attention logits, so they get exactly zero weight (exp underflows in
+    float32): the real tokens' outputs, the pooled [CLS] vector and the masked mean are those of the
+    fully padded batch. Short requests then cost their own length, not --max_seq_length.
+    """
+    # At least one position: an empty batch (whose max is the lowest int32) still has a [CLS] column to pool.
+    length = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
+    return {name: value[:, :length] for name, value in inputs.items()}
+
+
 class ServingModule(tf.Module):
     """Args:
       tokenizer: a `TFAlbertTokenizer`.
@@ -59,7 +71,7 @@ class ServingModule(tf.Module):
     def serve(self, text, text_b=NO_SECOND_SEGMENTS):
         if self.kind == "span_labeler":
             return self._answer_spans(text, text_b)
-        inputs = encode_text(self.tokenizer, text, text_b, self.max_seq_length)
+        inputs = trim_padding(encode_text(self.tokenizer, text, text_b, self.max_seq_length))
         if self.kind == "classifier":
             return self._classes(inputs)
         return self._embeddings(inputs)

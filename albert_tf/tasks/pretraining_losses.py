@@ -13,6 +13,8 @@ global batch size. `batch_sums` returns the pieces; `replica_loss` combines them
 
 import tensorflow as tf
 
+from albert_tf.text.albert_tokenizer import MASK_ID
+
 MLM_EPSILON = 1e-5  # the original's denominator epsilon
 
 
@@ -23,6 +25,11 @@ def batch_sums(outputs, batch):
     weights = tf.cast(batch["masked_lm_weights"], tf.float32)
     mlm_losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=mlm_logits)
     mlm_correct = tf.cast(tf.equal(tf.argmax(mlm_logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+    # 10% of the masked positions keep their own token and 10% get a random one (the 80/10/10 rule); a
+    # model learns to copy the kept ones without any context. Accuracy where the input IS [MASK] is the
+    # part that needs the context, so it is counted apart.
+    inputs_at_positions = tf.gather(batch["input_word_ids"], batch["masked_lm_positions"], batch_dims=1)
+    at_mask = tf.cast(tf.equal(inputs_at_positions, MASK_ID), tf.float32) * weights
 
     sop_logits = tf.cast(outputs["sop_logits"], tf.float32)
     sop_labels = tf.cast(tf.reshape(batch["sentence_order_labels"], [-1]), tf.int32)
@@ -32,6 +39,8 @@ def batch_sums(outputs, batch):
         "mlm_loss_sum": tf.reduce_sum(weights * mlm_losses),
         "mlm_correct": tf.reduce_sum(weights * mlm_correct),
         "masked_weight": tf.reduce_sum(weights),
+        "mask_input_correct": tf.reduce_sum(at_mask * mlm_correct),
+        "mask_input_weight": tf.reduce_sum(at_mask),
         "sop_loss_sum": tf.reduce_sum(sop_losses),
         "sop_correct": tf.reduce_sum(sop_correct),
         "sequences": tf.cast(tf.shape(sop_labels)[0], tf.float32),
@@ -50,11 +59,13 @@ def replica_loss(sums, global_masked_weight, global_batch_size, sentence_loss_we
 
 
 def metrics_from_sums(totals):
-    """The four reported metrics from sums accumulated over replicas and steps (NumPy or floats)."""
+    """The original's four metrics, and the masked-LM accuracy at positions whose input is [MASK], from sums
+    accumulated over replicas and steps (NumPy or floats)."""
     masked = max(float(totals["masked_weight"]), 1e-9)
     sequences = max(float(totals["sequences"]), 1e-9)
     return {
         "masked_lm_accuracy": float(totals["mlm_correct"]) / masked,
+        "masked_lm_accuracy_at_mask": float(totals["mask_input_correct"]) / max(float(totals["mask_input_weight"]), 1e-9),
         "masked_lm_loss": float(totals["mlm_loss_sum"]) / masked,
         "sentence_order_accuracy": float(totals["sop_correct"]) / sequences,
         "sentence_order_loss": float(totals["sop_loss_sum"]) / sequences,

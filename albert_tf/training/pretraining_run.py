@@ -169,7 +169,8 @@ def _weights_fingerprint(model):
 
 def _format_metrics(metrics):
     return (f"loss {metrics['masked_lm_loss'] + metrics['sentence_order_loss']:.4f}  "
-            f"mlm_loss {metrics['masked_lm_loss']:.4f}  mlm_acc {metrics['masked_lm_accuracy']:.4f}  "
+            f"mlm_loss {metrics['masked_lm_loss']:.4f}  mlm_acc {metrics['masked_lm_accuracy']:.4f} "
+            f"(at [MASK] {metrics['masked_lm_accuracy_at_mask']:.4f})  "
             f"sop_loss {metrics['sentence_order_loss']:.4f}  sop_acc {metrics['sentence_order_accuracy']:.4f}")
 
 

@@ -27,7 +27,8 @@ import tensorflow as tf
 from albert_tf.tasks.pretraining_losses import batch_sums, replica_loss
 
 _SUM = tf.distribute.ReduceOp.SUM
-SUM_KEYS = ("mlm_loss_sum", "mlm_correct", "masked_weight", "sop_loss_sum", "sop_correct", "sequences")
+SUM_KEYS = ("mlm_loss_sum", "mlm_correct", "masked_weight", "mask_input_correct", "mask_input_weight", "sop_loss_sum",
+            "sop_correct", "sequences")
 MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
 
 
