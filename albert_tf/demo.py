@@ -161,7 +161,7 @@ def main(argv):
                        ("data", data + "-*"), ("held-out data", heldout + "-*"),
                        ("checkpoint", checkpoint), ("TensorBoard", os.path.join(checkpoint, "train")),
                        ("export", export)):
-        print(f"  {name:12s} {path}")
+        print(f"  {name:13s} {path}")
     print(f"Serve it: docker run -p 8501:8501 -v {export}/serving:/models -e MODEL_NAME=albert_demo "
           "tensorflow/serving  (README: TF Serving)")
     return 0

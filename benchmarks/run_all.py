@@ -35,7 +35,7 @@ BENCHMARKS = [
      "LAMB written out in PyTorch, same schedule, clipping and batch) for 2,000 steps; both held-out evaluations "
      "by the same code. Needs the learning curve's work directory."),
     ("pretraining_recipes", "Small-scale pretraining recipes: which one learns from context?",
-     "python benchmarks/pretraining_recipes.py --recipes=small_lamb,small_adamw --work_dir=/tmp/albert_recipes",
+     "python benchmarks/pretraining_recipes.py --recipes=small_adamw_6k --work_dir=/tmp/albert_recipes",
      "Each recipe pretrained with the real CLIs on the learning curve's split (every 10th document held out), "
      "resumable for hours in the background; every checkpoint evaluated on the held-out documents. "
      "`--evaluate_only` rebuilds the table from the checkpoints so far; the newest checkpoint of each recipe also "
@@ -48,7 +48,7 @@ BENCHMARKS = [
      "(8,000 steps, about an hour each alone on 2 CPU cores), resumable; evaluated on held-out SOP and NSP pairs of "
      "the same documents; Figure 2 by albert_tf.analyze on the all-shared and not-shared runs."),
     ("transfer", "Transfer: fine-tuning from the recipe's checkpoint vs random init, 3 seeds",
-     "python benchmarks/transfer.py --pretrained=/tmp/albert_recipes/runs/smallA --seeds=1,2,3",
+     "python benchmarks/transfer.py --pretrained=/tmp/albert_recipes/runs/smallA6k --seeds=1,2,3",
      "SST-2 (5,000 training examples drawn from train.tsv, whole dev set), MRPC (whole train and dev) and SQuAD "
      "v1.1 (dev set split by article) with the real CLIs; mean, standard deviation and range over seeds. Finished "
      "runs are reused when rerun."),

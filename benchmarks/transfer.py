@@ -1,6 +1,6 @@
 r"""Does pretraining transfer? Fine-tuning from a pretrained checkpoint vs random init, several seeds.
 
-  python benchmarks/transfer.py --pretrained=/tmp/albert_recipes/runs/smallA [--seeds=1,2,3] \
+  python benchmarks/transfer.py --pretrained=/tmp/albert_recipes/runs/smallA6k [--seeds=1,2,3] \
       [--tasks=sst-2,mrpc,squad] [--work_dir=/tmp/albert_transfer]
 
 Real training data from ../shared/data:
@@ -69,7 +69,7 @@ def cached(path, key, run):
     return result
 
 
-def glue_runs(task, args, seed, env, data, config_file, spm, starts=STARTS):
+def glue_runs(task, args, seed, env, data, config_file, spm, starts):
     settings = types.SimpleNamespace(max_steps=args.glue_steps, max_seq_length=args.max_seq_length,
                                      learning_rate=args.learning_rate, batch_size=args.batch_size, seed=seed)
     inits = {"pretrained": [f"--init_checkpoint={args.pretrained}"],
@@ -84,13 +84,13 @@ def glue_runs(task, args, seed, env, data, config_file, spm, starts=STARTS):
     return results
 
 
-def squad_runs(args, seed, env, files):
+def squad_runs(args, seed, env, files, starts):
     settings = types.SimpleNamespace(max_seq_length=args.max_seq_length, doc_stride=args.max_seq_length // 2,
                                      max_query_length=args.max_seq_length // 3, train_batch_size=args.batch_size,
                                      seed=seed, save_checkpoints_steps=100_000, max_steps=None,
                                      num_train_epochs=args.squad_epochs, learning_rate=args.squad_learning_rate)
     results = {}
-    for start in STARTS:
+    for start in starts:
         output = os.path.join(args.work_dir, "squad", start.replace(" ", "_"), f"seed{seed}")
         key = {"task": "squad", "start": start, "pretrained": os.path.abspath(args.pretrained), **vars(settings)}
 
@@ -144,6 +144,10 @@ def main():
     parser.add_argument("--learning_rate", type=float, default=1e-4, help="GLUE peak AdamW rate (default 1e-4)")
     parser.add_argument("--squad_epochs", type=float, default=2.0, help="SQuAD training epochs (default 2)")
     parser.add_argument("--squad_learning_rate", type=float, default=1e-4, help="SQuAD peak AdamW rate")
+    parser.add_argument("--starts", default=",".join(STARTS),
+                        help="comma-separated starts to run: 'pretrained', 'random init' (default both; the random "
+                             "starts need only the checkpoint's config and spm.model, so they can run while it "
+                             "pretrains); the table needs both")
     parser.add_argument("--results_dir", default=RESULTS, help="where transfer.{json,md} go")
     args = parser.parse_args()
 
@@ -157,6 +161,9 @@ def main():
     if unknown:
         sys.exit(f"--tasks: unknown {unknown}; known: {sorted(METRIC)}")
     seeds = [int(s) for s in args.seeds.split(",") if s]
+    starts = [s for s in args.starts.split(",") if s]
+    if not starts or set(starts) - set(STARTS):
+        sys.exit(f"--starts: {args.starts!r}; known: {', '.join(STARTS)}")
     os.makedirs(args.work_dir, exist_ok=True)
     with open(metadata_file) as f:
         config = json.load(f)["albert_config"]
@@ -181,12 +188,15 @@ def main():
     for seed in seeds:
         for task in tasks:
             if task == "squad":
-                results = squad_runs(args, seed, env, squad_files)
+                results = squad_runs(args, seed, env, squad_files, starts)
             else:
-                results = glue_runs(task, args, seed, env, data[task], config_file, spm)
+                results = glue_runs(task, args, seed, env, data[task], config_file, spm, starts)
             records.append({"task": task, "seed": seed, **results})
             print(f"{task} seed {seed}: " + ", ".join(
-                f"{start} {METRIC[task]} {results[start][METRIC[task]]:.4f}" for start in STARTS), flush=True)
+                f"{start} {METRIC[task]} {results[start][METRIC[task]]:.4f}" for start in starts), flush=True)
+    if len(starts) < len(STARTS):
+        print(f"Ran {', '.join(starts)} only; rerun with both starts for the table (finished runs are reused).")
+        return
 
     rows, summary = summarize(records)
     table = markdown_table(["task", "metric", "initialization", "seeds", "mean", "std", "range"], rows)

@@ -2,6 +2,7 @@
 test_race, test_squad)."""
 
 import os
+import re
 import subprocess
 import sys
 import types
@@ -63,3 +64,10 @@ def test_every_tool_refuses_a_bad_combination_in_one_line(tmp_path):
         assert result.returncode == 1, (tool, result.stderr)
         last = result.stderr.strip().splitlines()[-1]
         assert last.startswith(f"{tool}: error: ") and message in last, (tool, last)
+
+
+def test_short_help_lists_the_shared_and_the_task_flags():
+    result = subprocess.run([sys.executable, "-m", "albert_tf.run_squad", "--helpshort"], capture_output=True,
+                            text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    listed = set(re.findall(r"^\s+--(?:\[no\])?([a-z_0-9]+):", result.stdout, flags=re.MULTILINE))
+    assert {"num_train_steps", "warmup_proportion", "overwrite", "do_eval", "version", "doc_stride"} <= listed
