@@ -6,7 +6,8 @@ r"""Serving latency: albert_tf's exported serving SavedModel vs KerasHub's ALBER
 Both are raw text in -> pooled embedding out, tokenized in-graph (tensorflow-text
 SentencePiece, the same model), saved as SavedModels, reloaded with
 `tf.saved_model.load` and called through their signatures in one process on the
-same texts, each long enough to fill --seq_length tokens:
+same texts: rows long enough to fill --seq_length tokens, and short rows (the
+first --short_words words of the same paragraphs, as a query or a title would be):
 
   albert_tf  `python -m albert_tf.export`'s serving/NAME/1 `serving_default`: the
              original ALBERT normalization (whitespace, quotes, NFKD, accents,
@@ -113,6 +114,8 @@ def main():
     parser.add_argument("--seq_length", type=int, default=128, help="tokens per request row (default 128)")
     parser.add_argument("--calls_batch1", type=int, default=30, help="timed calls per model at batch 1 (default 30)")
     parser.add_argument("--calls_batch32", type=int, default=6, help="timed calls per model at batch 32 (default 6)")
+    parser.add_argument("--short_words", type=int, default=16,
+                        help="words per short request row (default 16); 0 leaves the short rows out")
     parser.add_argument("--warmup", type=int, default=2, help="untimed calls per model and batch first (default 2)")
     parser.add_argument("--json", help="also write the results to this JSON file")
     parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
@@ -159,9 +162,17 @@ def main():
     assert set(ours_lengths) == set(peer_lengths) == {args.seq_length}, (ours_lengths, peer_lengths)
     setup_seconds = time.perf_counter() - started
 
+    short_texts = [" ".join(p.split()[:args.short_words]) for p in paragraphs[:32]]
+    short_tokens = (tf.saved_model.load(ours_paths["preprocessing"])(tf.constant(short_texts))["input_mask"]
+                    .numpy().sum(1)) if args.short_words else None
+    kinds = [("full", paragraphs, f"{args.seq_length} (full)")]
+    if args.short_words:
+        kinds.append(("short", short_texts, f"{short_tokens.min()}-{short_tokens.max()} ({args.short_words} words)"))
+
     records, rows = [], []
-    for batch, calls in ((1, args.calls_batch1), (32, args.calls_batch32)):
-        texts = tf.constant(paragraphs[:batch])
+    for (kind, source, tokens), (batch, calls) in ((k, b) for k in kinds
+                                                    for b in ((1, args.calls_batch1), (32, args.calls_batch32))):
+        texts = tf.constant(source[:batch])
         for function in implementations.values():
             time_calls(function, texts, args.warmup)
         timings = {name: [] for name in implementations}
@@ -171,19 +182,21 @@ def main():
         peer_p50 = percentile(timings["KerasHub"], 0.5)
         for name, seconds in timings.items():
             p50, p99 = percentile(seconds, 0.5), percentile(seconds, 0.99)
-            records.append({"implementation": name, "batch": batch, "calls": calls, "p50_ms": p50 * 1e3,
+            records.append({"implementation": name, "rows": kind, "tokens_per_row": tokens, "batch": batch,
+                            "calls": calls, "p50_ms": p50 * 1e3,
                             "p99_ms": p99 * 1e3, "texts_per_second_at_p50": batch / p50,
                             "p50_speedup_vs_keras_hub": peer_p50 / p50})
-            rows.append(f"| {name} | {batch} | {calls} | {p50 * 1e3:,.1f} | {p99 * 1e3:,.1f} | {batch / p50:,.1f} | "
+            rows.append(f"| {name} | {tokens} | {batch} | {calls} | {p50 * 1e3:,.1f} | {p99 * 1e3:,.1f} | {batch / p50:,.1f} | "
                         f"{peer_p50 / p50:.2f}x |")
-        print(f"batch {batch} done", flush=True)
+        print(f"{kind} rows, batch {batch} done", flush=True)
 
     load = os.getloadavg()[1]  # other processes' share of the CPU shows in every figure
     header = (f"{args.preset} (random weights, vocab {config.vocab_size}), seq {args.seq_length}, raw text in -> pooled "
               f"embedding, TF {tf.__version__}, {os.cpu_count()} CPU cores (5-minute load average at the end: "
               f"{load:.1f}); {args.warmup} warm-up calls, then calls interleaved in 2 rounds.\n\n"
-              "| implementation | batch | calls | p50 ms | p99 ms | texts/s at p50 | p50 speed vs KerasHub |\n"
-              "|---|---|---|---|---|---|---|\n")
+              "| implementation | tokens per row | batch | calls | p50 ms | p99 ms | texts/s at p50 | "
+              "p50 speed vs KerasHub |\n"
+              "|---|---|---|---|---|---|---|---|\n")
     text = (header + "\n".join(rows) + f"\n\n{time.perf_counter() - started:.0f} s in all, {setup_seconds:.0f} s of "
             f"it SentencePiece training and the two exports; SentencePiece trained on {corpus_source}.\n")
     print("\n" + text)

@@ -17,6 +17,10 @@ the median sequences/s is reported with its ratio to albert_tf fp32.
 
 Model FLOPs per sequence use the standard 6 * (dense matmul parameters applied
 per token) * tokens + attention terms, counting the shared block once per layer.
+Model-FLOPs utilization (MFU) divides the achieved FLOP/s by a matmul peak
+measured in the same run, in its own process between the configurations: the
+best of TensorFlow float32 (and bfloat16) matmuls of a few large square sizes
+on all cores, the most this machine's TensorFlow gets out of a matmul.
 """
 
 import argparse
@@ -72,6 +76,24 @@ def time_steps(step, steps, warmup):
     for _ in range(steps):
         step()
     return time.perf_counter() - start
+
+
+def matmul_peak(precision, sizes=(1024, 2048, 3072), repeats=5):
+    """FLOP/s of the fastest TensorFlow matmul among `sizes` (square, on all cores)."""
+    import tensorflow as tf
+
+    dtype = tf.bfloat16 if precision == "bf16" else tf.float32
+    best = 0.0
+    for n in sizes:
+        a = tf.cast(tf.random.stateless_normal([n, n], seed=[1, 2]), dtype)
+        b = tf.cast(tf.random.stateless_normal([n, n], seed=[3, 4]), dtype)
+        matmul = tf.function(lambda x, y: tf.reduce_sum(tf.cast(tf.matmul(x, y)[:1, :1], tf.float32)))
+        matmul(a, b).numpy()
+        for _ in range(repeats):
+            start = time.perf_counter()
+            matmul(a, b).numpy()
+            best = max(best, 2 * n ** 3 / (time.perf_counter() - start))
+    return best
 
 
 def run_albert_tf(config, batch, precision, xla, steps):
@@ -161,6 +183,9 @@ def worker(args):
     from albert_tf.albert_config import AlbertConfig
 
     peer, precision, xla = args.worker.split(":")
+    if peer == "peak":
+        print("RESULT " + json.dumps({"flops_per_second": matmul_peak(precision)}))
+        return
     config = AlbertConfig.from_name_or_path(args.preset)
     batch = random_batch(config, args.batch_size, args.seq_length)
     runner = {"albert_tf": run_albert_tf, "keras_hub": run_keras_hub, "huggingface": run_huggingface}[peer]
@@ -203,7 +228,21 @@ def main():
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO}
     rates = {c: [] for c in configs}
     timed_out = set()
+    peaks = {precision: [] for precision in sorted({c[1] for c in configs})}
+
+    def measure_peaks(round_index):
+        for precision, values in peaks.items():
+            result = subprocess.run([sys.executable, __file__, f"--worker=peak:{precision}:noxla"],
+                                    capture_output=True, text=True, env=env)
+            line = [x for x in result.stdout.splitlines() if x.startswith("RESULT ")]
+            if result.returncode or not line:
+                print(f"matmul peak {precision}: failed\n{result.stderr[-2000:]}", file=sys.stderr)
+                continue
+            values.append(json.loads(line[0][7:])["flops_per_second"])
+            print(f"round {round_index + 1}: matmul peak {precision}: {values[-1] / 1e9:.0f} GFLOP/s", flush=True)
+
     for round_index in range(args.rounds):
+        measure_peaks(round_index)
         for peer, precision, xla in configs:
             spec = spec_of(peer, precision, xla)
             if (peer, precision, xla) in timed_out:
@@ -237,22 +276,28 @@ def main():
             continue
         median = statistics.median(values)
         ratio = f"{median / baseline:.2f}" if baseline else "n/a"
+        peak = max(peaks.get(precision) or [0.0])
+        mfu = f"{100 * median * flops / peak:.0f}%" if peak else "n/a"
         rows.append(f"| {peer} | {precision} | {'on' if xla else 'off'} | {median:.2f} | {ratio} | "
-                    f"{median * flops / 1e9:.0f} |")
-        records.append({"peer": peer, "precision": precision, "xla": xla, "sequences_per_second": values})
+                    f"{median * flops / 1e9:.0f} | {mfu} |")
+        records.append({"peer": peer, "precision": precision, "xla": xla, "sequences_per_second": values,
+                        "mfu": median * flops / peak if peak else None})
     left_out = f"; left out (--skip): {', '.join(sorted(skipped))}" if skipped else ""
+    peak_text = ", ".join(f"{precision} {max(values) / 1e9:.0f}" for precision, values in peaks.items() if values)
     text = (f"{args.preset}, batch {args.batch_size}, seq {args.seq_length}, {PREDICTIONS} masked positions, "
             f"{os.cpu_count()} CPU cores; median of {args.rounds} rounds x {args.steps} steps; "
-            f"{flops / 1e9:.1f} GFLOP per training sequence{left_out}\n\n"
-            "| implementation | precision | XLA | sequences/s | vs albert_tf fp32 | achieved GFLOP/s |\n"
-            "|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+            f"{flops / 1e9:.1f} GFLOP per training sequence; matmul peak measured in this run (GFLOP/s, best of "
+            f"{args.rounds} rounds): {peak_text or 'n/a'}{left_out}\n\n"
+            "| implementation | precision | XLA | sequences/s | vs albert_tf fp32 | achieved GFLOP/s | MFU |\n"
+            "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     print("\n" + text)
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "train_step.md"), "w") as f:
         f.write(text)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "flops_per_sequence": flops, "results": records}, f, indent=2)
+            json.dump({"args": vars(args), "flops_per_sequence": flops, "matmul_peak_flops_per_second": peaks,
+                       "results": records}, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -186,3 +186,45 @@ def test_sequences_longer_than_the_position_table_fail():
     encoder = AlbertEncoder(TINY)
     with pytest.raises(ValueError, match="Sequence length 40 exceeds max_position_embeddings 32"):
         encoder(random_inputs(seq=40))
+
+
+@pytest.mark.parametrize("overrides", [
+    {}, {"sharing": "none"}, {"sharing": "attention"}, {"sharing": "ffn"},
+    {"num_hidden_groups": 1, "inner_group_num": 2},
+])
+def test_pretraining_logits_equal_the_full_models_outputs(overrides):
+    """The last layer computed at [CLS] and the masked positions only gives the full model's logits, and
+    the same loss gradients for every variable (padding, repeated positions and position 0 included)."""
+    keras.utils.set_random_seed(3)
+    pretrainer = AlbertPretrainer(dataclasses.replace(TINY, **overrides), max_predictions_per_seq=4)
+    inputs = random_inputs(seq=10, pad_from=8)
+    inputs["masked_lm_positions"] = np.array([[1, 4, 7, 0], [2, 2, 5, 9], [0, 3, 6, 8]], np.int32)
+    full = pretrainer(inputs)
+    fast = pretrainer.pretraining_logits(inputs)
+    for name in ("mlm_logits", "sop_logits"):
+        np.testing.assert_allclose(fast[name].numpy(), full[name].numpy(), rtol=1e-5, atol=1e-5)
+
+    def gradients(forward):
+        with tf.GradientTape() as tape:
+            outputs = forward()
+            loss = tf.reduce_sum(outputs["mlm_logits"] ** 2) + tf.reduce_sum(outputs["sop_logits"] ** 2)
+        return tape.gradient(loss, pretrainer.trainable_variables)
+
+    for fast_gradient, full_gradient, variable in zip(gradients(lambda: pretrainer.pretraining_logits(inputs)),
+                                                      gradients(lambda: pretrainer(inputs)),
+                                                      pretrainer.trainable_variables):
+        if full_gradient is None:
+            assert fast_gradient is None, variable.path
+            continue
+        np.testing.assert_allclose(tf.convert_to_tensor(fast_gradient).numpy(),
+                                   tf.convert_to_tensor(full_gradient).numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=variable.path)
+
+
+def test_last_layer_rows_are_the_sequence_outputs_rows():
+    encoder = AlbertEncoder(TINY)
+    inputs = random_inputs(seq=10)
+    positions = np.array([[0, 9], [5, 5], [3, 1]], np.int32)
+    rows = encoder.last_layer_rows(inputs, positions)
+    expected = tf.gather(encoder(inputs)["sequence_output"], positions, batch_dims=1)
+    np.testing.assert_allclose(rows.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)

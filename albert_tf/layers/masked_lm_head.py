@@ -53,6 +53,10 @@ class MaskedLMHead(keras.layers.Layer):
 
     def call(self, sequence_output, masked_lm_positions):
         masked = tf.gather(sequence_output, tf.cast(masked_lm_positions, tf.int32), batch_dims=1)
+        return self.logits_of_rows(masked)
+
+    def logits_of_rows(self, masked):
+        """Logits from hidden states already gathered at the masked positions ([batch, P, H])."""
         transformed = self.layer_norm(self.activation(self.transform_dense(masked)))
         table = tf.cast(self.embeddings.word_embeddings, self.compute_dtype)
         logits = tf.matmul(tf.cast(transformed, self.compute_dtype), table, transpose_b=True)

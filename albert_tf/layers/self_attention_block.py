@@ -23,8 +23,13 @@ class SelfAttentionBlock(keras.layers.Layer):
       hidden_states: [batch, seq, hidden_size].
       attention_bias: float32 [batch, 1, 1, seq], 0 for real keys and
         ATTENTION_MASK_BIAS for padding.
+      query_positions: optional int32 [batch, n]: compute only these rows of the
+        output (attending over every position), as pretraining's last layer
+        needs only the masked positions and [CLS]. The rows equal the same rows
+        of the full output.
 
-    Returns float32 [batch, seq, hidden_size].
+    Returns float32 [batch, seq, hidden_size], or [batch, n, hidden_size] with
+    `query_positions`.
     """
 
     def __init__(
@@ -69,17 +74,34 @@ class SelfAttentionBlock(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         super().build(input_shape)
 
-    def call(self, hidden_states, attention_bias, training=None):
+    def call(self, hidden_states, attention_bias, training=None, query_positions=None):
         batch_size = tf.shape(hidden_states)[0]
         seq_length = tf.shape(hidden_states)[1]
         inputs = tf.cast(hidden_states, self.compute_dtype)
 
         # Variables read inside call are autocast to the compute dtype.
-        qkv_kernel = tf.concat([self.query.kernel, self.key.kernel, self.value.kernel], axis=1)
-        qkv_bias = tf.concat([self.query.bias, self.key.bias, self.value.bias], axis=0)
-        qkv = tf.matmul(tf.reshape(inputs, [-1, self.hidden_size]), qkv_kernel) + qkv_bias
-        qkv = tf.reshape(qkv, [batch_size, seq_length, 3, self.num_attention_heads, self.head_size])
-        query, key, value = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]), num=3)
+        if query_positions is None:
+            qkv_kernel = tf.concat([self.query.kernel, self.key.kernel, self.value.kernel], axis=1)
+            qkv_bias = tf.concat([self.query.bias, self.key.bias, self.value.bias], axis=0)
+            qkv = tf.matmul(tf.reshape(inputs, [-1, self.hidden_size]), qkv_kernel) + qkv_bias
+            qkv = tf.reshape(qkv, [batch_size, seq_length, 3, self.num_attention_heads, self.head_size])
+            query, key, value = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]), num=3)
+            residual = hidden_states
+            num_queries = seq_length
+        else:
+            # Only the rows at `query_positions` are asked for: keys and values still come from every
+            # position, queries (and everything after attention) from those rows alone.
+            query_positions = tf.cast(query_positions, tf.int32)
+            residual = tf.gather(hidden_states, query_positions, batch_dims=1)
+            num_queries = tf.shape(query_positions)[1]
+            kv_kernel = tf.concat([self.key.kernel, self.value.kernel], axis=1)
+            kv_bias = tf.concat([self.key.bias, self.value.bias], axis=0)
+            kv = tf.matmul(tf.reshape(inputs, [-1, self.hidden_size]), kv_kernel) + kv_bias
+            kv = tf.reshape(kv, [batch_size, seq_length, 2, self.num_attention_heads, self.head_size])
+            key, value = tf.unstack(tf.transpose(kv, [2, 0, 3, 1, 4]), num=2)
+            query = self.query(tf.cast(residual, self.compute_dtype))
+            query = tf.transpose(tf.reshape(query, [batch_size, num_queries, self.num_attention_heads,
+                                                    self.head_size]), [0, 2, 1, 3])
 
         query = query * tf.cast(self.head_size**-0.5, query.dtype)
         scores = tf.matmul(query, key, transpose_b=True)
@@ -89,12 +111,15 @@ class SelfAttentionBlock(keras.layers.Layer):
         probabilities = tf.nn.softmax(scores, axis=-1)
         probabilities = self.attention_dropout(probabilities, training=training)
         context = tf.matmul(tf.cast(probabilities, value.dtype), value)
-        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch_size, seq_length, self.hidden_size])
+        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch_size, num_queries, self.hidden_size])
 
         attention_output = self.output_dropout(self.output_dense(context), training=training)
-        return self.layer_norm(tf.cast(hidden_states, tf.float32) + tf.cast(attention_output, tf.float32))
+        return self.layer_norm(tf.cast(residual, tf.float32) + tf.cast(attention_output, tf.float32))
 
-    def compute_output_spec(self, hidden_states, attention_bias, training=None):
+    def compute_output_spec(self, hidden_states, attention_bias, training=None, query_positions=None):
+        if query_positions is not None:
+            return keras.KerasTensor((hidden_states.shape[0], query_positions.shape[1], hidden_states.shape[2]),
+                                     dtype="float32")
         return keras.KerasTensor(hidden_states.shape, dtype="float32")
 
     def get_config(self):

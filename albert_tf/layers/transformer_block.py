@@ -19,8 +19,11 @@ class TransformerBlock(keras.layers.Layer):
     Call arguments:
       hidden_states: [batch, seq, hidden_size].
       attention_bias: float32 [batch, 1, 1, seq] additive mask.
+      query_positions: optional int32 [batch, n]: only these output rows (see
+        `SelfAttentionBlock`).
 
-    Returns float32 [batch, seq, hidden_size].
+    Returns float32 [batch, seq, hidden_size] ([batch, n, hidden_size] with
+    `query_positions`).
 
     >>> block = TransformerBlock(hidden_size=16, num_attention_heads=2, intermediate_size=32)
     >>> block(keras.ops.zeros((1, 4, 16)), keras.ops.zeros((1, 1, 1, 4))).shape
@@ -72,12 +75,14 @@ class TransformerBlock(keras.layers.Layer):
                 sublayer.build(input_shape)
         super().build(input_shape)
 
-    def call(self, hidden_states, attention_bias, training=None):
-        attention_output = self.attention_block(hidden_states, attention_bias, training=training)
+    def call(self, hidden_states, attention_bias, training=None, query_positions=None):
+        attention_output = self.attention_block(hidden_states, attention_bias, training=training,
+                                                query_positions=query_positions)
         return self.feed_forward_block(attention_output, training=training)
 
-    def compute_output_spec(self, hidden_states, attention_bias, training=None):
-        return keras.KerasTensor(hidden_states.shape, dtype="float32")
+    def compute_output_spec(self, hidden_states, attention_bias, training=None, query_positions=None):
+        return self.attention_block.compute_output_spec(hidden_states, attention_bias,
+                                                        query_positions=query_positions)
 
     def get_config(self):
         # A shared sublayer is a reference to another layer's object, which a

@@ -1,6 +1,7 @@
 """`AlbertPretrainer`: the encoder with its masked-LM and sentence-order heads."""
 
 import keras
+import tensorflow as tf
 
 from albert_tf.albert_config import AlbertConfig
 
@@ -21,7 +22,8 @@ class AlbertPretrainer(AlbertTaskModel, keras.Model):
     [batch, H], `mlm_logits` [batch, P, V], `sop_logits` [batch, 2].
 
     The SOP head is a single dense layer on the pooled output, as in the
-    original (no extra dense + tanh).
+    original (no extra dense + tanh). `pretraining_logits` computes the two
+    logits alone, faster (training uses it).
 
     >>> pretrainer = AlbertPretrainer(AlbertConfig.from_preset("albert_tiny"))
     >>> pretrainer.encoder.albert_config.num_hidden_layers
@@ -73,3 +75,15 @@ class AlbertPretrainer(AlbertTaskModel, keras.Model):
         # === Config ===
         self.seq_length = seq_length
         self.max_predictions_per_seq = max_predictions_per_seq
+
+    def pretraining_logits(self, inputs, training=None):
+        """{"mlm_logits", "sop_logits"} as the model's outputs, computing the last layer only at [CLS]
+        and the masked positions (`AlbertEncoder.last_layer_rows`): what training and evaluation need,
+        without the sequence output they never read."""
+        positions = tf.cast(inputs["masked_lm_positions"], tf.int32)
+        first_token = tf.zeros_like(positions[:, :1])
+        rows = self.encoder.last_layer_rows({name: inputs[name] for name in ENCODER_INPUTS},
+                                            tf.concat([first_token, positions], axis=1), training=training)
+        pooled_output = self.encoder.pool(rows[:, 0, :])
+        return {"mlm_logits": self.masked_lm_head.logits_of_rows(rows[:, 1:, :]),
+                "sop_logits": self.sentence_order_head(pooled_output)}

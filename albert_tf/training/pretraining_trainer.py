@@ -86,7 +86,7 @@ class PretrainingTrainer:
     def _forward_backward_fn(self, batch, global_masked_weight):
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            outputs = self.model({name: batch[name] for name in MODEL_INPUTS}, training=True)
+            outputs = self.model.pretraining_logits({name: batch[name] for name in MODEL_INPUTS}, training=True)
             sums = batch_sums(outputs, batch)
             loss = replica_loss(sums, global_masked_weight, self.global_batch_size, self.sentence_loss_weight)
             if self.loss_scaling:
@@ -155,7 +155,7 @@ class PretrainingTrainer:
         return self.strategy.experimental_distribute_values_from_function(replica_slice)
 
     def _eval_replica_step(self, batch):
-        outputs = self.model({name: batch[name] for name in MODEL_INPUTS}, training=False)
+        outputs = self.model.pretraining_logits({name: batch[name] for name in MODEL_INPUTS}, training=False)
         return batch_sums(outputs, batch)
 
     def _eval_step_fn(self, batch):
