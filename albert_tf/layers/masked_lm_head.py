@@ -59,7 +59,12 @@ class MaskedLMHead(keras.layers.Layer):
         """Logits from hidden states already gathered at the masked positions ([batch, P, H])."""
         transformed = self.layer_norm(self.activation(self.transform_dense(masked)))
         table = tf.cast(self.embeddings.word_embeddings, self.compute_dtype)
-        logits = tf.matmul(tf.cast(transformed, self.compute_dtype), table, transpose_b=True)
+        # One [batch*P, E] x [E, V] matmul: a batched matmul against the broadcast table ran as
+        # `batch` small matmuls, and its table gradient as `batch` products plus a sum (~25% of
+        # albert_small's training step on a 2-core CPU, against ~3% for the 2-D form).
+        rows = tf.reshape(tf.cast(transformed, self.compute_dtype), [-1, self.embeddings.embedding_size])
+        logits = tf.reshape(tf.matmul(rows, table, transpose_b=True),
+                            tf.concat([tf.shape(transformed)[:-1], [self.embeddings.vocab_size]], axis=0))
         return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
 
     def compute_output_spec(self, sequence_output, masked_lm_positions):

@@ -1,0 +1,175 @@
+r"""Where albert_tf's pretraining step spends its time, from the TensorFlow profiler.
+
+  python benchmarks/profile_step.py [--preset=albert_base_v2] [--batch_size=8] [--seq_length=128] \
+      [--steps=3] [--jit_compile] [--top=15] [--logdir=/tmp/albert_profile]
+
+Builds the PretrainingTrainer of benchmarks/train_step.py (random weights, one
+batch held in memory), warms it up, records --steps steps with
+tf.profiler.experimental, and reads the trace (the .xplane.pb TensorBoard's
+trace viewer shows, left in --logdir): every TensorFlow op's time on the
+executor threads, summed by kind (matmuls, attention softmax and the MLM
+cross-entropy, LayerNorm, GELU, gathers/scatters of the masked positions and
+embeddings, the optimizer update, casts, the rest) and by op. Op times overlap
+when ops run in parallel, so the shares are of the summed op time; the step's
+wall time is printed beside them. With --jit_compile the forward and backward
+pass run as one XLA cluster: its instructions (matmuls, fusions) are summed
+from the intra-op threads that run them.
+"""
+
+import argparse
+import collections
+import glob
+import os
+import re
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+MATMULS = {"MatMul", "BatchMatMulV2", "BatchMatMulV3", "_MklMatMul", "_FusedMatMul", "_MklBatchMatMulV2",
+           "_MklFusedMatMul", "Einsum", "_MklEinsum"}
+GATHER_SCATTER = {"GatherV2", "ResourceGather", "GatherNd", "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd",
+                  "TensorScatterUpdate", "ResourceScatterAdd", "SparseSegmentSum", "Unique"}
+
+
+def category(scope, op_type):
+    """The kind of work an op does, from its type and name scope."""
+    if op_type == "XLA":
+        return xla_category(XLA_INSTRUCTION.match(scope).group(1))
+    if "/lamb/" in scope or "/adamw/" in scope or "/adam_weight_decay" in scope or "clip" in scope:
+        return "optimizer update (incl. gradient clipping)"
+    if op_type in MATMULS:
+        return "matmul"
+    if op_type in ("Softmax", "SoftmaxGrad") or "Softmax" in op_type:
+        return "softmax / cross-entropy"
+    if "layer_norm" in scope:
+        return "LayerNorm"
+    if "Gelu" in scope or "gelu" in scope or op_type in ("Tanh", "TanhGrad", "Erf", "Pow"):
+        return "activations (GELU, tanh)"
+    if op_type in GATHER_SCATTER or "Gather" in op_type or "Scatter" in op_type:
+        return "gather / scatter"
+    if op_type == "Cast":
+        return "casts"
+    if op_type in ("Transpose", "Reshape", "ConcatV2", "Pack", "Unpack", "Split", "StridedSlice", "Slice",
+                   "StridedSliceGrad", "Tile", "Identity"):
+        return "layout (transpose, concat, slice)"
+    if op_type.startswith("_XlaRun") or op_type in ("XlaLaunch", "_XlaCompile"):
+        return "XLA cluster (forward + backward)"
+    return "other elementwise / reductions"
+
+
+XLA_INSTRUCTION = re.compile(r"^([A-Za-z_\-]+)\.\d+$")
+
+
+def xla_category(kind):
+    """The kind of work of an XLA:CPU instruction (thunk), from its name."""
+    kind = kind.lower()
+    if kind in ("matmul", "dot", "convolution", "custom-call"):
+        return "XLA: matmul"
+    if "fusion" in kind:
+        return "XLA: fused elementwise (GELU, softmax, LayerNorm, cross-entropy, ...)"
+    if kind in ("gather", "scatter", "dynamic-slice", "dynamic-update-slice"):
+        return "XLA: gather / scatter"
+    return f"XLA: {kind}"
+
+
+def op_times(xplane_path):
+    """{(scope, op type): seconds} summed over the executor threads of the host plane; XLA:CPU
+    instructions (run on the intra-op threads) as (instruction, "XLA")."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    with open(xplane_path, "rb") as f:
+        space.ParseFromString(f.read())
+    times = collections.Counter()
+    for plane in space.planes:
+        if plane.name != "/host:CPU":
+            continue
+        for line in plane.lines:
+            if line.name.startswith("tf_numa") or line.name.startswith("tf_XLA"):
+                for event in line.events:
+                    match = XLA_INSTRUCTION.match(plane.event_metadata[event.metadata_id].name)
+                    if match:
+                        times[(plane.event_metadata[event.metadata_id].name, "XLA")] += event.duration_ps / 1e12
+                continue
+            if not line.name.startswith("tf_Compute"):
+                continue
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                if ":" not in name or "::" in name:  # executor and thread-pool bookkeeping, not ops
+                    continue
+                scope, op_type = name.rsplit(":", 1)
+                times[(scope, op_type)] += event.duration_ps / 1e12
+    return times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="albert_base_v2", help="preset name or albert_config JSON")
+    parser.add_argument("--vocab_size", type=int, default=None, help="override the preset's vocabulary size")
+    parser.add_argument("--batch_size", type=int, default=8, help="sequences per step")
+    parser.add_argument("--seq_length", type=int, default=128, help="tokens per sequence")
+    parser.add_argument("--steps", type=int, default=3, help="profiled steps (after 2 warm-up steps)")
+    parser.add_argument("--optimizer", default="lamb", choices=("lamb", "adamw"), help="optimizer of the step")
+    parser.add_argument("--jit_compile", action="store_true", help="XLA for the forward and backward pass")
+    parser.add_argument("--top", type=int, default=15, help="ops listed individually")
+    parser.add_argument("--logdir", default="/tmp/albert_profile", help="where the trace goes (TensorBoard)")
+    args = parser.parse_args()
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    from albert_tf.albert_config import AlbertConfig
+    from albert_tf.models.albert_pretrainer import AlbertPretrainer
+    from albert_tf.optimization import create_optimizer
+    from albert_tf.training.pretraining_trainer import PretrainingTrainer
+    from train_step import PREDICTIONS, random_batch, train_flops_per_sequence
+
+    config = AlbertConfig.from_name_or_path(args.preset)
+    if args.vocab_size:
+        config = AlbertConfig.from_dict({**config.to_dict(), "vocab_size": args.vocab_size})
+    batch = random_batch(config, args.batch_size, args.seq_length)
+    model = AlbertPretrainer(config, seq_length=args.seq_length, max_predictions_per_seq=PREDICTIONS)
+    optimizer = create_optimizer(1e-4, 1000, 10, optimizer=args.optimizer, gradients_are_aggregated=True)
+    trainer = PretrainingTrainer(tf.distribute.get_strategy(), model, optimizer, args.batch_size,
+                                 jit_compile=args.jit_compile)
+    iterator = iter(tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat())
+    trainer.train_loop(iterator, tf.constant(2))[0]["sequences"].numpy()
+    start = time.perf_counter()
+    trainer.train_loop(iterator, tf.constant(args.steps))[0]["sequences"].numpy()
+    unprofiled = (time.perf_counter() - start) / args.steps
+
+    logdir = os.path.join(args.logdir, time.strftime("%Y%m%d-%H%M%S"))
+    tf.profiler.experimental.start(logdir)
+    start = time.perf_counter()
+    trainer.train_loop(iterator, tf.constant(args.steps))[0]["sequences"].numpy()
+    profiled = (time.perf_counter() - start) / args.steps
+    tf.profiler.experimental.stop()
+    paths = glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)
+    if not paths:
+        sys.exit(f"the profiler wrote no trace under {logdir}")
+    times = op_times(paths[0])
+    total = sum(times.values())
+
+    by_category = collections.Counter()
+    for (scope, op_type), seconds in times.items():
+        by_category[category(scope, op_type)] += seconds
+    flops = train_flops_per_sequence(config, args.seq_length) * args.batch_size
+    print(f"\n{args.preset} (vocab {config.vocab_size}), batch {args.batch_size}, seq {args.seq_length}, "
+          f"{args.optimizer}, XLA {'on' if args.jit_compile else 'off'}, {os.cpu_count()} CPU cores: "
+          f"{unprofiled * 1e3:.0f} ms per step unprofiled ({flops / unprofiled / 1e9:.0f} GFLOP/s of model FLOPs), "
+          f"{profiled * 1e3:.0f} ms profiled; summed op time {total / args.steps * 1e3:.0f} ms per step.\n")
+    print("| kind of work | ms per step | share of op time |\n|---|---|---|")
+    for name, seconds in by_category.most_common():
+        print(f"| {name} | {seconds / args.steps * 1e3:.1f} | {100 * seconds / total:.1f}% |")
+    print(f"\nTop {args.top} ops:\n\n| op | type | ms per step | share |\n|---|---|---|---|")
+    for (scope, op_type), seconds in times.most_common(args.top):
+        short = scope.split("StatefulPartitionedCall/")[-1].split("while/cond_1/")[-1]
+        print(f"| {short[-90:]} | {op_type} | {seconds / args.steps * 1e3:.1f} | {100 * seconds / total:.1f}% |")
+    print(f"\nTrace: {logdir} (tensorboard --logdir {args.logdir}, Profile tab)")
+
+
+if __name__ == "__main__":
+    main()
