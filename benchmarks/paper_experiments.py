@@ -36,6 +36,7 @@ import argparse
 import collections
 import json
 import os
+import subprocess
 import sys
 import types
 
@@ -162,6 +163,14 @@ def figure2(work, finished, results_dir):
         return json.load(f)
 
 
+def parameter_tables():
+    """`python -m albert_tf.params --format=markdown`: every preset (Table 2), then Table 3's E sweep."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO}
+    result = subprocess.run([sys.executable, "-m", "albert_tf.params", "--format=markdown"], capture_output=True,
+                            text=True, env=env, cwd=REPO, check=True)
+    return result.stdout.strip()
+
+
 def percent(value):
     return "" if value is None else f"{100 * value:.1f}"
 
@@ -218,6 +227,8 @@ def write_results(args, rows, figure):
     if figure:
         lines += ["Figure 2 on held-out text (per layer; `albert_tf.analyze`):", "",
                   "![L2](results/paper_figure2/figure2_l2.png) ![cosine](results/paper_figure2/figure2_cosine.png)", ""]
+    lines += ["Tables 2 and 3, parameter counts (no training; `python -m albert_tf.params --format=markdown`, "
+              "the paper's rounded figures in the Paper column):", "", parameter_tables(), ""]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(args.results_dir, "paper_experiments.md"), "w") as f:
         f.write(text)

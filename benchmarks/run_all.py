@@ -59,6 +59,11 @@ BENCHMARKS = [
      "--skip=huggingface:bf16:noxla",
      "Same architecture and shapes, one optimizer step per training step, each configuration in a fresh process, "
      "interleaved rounds, medians."),
+    ("step_overhead", "Small models: the share of the step outside the model",
+     "python benchmarks/step_overhead.py --presets=albert_tiny,albert_small --jit_compile",
+     "run_pretraining end to end (TFRecords from the built-in corpus, input pipeline, host loop, progress line, "
+     "TensorBoard summaries) against the same trainer on one batch held in memory, seq 64, batch 64, each in a "
+     "fresh process, interleaved rounds, medians."),
     ("serving_latency", "Serving latency vs KerasHub's exported model",
      "python benchmarks/serving_latency.py",
      "Raw text in, pooled embedding out, both as reloaded SavedModels with in-graph SentencePiece."),

@@ -142,7 +142,9 @@ def main():
     parser.add_argument("--batch_size", type=int, default=32, help="examples per step (default 32)")
     parser.add_argument("--glue_steps", type=int, default=500, help="GLUE training steps (default 500)")
     parser.add_argument("--learning_rate", type=float, default=1e-4, help="GLUE peak AdamW rate (default 1e-4)")
-    parser.add_argument("--squad_epochs", type=float, default=2.0, help="SQuAD training epochs (default 2)")
+    parser.add_argument("--squad_epochs", type=float, default=1.0,
+                        help="SQuAD training epochs (default 1: at seq 64 the 8,595 training questions are 59,675 "
+                        "windows, ~15 minutes per run on 2 CPU cores)")
     parser.add_argument("--squad_learning_rate", type=float, default=1e-4, help="SQuAD peak AdamW rate")
     parser.add_argument("--starts", default=",".join(STARTS),
                         help="comma-separated starts to run: 'pretrained', 'random init' (default both; the random "
@@ -202,8 +204,9 @@ def main():
     table = markdown_table(["task", "metric", "initialization", "seeds", "mean", "std", "range"], rows)
     title = (f"Fine-tuning from {args.pretrained} (hidden {config['hidden_size']}, {config['num_hidden_layers']} "
              f"layers, vocab {config['vocab_size']}) vs random init; seq {args.max_seq_length}, batch "
-             f"{args.batch_size}; GLUE {args.glue_steps} steps at lr {args.learning_rate:g}, SQuAD "
-             f"{args.squad_epochs:g} epochs at lr {args.squad_learning_rate:g}; seeds {args.seeds}. Train / eval "
+             f"{args.batch_size}; GLUE {args.glue_steps} steps at lr {args.learning_rate:g}"
+             + (f", SQuAD {args.squad_epochs:g} epoch(s) at lr {args.squad_learning_rate:g}" if "squad" in tasks else "")
+             + f"; seeds {args.seeds}. Train / eval "
              "examples: " + ", ".join(f"{task} {a:,} / {b:,}" for task, (a, b) in sizes.items()) + ".")
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "transfer.json"), "w") as f:
