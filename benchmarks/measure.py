@@ -57,3 +57,17 @@ def markdown_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def write_results(results_dir, name, text, record=None, json_path=None):
+    """Prints `text` and writes it to RESULTS_DIR/NAME.md; `record` goes to `json_path` (default
+    RESULTS_DIR/NAME.json) when given."""
+    import json
+
+    print("\n" + text)
+    os.makedirs(results_dir, exist_ok=True)
+    with open(os.path.join(results_dir, f"{name}.md"), "w") as f:
+        f.write(text)
+    if record is not None:
+        with open(json_path or os.path.join(results_dir, f"{name}.json"), "w") as f:
+            json.dump(record, f, indent=1)

@@ -28,6 +28,9 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from measure import write_results  # noqa: E402
 
 VOCAB_SIZE = 8000
 PREDICTIONS = 10
@@ -187,12 +190,7 @@ def main():
             f"{os.cpu_count()} CPU cores; median of {args.rounds} rounds x {args.loops * LOOP} steps\n\n"
             "| preset | model only (seq/s) | run_pretraining end to end (seq/s) | step time outside the model |\n"
             "|---|---|---|---|\n" + "\n".join(rows) + "\n")
-    print("\n" + text)
-    os.makedirs(args.results_dir, exist_ok=True)
-    with open(os.path.join(args.results_dir, "step_overhead.md"), "w") as f:
-        f.write(text)
-    with open(os.path.join(args.results_dir, "step_overhead.json"), "w") as f:
-        json.dump({"args": vars(args), "results": records}, f, indent=1)
+    write_results(args.results_dir, "step_overhead", text, {"args": vars(args), "results": records})
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from measure import write_results  # noqa: E402
 
 CONFIGS = [
     ("albert_tf", "fp32", False), ("albert_tf", "bf16", False), ("albert_tf", "fp32", True), ("albert_tf", "bf16", True),
@@ -293,14 +296,9 @@ def main():
             f"{args.rounds} rounds): {peak_text or 'n/a'}{left_out}\n\n"
             "| implementation | precision | XLA | sequences/s | vs albert_tf fp32 | achieved GFLOP/s | MFU |\n"
             "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
-    print("\n" + text)
-    os.makedirs(args.results_dir, exist_ok=True)
-    with open(os.path.join(args.results_dir, "train_step.md"), "w") as f:
-        f.write(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "flops_per_sequence": flops, "matmul_peak_flops_per_second": peaks,
-                       "results": records}, f, indent=2)
+    write_results(args.results_dir, "train_step", text,
+                  {"args": vars(args), "flops_per_sequence": flops, "matmul_peak_flops_per_second": peaks,
+                   "results": records} if args.json else None, json_path=args.json)
 
 
 if __name__ == "__main__":
