@@ -228,3 +228,37 @@ def test_last_layer_rows_are_the_sequence_outputs_rows():
     rows = encoder.last_layer_rows(inputs, positions)
     expected = tf.gather(encoder(inputs)["sequence_output"], positions, batch_dims=1)
     np.testing.assert_allclose(rows.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("model_kind", ["classifier", "multiple_choice"])
+def test_first_token_heads_train_on_the_same_outputs_and_gradients(model_kind):
+    """Classifier and multiple-choice training computes the last layer at [CLS] alone: same logits, same
+    gradients as the full model (dropout off, so both are deterministic)."""
+    from albert_tf.models.albert_classifier import AlbertClassifier
+    from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
+
+    keras.utils.set_random_seed(5)
+    config = dataclasses.replace(TINY, sharing="attention")
+    if model_kind == "classifier":
+        model = AlbertClassifier(config, num_labels=3, dropout=0.0)
+        inputs = random_inputs(seq=10, pad_from=7)
+    else:
+        model = AlbertMultipleChoice(config, num_choices=2, dropout=0.0).build_variables()
+        inputs = {name: value.reshape(3, 1, 10).repeat(2, 1) for name, value in random_inputs(seq=10).items()}
+        inputs["input_word_ids"][:, 1, 3] = 7  # the two choices differ
+    inputs = {name: tf.constant(value) for name, value in inputs.items()}
+
+    def loss_and_gradients(forward):
+        with tf.GradientTape() as tape:
+            logits = forward()["logits"]
+            loss = tf.reduce_sum(tf.sin(logits))
+        return logits, tape.gradient(loss, model.trainable_variables)
+
+    fast_logits, fast_gradients = loss_and_gradients(lambda: model.training_outputs(inputs, training=True))
+    full_logits, full_gradients = loss_and_gradients(lambda: model(inputs, training=True))
+    np.testing.assert_allclose(fast_logits.numpy(), full_logits.numpy(), rtol=1e-5, atol=1e-6)
+    for fast, full, variable in zip(fast_gradients, full_gradients, model.trainable_variables):
+        assert (fast is None) == (full is None), variable.path
+        if full is not None:
+            np.testing.assert_allclose(tf.convert_to_tensor(fast).numpy(), tf.convert_to_tensor(full).numpy(),
+                                       rtol=1e-4, atol=1e-6, err_msg=variable.path)

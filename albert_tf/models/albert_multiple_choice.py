@@ -34,9 +34,16 @@ class AlbertMultipleChoice(AlbertTaskModel, keras.Model):
         self.seq_length = seq_length
 
     def call(self, inputs, training=False):
+        return self._choice_logits(inputs, training, lambda flat: self.encoder(flat, training=training)["pooled_output"])
+
+    def training_outputs(self, inputs, training=True):
+        return self._choice_logits(inputs, training,
+                                   lambda flat: self.encoder.first_token_pooled_output(flat, training=training))
+
+    def _choice_logits(self, inputs, training, pooled_output):
         shape = ops.shape(inputs["input_word_ids"])
         flat = {name: ops.reshape(inputs[name], (-1, shape[-1])) for name in ENCODER_INPUTS}
-        pooled = self.encoder(flat, training=training)["pooled_output"]
+        pooled = pooled_output(flat)
         return {"logits": ops.reshape(self.scorer(self.dropout(pooled, training=training)), (-1, shape[1]))}
 
     def build_variables(self):

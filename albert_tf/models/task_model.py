@@ -15,6 +15,12 @@ class AlbertTaskModel:
 
     CONFIG_ATTRIBUTES: dict = {}
 
+    def training_outputs(self, inputs, training=True):
+        """The outputs the task's loss reads, computed for training. The same values as calling the
+        model; models whose head reads only the first token override it to compute the last layer
+        at that token alone (`AlbertEncoder.first_token_pooled_output`)."""
+        return self(inputs, training=training)
+
     @property
     def albert_config(self):
         return self.encoder.albert_config

@@ -136,6 +136,12 @@ class AlbertEncoder(keras.Model):
             hidden_states = block(hidden_states, attention_bias, training=training)
         return applied[-1](hidden_states, attention_bias, training=training, query_positions=positions)
 
+    def first_token_pooled_output(self, inputs, training=None):
+        """`pooled_output` with the last layer computed at the first token alone (what a classifier
+        head reads): the same values, ~(1 - 1/seq) of the last layer's query-side work skipped."""
+        first_token = keras.ops.zeros_like(inputs["input_word_ids"][:, :1])
+        return self.pool(self.last_layer_rows(inputs, first_token, training=training)[:, 0, :])
+
     def pool(self, first_token_hidden_states):
         """`pooled_output` from the final hidden states of the first token ([batch, H])."""
         return ops.cast(self.pooler(first_token_hidden_states), "float32")

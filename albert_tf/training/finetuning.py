@@ -103,10 +103,13 @@ def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate,
     dataset = (tf.data.Dataset.from_tensor_slices(arrays).shuffle(count, seed=seed).repeat()
                .batch(batch_size).prefetch(tf.data.AUTOTUNE))
 
+    # albert_tf's task models compute for training only what the loss reads (the same values).
+    forward = getattr(model, "training_outputs", None) or (lambda inputs, training: model(inputs, training=training))
+
     @tf.function
     def train_step(batch):
         with tf.GradientTape() as tape:
-            loss = loss_fn(batch, model({name: batch[name] for name in ENCODER_INPUTS}, training=True))
+            loss = loss_fn(batch, forward({name: batch[name] for name in ENCODER_INPUTS}, training=True))
         gradients = tape.gradient(loss, variables)
         pairs = [(tf.convert_to_tensor(g), v) for g, v in zip(gradients, variables) if g is not None]
         optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])
