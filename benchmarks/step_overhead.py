@@ -75,27 +75,17 @@ def config_file(work, preset, spm):
 
 def model_only(args):
     """Seconds per step of the trainer's loop on one in-memory batch."""
-    import numpy as np
     import tensorflow as tf
 
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.optimization import create_optimizer
     from albert_tf.training.pretraining_trainer import PretrainingTrainer
+    from train_step import random_batch
 
     config = AlbertConfig.from_json_file(args.config)
-    rng = np.random.default_rng(0)
     b, s = args.batch_size, args.seq_length
-    batch = {
-        "input_word_ids": rng.integers(5, config.vocab_size, (b, s)).astype("int32"),
-        "input_mask": np.ones((b, s), "int32"),
-        "input_type_ids": (np.arange(s)[None, :] >= s // 2).repeat(b, 0).astype("int32"),
-        "masked_lm_positions": np.sort(np.stack([rng.choice(np.arange(1, s), PREDICTIONS, replace=False)
-                                                 for _ in range(b)]), axis=1).astype("int32"),
-        "masked_lm_ids": rng.integers(5, config.vocab_size, (b, PREDICTIONS)).astype("int32"),
-        "masked_lm_weights": np.ones((b, PREDICTIONS), "float32"),
-        "sentence_order_labels": rng.integers(0, 2, (b,)).astype("int32"),
-    }
+    batch = random_batch(config, b, s, predictions=PREDICTIONS)
     strategy = tf.distribute.get_strategy()
     model = AlbertPretrainer(config, seq_length=s, max_predictions_per_seq=PREDICTIONS)
     optimizer = create_optimizer(5e-4, 100000, 1000, optimizer="adamw", gradients_are_aggregated=True)

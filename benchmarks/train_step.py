@@ -46,19 +46,19 @@ CONFIGS = [
 PREDICTIONS = 20
 
 
-def random_batch(config, batch_size, seq_length, seed=0):
+def random_batch(config, batch_size, seq_length, seed=0, predictions=PREDICTIONS):
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    positions = np.sort(np.stack([rng.choice(np.arange(1, seq_length), PREDICTIONS, replace=False)
+    positions = np.sort(np.stack([rng.choice(np.arange(1, seq_length), predictions, replace=False)
                                   for _ in range(batch_size)]), axis=1)
     return {
         "input_word_ids": rng.integers(5, config.vocab_size, (batch_size, seq_length)).astype("int32"),
         "input_mask": np.ones((batch_size, seq_length), "int32"),
         "input_type_ids": (np.arange(seq_length)[None, :] >= seq_length // 2).repeat(batch_size, 0).astype("int32"),
         "masked_lm_positions": positions.astype("int32"),
-        "masked_lm_ids": rng.integers(5, config.vocab_size, (batch_size, PREDICTIONS)).astype("int32"),
-        "masked_lm_weights": np.ones((batch_size, PREDICTIONS), "float32"),
+        "masked_lm_ids": rng.integers(5, config.vocab_size, (batch_size, predictions)).astype("int32"),
+        "masked_lm_weights": np.ones((batch_size, predictions), "float32"),
         "sentence_order_labels": rng.integers(0, 2, (batch_size,)).astype("int32"),
     }
 

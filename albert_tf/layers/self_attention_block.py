@@ -79,29 +79,17 @@ class SelfAttentionBlock(keras.layers.Layer):
         seq_length = tf.shape(hidden_states)[1]
         inputs = tf.cast(hidden_states, self.compute_dtype)
 
-        # Variables read inside call are autocast to the compute dtype.
         if query_positions is None:
-            qkv_kernel = tf.concat([self.query.kernel, self.key.kernel, self.value.kernel], axis=1)
-            qkv_bias = tf.concat([self.query.bias, self.key.bias, self.value.bias], axis=0)
-            qkv = tf.matmul(tf.reshape(inputs, [-1, self.hidden_size]), qkv_kernel) + qkv_bias
-            qkv = tf.reshape(qkv, [batch_size, seq_length, 3, self.num_attention_heads, self.head_size])
-            query, key, value = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]), num=3)
+            query, key, value = self._project_to_heads(inputs, (self.query, self.key, self.value))
             residual = hidden_states
             num_queries = seq_length
         else:
             # Only the rows at `query_positions` are asked for: keys and values still come from every
             # position, queries (and everything after attention) from those rows alone.
-            query_positions = tf.cast(query_positions, tf.int32)
-            residual = tf.gather(hidden_states, query_positions, batch_dims=1)
-            num_queries = tf.shape(query_positions)[1]
-            kv_kernel = tf.concat([self.key.kernel, self.value.kernel], axis=1)
-            kv_bias = tf.concat([self.key.bias, self.value.bias], axis=0)
-            kv = tf.matmul(tf.reshape(inputs, [-1, self.hidden_size]), kv_kernel) + kv_bias
-            kv = tf.reshape(kv, [batch_size, seq_length, 2, self.num_attention_heads, self.head_size])
-            key, value = tf.unstack(tf.transpose(kv, [2, 0, 3, 1, 4]), num=2)
-            query = self.query(tf.cast(residual, self.compute_dtype))
-            query = tf.transpose(tf.reshape(query, [batch_size, num_queries, self.num_attention_heads,
-                                                    self.head_size]), [0, 2, 1, 3])
+            residual = tf.gather(hidden_states, tf.cast(query_positions, tf.int32), batch_dims=1)
+            num_queries = tf.shape(residual)[1]
+            key, value = self._project_to_heads(inputs, (self.key, self.value))
+            (query,) = self._project_to_heads(tf.cast(residual, self.compute_dtype), (self.query,))
 
         query = query * tf.cast(self.head_size**-0.5, query.dtype)
         scores = tf.matmul(query, key, transpose_b=True)
@@ -115,6 +103,18 @@ class SelfAttentionBlock(keras.layers.Layer):
 
         attention_output = self.output_dropout(self.output_dense(context), training=training)
         return self.layer_norm(tf.cast(residual, tf.float32) + tf.cast(attention_output, tf.float32))
+
+    def _project_to_heads(self, inputs, projections):
+        """[batch, length, H] through each Dense of `projections` as one fused matmul -> one
+        [batch, heads, length, head_size] tensor per projection."""
+        batch_size, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
+        # Variables read inside call are autocast to the compute dtype.
+        kernel = tf.concat([dense.kernel for dense in projections], axis=1)
+        bias = tf.concat([dense.bias for dense in projections], axis=0)
+        projected = tf.matmul(tf.reshape(inputs, [-1, self.hidden_size]), kernel) + bias
+        projected = tf.reshape(projected, [batch_size, length, len(projections), self.num_attention_heads,
+                                           self.head_size])
+        return tf.unstack(tf.transpose(projected, [2, 0, 3, 1, 4]), num=len(projections))
 
     def compute_output_spec(self, hidden_states, attention_bias, training=None, query_positions=None):
         if query_positions is not None:
