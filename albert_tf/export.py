@@ -17,6 +17,7 @@ writes, all or nothing:
   OUTPUT_DIR/albert_tf.json, spm.model
 
 Serve with: docker run -p 8501:8501 -v OUTPUT_DIR/serving:/models -e MODEL_NAME=NAME tensorflow/serving
+(an export made with --serving_xla needs the server flag --xla_cpu_compilation_enabled=true)
 (request bodies: albert_tf.export_lib.serving_requests). Load in Python with
 `tf.saved_model.load(path)` after `import tensorflow_text`; albert_tf's `load_encoder(OUTPUT_DIR)`
 turns the encoder back into an AlbertEncoder (fine-tuning's --init_checkpoint accepts OUTPUT_DIR).
@@ -40,6 +41,15 @@ def define_flags():
     flags.DEFINE_string("serving_name", "albert", "Model name in the TF Serving layout serving/NAME/VERSION "
                         "(default albert).")
     flags.DEFINE_integer("serving_version", 1, "Model version in the TF Serving layout (default 1).")
+    flags.DEFINE_bool("serving_xla", False, "Run the TF Serving model's encoder and head as XLA programs (jit_compile): "
+                      "about 1.5x faster per request on CPU at albert_base; request shapes are padded up to buckets "
+                      "(lengths 16, 32, 64, ..., max_seq_length; batch 1, 2, 4, 8, then multiples of 8), each "
+                      "compiled on its first request. TF Serving must then run with "
+                      "--xla_cpu_compilation_enabled=true (default false: plain TF graphs, any server).")
+    flags.DEFINE_list("serving_outputs", None, "An encoder's or pretrainer's serving outputs, comma-separated: "
+                      "pooled_output (the [CLS] vector through the pooler), embedding (the L2-normalized mean of the "
+                      "token vectors). Default both; pooled_output alone computes the last layer at [CLS] only "
+                      "(~1/L of the encoder less per request). Classifiers and span labelers have fixed outputs.")
     flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir (default false: refuse).")
 
 
@@ -47,8 +57,8 @@ FLAGS = flags.FLAGS
 
 
 def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lower_case=True, serving_name="albert",
-           serving_version=1, overwrite=False):
-    """Writes the three SavedModels; returns {part: path}."""
+           serving_version=1, overwrite=False, serving_xla=False, serving_outputs=None):
+    """Writes the three SavedModels; returns {part: path}. `serving_xla`, `serving_outputs`: see the flags."""
     import tensorflow as tf
 
     from albert_tf.checkpoints.model_dir import METADATA_FILE, SPM_MODEL_FILE, find_spm_model, load_model
@@ -77,8 +87,12 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
                          f"({config.vocab_size}); "
                          "pass the SentencePiece model it was trained with (--spm_model_file)")
     encoder = getattr(model, "encoder", model)
+    # Checked before anything is written.
+    serving = ServingModule(tokenizer, max_seq_length, model, metadata, xla=serving_xla, outputs=serving_outputs)
     with staged_directory(output_dir, overwrite=overwrite) as staging:
-        metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case}
+        metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case, "serving_xla": serving_xla}
+        if metadata["model"] in ("encoder", "pretrainer"):
+            metadata["serving_outputs"] = list(serving.outputs)
         metadata_file = os.path.join(staging, METADATA_FILE)
         write_json_atomically(metadata_file, metadata)
         spm_copy = os.path.join(staging, SPM_MODEL_FILE)
@@ -93,7 +107,6 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
         preprocessor.trace()
         tf.saved_model.save(preprocessor, os.path.join(staging, "preprocessing"), signatures=preprocessor.signatures())
 
-        serving = ServingModule(tokenizer, max_seq_length, model, metadata)
         serving_dir = os.path.join(staging, "serving", serving_name, str(serving_version))
         tf.saved_model.save(serving, serving_dir, signatures=serving.signatures())
     return {"encoder": os.path.join(output_dir, "encoder"), "preprocessing": os.path.join(output_dir, "preprocessing"),
@@ -106,12 +119,15 @@ def main(argv):
     if not FLAGS.checkpoint or not FLAGS.output_dir:
         raise ValueError("--checkpoint and --output_dir required")
     paths = export(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.spm_model_file, FLAGS.max_seq_length,
-                   FLAGS.do_lower_case, FLAGS.serving_name, FLAGS.serving_version, FLAGS.overwrite)
+                   FLAGS.do_lower_case, FLAGS.serving_name, FLAGS.serving_version, FLAGS.overwrite,
+                   FLAGS.serving_xla, FLAGS.serving_outputs)
     print(f"Exported {FLAGS.checkpoint} to {os.path.abspath(FLAGS.output_dir)} (max_seq_length "
           f"{FLAGS.max_seq_length}): the TF Hub-style encoder in {paths['encoder']}, raw-text preprocessing in "
           f"{paths['preprocessing']}, and the TF Serving model in {paths['serving']} (signatures serving_default: "
           "text, optional text_b; serve_examples: serialized tf.Example). Check them with "
           f"`saved_model_cli show --all --dir {paths['serving']}`.")
+    if FLAGS.serving_xla:
+        print("The serving model's encoder is XLA-compiled: start TF Serving with --xla_cpu_compilation_enabled=true.")
     return 0
 
 

@@ -66,7 +66,7 @@ BENCHMARKS = [
      "fresh process, interleaved rounds, medians."),
     ("serving_latency", "Serving latency vs KerasHub's exported model",
      "python benchmarks/serving_latency.py",
-     "Raw text in, pooled embedding out, both as reloaded SavedModels with in-graph SentencePiece."),
+     "Raw text in, pooled embedding out, all as reloaded SavedModels with in-graph SentencePiece."),
     ("finetune_glue", "Does pretraining help? SST-2 and MRPC",
      "python benchmarks/finetune_glue.py --pretrained=/tmp/albert_learning_curve/pretrain",
      "The learning curve's checkpoint vs the same model from random init, same flags; dev sets split in halves."),

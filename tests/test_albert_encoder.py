@@ -254,7 +254,7 @@ def test_first_token_heads_train_on_the_same_outputs_and_gradients(model_kind):
             loss = tf.reduce_sum(tf.sin(logits))
         return logits, tape.gradient(loss, model.trainable_variables)
 
-    fast_logits, fast_gradients = loss_and_gradients(lambda: model.training_outputs(inputs, training=True))
+    fast_logits, fast_gradients = loss_and_gradients(lambda: model.head_outputs(inputs, training=True))
     full_logits, full_gradients = loss_and_gradients(lambda: model(inputs, training=True))
     np.testing.assert_allclose(fast_logits.numpy(), full_logits.numpy(), rtol=1e-5, atol=1e-6)
     for fast, full, variable in zip(fast_gradients, full_gradients, model.trainable_variables):

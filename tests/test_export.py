@@ -534,6 +534,96 @@ def test_serving_runs_the_encoder_on_the_longest_row_only(exported):
                                encoder(inputs, training=False)["pooled_output"], atol=1e-6, rtol=0)
 
 
+def test_xla_shape_buckets_pad_with_empty_rows_and_padded_keys():
+    import tensorflow as tf
+
+    from albert_tf.export_lib.serving_module import length_buckets, pad_to_buckets
+
+    assert length_buckets(128) == [16, 32, 64, 128]
+    assert length_buckets(100) == [16, 32, 64, 100]
+    assert length_buckets(16) == [16] and length_buckets(12) == [12]
+    rng = np.random.default_rng(0)
+    for (batch, length), padded in {(0, 1): (1, 16), (1, 5): (1, 16), (3, 17): (4, 32), (8, 64): (8, 64),
+                                    (9, 65): (16, 128), (17, 128): (24, 128), (24, 100): (24, 128)}.items():
+        inputs = {name: rng.integers(1, 50, (batch, length)).astype("int32")
+                  for name in ("input_word_ids", "input_mask", "input_type_ids")}
+        out = pad_to_buckets({name: tf.constant(value) for name, value in inputs.items()}, 128)
+        for name, value in out.items():
+            assert tuple(value.shape) == padded, (batch, length, name)
+            np.testing.assert_array_equal(value[:batch, :length], inputs[name])
+            assert int(tf.reduce_sum(tf.abs(value))) == int(np.abs(inputs[name]).sum())  # the rest is zeros
+
+
+def test_serving_xla_gives_the_plain_graphs_outputs(exported, task_exports, tmp_path):
+    """--serving_xla: the same outputs for every served kind, and the SavedModel marks the model part for XLA."""
+    import tensorflow as tf
+
+    from albert_tf.export_lib.serving_module import ServingModule
+    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+
+    tokenizer = TFAlbertTokenizer(exported["tokenizer"].model_proto)
+    texts = tf.constant(["the garden is green", "a window", "Ångström " * 40])  # batch 3 -> 4, length 32
+    texts_b = tf.constant(["it rains", "", "the river by the garden"])
+    kinds = {"pretrainer": (exported["model"], {"model": "pretrainer"}),
+             "classifier": (task_exports["classifier"], {"model": "classifier", "num_labels": len(LABELS),
+                                                         "label_names": LABELS}),
+             "span_labeler": (task_exports["labeler"], {"model": "span_labeler"})}
+    for kind, (model, metadata) in kinds.items():
+        modules = [ServingModule(tokenizer, SEQ, model, metadata, xla=xla) for xla in (False, True)]
+        plain, compiled = (module.serve(texts, texts_b) for module in modules)
+        assert set(plain) == set(compiled)
+        for name, value in plain.items():
+            if value.dtype.is_floating:
+                np.testing.assert_allclose(compiled[name], value, atol=1e-5, rtol=1e-5, err_msg=f"{kind} {name}")
+            else:
+                np.testing.assert_array_equal(compiled[name], value, err_msg=f"{kind} {name}")
+    plain, compiled = (ServingModule(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, xla=xla)
+                       for xla in (False, True))
+    np.testing.assert_allclose(compiled.serve(tf.constant(["a window"]))["pooled_output"],  # the length-16 bucket
+                               plain.serve(tf.constant(["a window"]))["pooled_output"], atol=1e-5, rtol=1e-5)
+
+    paths = export(exported["checkpoint"], str(tmp_path / "xla"), max_seq_length=SEQ, serving_xla=True)
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    with open(os.path.join(paths["serving"], "saved_model.pb"), "rb") as f:
+        functions = saved_model_pb2.SavedModel.FromString(f.read()).meta_graphs[0].graph_def.library.function
+    assert any(function.attr["_XlaMustCompile"].b for function in functions)
+    served = tf.saved_model.load(paths["serving"]).signatures["serving_default"](text=texts,
+                                                                                 text_b=tf.constant([""] * 3))
+    expected = plain.serve(texts)
+    for name in ("pooled_output", "embedding"):
+        np.testing.assert_allclose(served[name], expected[name], atol=1e-5, rtol=1e-5)
+
+
+def test_serving_outputs_pooled_alone(exported, task_exports, tmp_path):
+    """--serving_outputs=pooled_output: the same pooled vectors (last layer at [CLS] only), plain or XLA;
+    bad choices are refused before anything is written."""
+    import tensorflow as tf
+
+    from albert_tf.export_lib.serving_module import ServingModule
+    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+
+    tokenizer = TFAlbertTokenizer(exported["tokenizer"].model_proto)
+    texts = tf.constant(["the garden is green", "a window", "Ångström " * 40])
+    full = ServingModule(tokenizer, SEQ, exported["model"], {"model": "pretrainer"})
+    expected = full.serve(texts)["pooled_output"]
+    for xla in (False, True):
+        pooled = ServingModule(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, xla=xla,
+                               outputs=["pooled_output"])
+        out = pooled.serve(texts)
+        assert set(out) == {"pooled_output"}
+        np.testing.assert_allclose(out["pooled_output"], expected, atol=1e-5, rtol=1e-5)
+    embedding_only = ServingModule(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, outputs=["embedding"])
+    np.testing.assert_allclose(embedding_only.serve(texts)["embedding"], full.serve(texts)["embedding"], atol=1e-6)
+
+    with pytest.raises(ValueError, match="choose from pooled_output, embedding"):
+        export(exported["checkpoint"], str(tmp_path / "bad"), max_seq_length=SEQ, serving_outputs=["cls"])
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(ValueError, match="outputs are fixed"):
+        ServingModule(tokenizer, SEQ, task_exports["classifier"],
+                      {"model": "classifier", "num_labels": len(LABELS)}, outputs=["pooled_output"])
+
+
 def test_regression_serves_the_score(exported):
     import tensorflow as tf
 

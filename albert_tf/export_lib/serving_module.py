@@ -9,7 +9,9 @@ Signatures:
 
 Outputs by model kind:
   encoder / pretrainer  pooled_output [batch, H]; embedding [batch, H] (mean of
-                        the token vectors, L2-normalized: for similarity search)
+                        the token vectors, L2-normalized: for similarity search).
+                        Either may be left out (export's --serving_outputs):
+                        pooled_output alone computes the last layer at [CLS] only
   classifier            probabilities [batch, labels], label_id, label (its name);
                         regression: score [batch]
   span_labeler          question = text, context = text_b: start, end (sequence
@@ -18,6 +20,15 @@ Outputs by model kind:
                         that span, from the tokenizer's byte offsets). With no
                         context left: start = end = -1, answer "", score the
                         lowest float32.
+
+With `xla=True` (export's --serving_xla) the model part of every request (the
+encoder and the task head; not the tokenizer) runs as one XLA program. XLA
+compiles a program per input shape, so requests are padded up to buckets:
+lengths 16, 32, 64, ... and max_seq_length, batch sizes 1, 2, 4, 8 and then
+multiples of 8 (empty rows and padded keys change no output; their rows are cut
+off again). The first request of each bucket waits for its compilation
+(seconds). TF Serving runs such a model only when started with
+--xla_cpu_compilation_enabled=true; without it the first request fails.
 """
 
 import tensorflow as tf
@@ -29,6 +40,11 @@ from albert_tf.export_lib.token_offsets import tokenize_with_offsets
 # Longest answer considered, in tokens (the original run_squad's max_answer_length).
 MAX_ANSWER_TOKENS = 30
 SERVED_KINDS = ("encoder", "pretrainer", "classifier", "span_labeler")
+EMBEDDING_OUTPUTS = ("pooled_output", "embedding")
+# XLA's shape buckets (see above): the shortest length bucket, and the batch size from which buckets are
+# multiples of it rather than powers of two (at most 7 empty rows computed for larger batches).
+MIN_LENGTH_BUCKET = 16
+BATCH_BUCKET_STEP = 8
 
 
 def trim_padding(inputs):
@@ -43,15 +59,49 @@ def trim_padding(inputs):
     return {name: value[:, :length] for name, value in inputs.items()}
 
 
+def length_buckets(max_seq_length):
+    """16, 32, 64, ... below max_seq_length, then max_seq_length itself."""
+    buckets = [MIN_LENGTH_BUCKET]
+    while buckets[-1] * 2 < max_seq_length:
+        buckets.append(buckets[-1] * 2)
+    return [length for length in buckets if length < max_seq_length] + [max_seq_length]
+
+
+def _round_up_to(buckets, value):
+    """The smallest of the ascending `buckets` that is >= value (value must not exceed the last)."""
+    buckets = tf.constant(buckets, tf.int32)
+    return tf.gather(buckets, tf.searchsorted(buckets, tf.reshape(value, [1]))[0])
+
+
+def pad_to_buckets(inputs, max_seq_length):
+    """The packed inputs padded up to the next length bucket and batch bucket.
+
+    Padding columns are padded keys (zero mask: exactly zero attention weight) and padding rows are
+    empty rows: neither changes a real row's outputs. XLA then sees a bounded set of shapes.
+    """
+    ids = inputs["input_word_ids"]
+    batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
+    powers_of_two = [2 ** i for i in range(BATCH_BUCKET_STEP.bit_length())]
+    # (Both branches are computed: the clip keeps the small-batch lookup in range.)
+    small_batch = _round_up_to(powers_of_two, tf.clip_by_value(batch, 1, BATCH_BUCKET_STEP))
+    padded_batch = tf.where(batch <= BATCH_BUCKET_STEP, small_batch,
+                            -(-batch // BATCH_BUCKET_STEP) * BATCH_BUCKET_STEP)
+    padded_length = _round_up_to(length_buckets(max_seq_length), length)
+    return {name: tf.pad(value, [[0, padded_batch - batch], [0, padded_length - length]])
+            for name, value in inputs.items()}
+
+
 class ServingModule(tf.Module):
     """Args:
       tokenizer: a `TFAlbertTokenizer`.
       max_seq_length: tokens per input row.
       model: the checkpoint's Keras model (an encoder, or a model with an `.encoder`).
       metadata: its albert_tf.json (`model` is the kind; classifiers add `label_names`, `is_regression`).
+      xla: run the model part of each request as an XLA program on bucketed shapes (module docstring).
+      outputs: an encoder's or pretrainer's outputs, some of EMBEDDING_OUTPUTS (default both).
     """
 
-    def __init__(self, tokenizer, max_seq_length, model, metadata):
+    def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None):
         super().__init__(name="albert_serving")
         self.kind = metadata["model"]
         if self.kind not in SERVED_KINDS:
@@ -60,12 +110,23 @@ class ServingModule(tf.Module):
         self.max_seq_length = max_seq_length
         # An embedding model needs no heads: a pretrainer's stay out of the SavedModel.
         self.model = getattr(model, "encoder", model) if self.kind in ("encoder", "pretrainer") else model
+        if outputs is not None and self.kind not in ("encoder", "pretrainer"):
+            raise ValueError(f"a {self.kind} model's serving outputs are fixed; choosing outputs is for encoders and "
+                             "pretrainers")
+        self.outputs = tuple(outputs or EMBEDDING_OUTPUTS)
+        unknown = sorted(set(self.outputs) - set(EMBEDDING_OUTPUTS))
+        if unknown or not self.outputs:
+            raise ValueError(f"serving outputs {', '.join(unknown) or '(none)'}: choose from "
+                             f"{', '.join(EMBEDDING_OUTPUTS)}")
         self.is_regression = bool(metadata.get("is_regression", False))
         if self.kind == "classifier" and not self.is_regression:
             names = metadata.get("label_names") or [str(i) for i in range(int(metadata["num_labels"]))]
             if len(names) != int(metadata["num_labels"]):
                 raise ValueError(f"label_names has {len(names)} names for num_labels={metadata['num_labels']}")
             self.label_names = tf.constant(names)
+        self.xla = xla
+        if xla:
+            self._compiled_model_outputs = tf.function(self._model_outputs, jit_compile=True)
 
     @tf.function(input_signature=[TEXT_SPEC, TEXT_B_SPEC])
     def serve(self, text, text_b=NO_SECOND_SEGMENTS):
@@ -87,14 +148,36 @@ class ServingModule(tf.Module):
     def signatures(self):
         return {"serving_default": self.serve, "serve_examples": self.serve_examples}
 
-    def _embeddings(self, inputs):
+    def _model_outputs(self, inputs):
+        """The model's per-row outputs that the signatures read: float32 [batch, ...]."""
+        if self.kind == "classifier":
+            # The head reads [CLS] alone: the last layer is computed at that row only (same logits).
+            return {"logits": tf.cast(self.model.head_outputs(inputs, training=False)["logits"], tf.float32)}
+        if self.kind in ("encoder", "pretrainer") and "embedding" not in self.outputs:
+            # The pooled output reads [CLS] alone: the last layer is computed at that row only.
+            return {"pooled_output": self.model.first_token_pooled_output(inputs, training=False)}
         outputs = self.model(inputs, training=False)
+        if self.kind == "span_labeler":
+            return {name: tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits")}
         mask = tf.cast(inputs["input_mask"], tf.float32)[:, :, None]
         mean = tf.reduce_sum(outputs["sequence_output"] * mask, 1) / tf.maximum(tf.reduce_sum(mask, 1), 1.0)
-        return {"pooled_output": outputs["pooled_output"], "embedding": tf.math.l2_normalize(mean, axis=-1)}
+        embeddings = {"pooled_output": outputs["pooled_output"], "embedding": tf.math.l2_normalize(mean, axis=-1)}
+        return {name: embeddings[name] for name in self.outputs}
+
+    def _run_model(self, inputs):
+        if not self.xla:
+            return self._model_outputs(inputs)
+        batch = tf.shape(inputs["input_word_ids"])[0]
+        outputs = self._compiled_model_outputs(pad_to_buckets(inputs, self.max_seq_length))
+        # Only rows need cutting off: the one per-position output, the span labeler's logits, comes from
+        # rows packed to max_seq_length, which is always the last length bucket.
+        return {name: value[:batch] for name, value in outputs.items()}
+
+    def _embeddings(self, inputs):
+        return self._run_model(inputs)
 
     def _classes(self, inputs):
-        logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
+        logits = self._run_model(inputs)["logits"]
         if self.is_regression:
             return {"score": logits[:, 0]}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
@@ -108,9 +191,8 @@ class ServingModule(tf.Module):
         ids, starts, ends = tokenize_with_offsets(self.tokenizer, texts)
         ids_question, ids_context = split_batch(ids, batch)
         inputs = pack(ids_question, ids_context, has_context, self.max_seq_length)
-        outputs = self.model(inputs, training=False)
-        start_logits = tf.cast(outputs["start_logits"], tf.float32)
-        end_logits = tf.cast(outputs["end_logits"], tf.float32)
+        outputs = self._run_model(inputs)
+        start_logits, end_logits = outputs["start_logits"], outputs["end_logits"]
 
         # Context tokens: segment B without its closing [SEP].
         positions = tf.range(self.max_seq_length)[None, :]

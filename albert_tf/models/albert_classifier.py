@@ -36,7 +36,7 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
         self.dropout_rate = dropout
         self.seq_length = seq_length
 
-    def training_outputs(self, inputs, training=True):
+    def head_outputs(self, inputs, training=True):
         pooled = self.encoder.first_token_pooled_output({name: inputs[name] for name in ENCODER_INPUTS},
                                                         training=training)
         return {"logits": self.classifier(self.dropout(pooled, training=training))}

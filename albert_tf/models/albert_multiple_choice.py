@@ -36,7 +36,7 @@ class AlbertMultipleChoice(AlbertTaskModel, keras.Model):
     def call(self, inputs, training=False):
         return self._choice_logits(inputs, training, lambda flat: self.encoder(flat, training=training)["pooled_output"])
 
-    def training_outputs(self, inputs, training=True):
+    def head_outputs(self, inputs, training=True):
         return self._choice_logits(inputs, training,
                                    lambda flat: self.encoder.first_token_pooled_output(flat, training=training))
 

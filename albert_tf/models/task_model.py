@@ -15,10 +15,11 @@ class AlbertTaskModel:
 
     CONFIG_ATTRIBUTES: dict = {}
 
-    def training_outputs(self, inputs, training=True):
-        """The outputs the task's loss reads, computed for training. The same values as calling the
-        model; models whose head reads only the first token override it to compute the last layer
-        at that token alone (`AlbertEncoder.first_token_pooled_output`)."""
+    def head_outputs(self, inputs, training=True):
+        """The model's outputs computed with only the work they need: what fine-tuning's loss and the
+        served classifier read. The same values as calling the model; models whose head reads only
+        the first token override it to compute the last layer at that token alone
+        (`AlbertEncoder.first_token_pooled_output`)."""
         return self(inputs, training=training)
 
     @property

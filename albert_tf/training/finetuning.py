@@ -104,7 +104,7 @@ def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate,
                .batch(batch_size).prefetch(tf.data.AUTOTUNE))
 
     # albert_tf's task models compute for training only what the loss reads (the same values).
-    forward = getattr(model, "training_outputs", None) or (lambda inputs, training: model(inputs, training=training))
+    forward = getattr(model, "head_outputs", None) or (lambda inputs, training: model(inputs, training=training))
 
     @tf.function
     def train_step(batch):
