@@ -91,13 +91,10 @@ class AlbertEncoder(keras.Model):
 
         # === Functional Model ===
         inputs = encoder_inputs(seq_length)
-        attention_bias = _attention_bias(inputs["input_mask"])
-        hidden_states = self.embedding_projection(
-            self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
-        )
+        hidden_states, attention_bias = self._embedded(inputs)
         encoder_outputs = []
-        for layer_index in range(config.num_hidden_layers):
-            for block in _blocks_of_layer(config, self.transformer_blocks, layer_index):
+        for blocks in _blocks_by_layer(config, self.transformer_blocks):
+            for block in blocks:
                 hidden_states = block(hidden_states, attention_bias)
             encoder_outputs.append(hidden_states)
         sequence_output = hidden_states
@@ -125,13 +122,9 @@ class AlbertEncoder(keras.Model):
         Pretraining needs just the masked positions and [CLS]; with 20 of 128
         positions that skips ~70% of the last layer's work.
         """
-        attention_bias = _attention_bias(inputs["input_mask"])
-        hidden_states = self.embedding_projection(
-            self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=training)
-        )
-        config = self.albert_config
-        applied = [block for layer_index in range(config.num_hidden_layers)
-                   for block in _blocks_of_layer(config, self.transformer_blocks, layer_index)]
+        hidden_states, attention_bias = self._embedded(inputs, training=training)
+        applied = [block for blocks in _blocks_by_layer(self.albert_config, self.transformer_blocks)
+                   for block in blocks]
         for block in applied[:-1]:
             hidden_states = block(hidden_states, attention_bias, training=training)
         return applied[-1](hidden_states, attention_bias, training=training, query_positions=positions)
@@ -141,6 +134,13 @@ class AlbertEncoder(keras.Model):
         head reads): the same values, ~(1 - 1/seq) of the last layer's query-side work skipped."""
         first_token = keras.ops.zeros_like(inputs["input_word_ids"][:, :1])
         return self.pool(self.last_layer_rows(inputs, first_token, training=training)[:, 0, :])
+
+    def _embedded(self, inputs, training=None):
+        """(the first layer's input [batch, seq, H], the attention bias) of the encoder's inputs."""
+        hidden_states = self.embedding_projection(
+            self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=training)
+        )
+        return hidden_states, _attention_bias(inputs["input_mask"])
 
     def pool(self, first_token_hidden_states):
         """`pooled_output` from the final hidden states of the first token ([batch, H])."""
@@ -205,10 +205,10 @@ def _build_transformer_blocks(config):
     return [first] + [block(f"transformer_layer_{layer}", **shared) for layer in range(1, config.num_hidden_layers)]
 
 
-def _blocks_of_layer(config, blocks, layer_index):
-    """The blocks applied, in order, as layer `layer_index`."""
+def _blocks_by_layer(config, blocks):
+    """For each of the num_hidden_layers layers, the blocks applied, in order, as that layer."""
     if config.sharing in ("attention", "ffn"):
-        return [blocks[layer_index]]
-    group = config.group_of_layer(layer_index)
-    start = group * config.inner_group_num
-    return blocks[start : start + config.inner_group_num]
+        return [[block] for block in blocks]
+    return [blocks[start : start + config.inner_group_num]
+            for start in (config.group_of_layer(layer) * config.inner_group_num
+                          for layer in range(config.num_hidden_layers))]
