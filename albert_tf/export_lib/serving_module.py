@@ -135,7 +135,7 @@ class ServingModule(tf.Module):
         inputs = trim_padding(encode_text(self.tokenizer, text, text_b, self.max_seq_length))
         if self.kind == "classifier":
             return self._classes(inputs)
-        return self._embeddings(inputs)
+        return self._run_model(inputs)  # the embeddings
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def serve_examples(self, examples):
@@ -172,9 +172,6 @@ class ServingModule(tf.Module):
         # Only rows need cutting off: the one per-position output, the span labeler's logits, comes from
         # rows packed to max_seq_length, which is always the last length bucket.
         return {name: value[:batch] for name, value in outputs.items()}
-
-    def _embeddings(self, inputs):
-        return self._run_model(inputs)
 
     def _classes(self, inputs):
         logits = self._run_model(inputs)["logits"]
