@@ -581,6 +581,9 @@ def test_serving_xla_gives_the_plain_graphs_outputs(exported, task_exports, tmp_
                        for xla in (False, True))
     np.testing.assert_allclose(compiled.serve(tf.constant(["a window"]))["pooled_output"],  # the length-16 bucket
                                plain.serve(tf.constant(["a window"]))["pooled_output"], atol=1e-5, rtol=1e-5)
+    empty = compiled.serve(tf.constant([], tf.string))  # padded to one empty row, cut off again
+    assert {name: tuple(value.shape) for name, value in empty.items()} == {
+        name: (0, exported["model"].albert_config.hidden_size) for name in ("pooled_output", "embedding")}
 
     paths = export(exported["checkpoint"], str(tmp_path / "xla"), max_seq_length=SEQ, serving_xla=True)
     from tensorflow.core.protobuf import saved_model_pb2
