@@ -622,6 +622,8 @@ def test_serving_outputs_pooled_alone(exported, task_exports, tmp_path):
     with pytest.raises(ValueError, match="choose from pooled_output, embedding"):
         export(exported["checkpoint"], str(tmp_path / "bad"), max_seq_length=SEQ, serving_outputs=["cls"])
     assert not (tmp_path / "bad").exists()
+    with pytest.raises(ValueError, match="outputs \\(none\\): choose from"):
+        ServingModule(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, outputs=[])
     with pytest.raises(ValueError, match="outputs are fixed"):
         ServingModule(tokenizer, SEQ, task_exports["classifier"],
                       {"model": "classifier", "num_labels": len(LABELS)}, outputs=["pooled_output"])

@@ -113,7 +113,7 @@ class ServingModule(tf.Module):
         if outputs is not None and self.kind not in ("encoder", "pretrainer"):
             raise ValueError(f"a {self.kind} model's serving outputs are fixed; choosing outputs is for encoders and "
                              "pretrainers")
-        self.outputs = tuple(outputs or EMBEDDING_OUTPUTS)
+        self.outputs = EMBEDDING_OUTPUTS if outputs is None else tuple(outputs)
         unknown = sorted(set(self.outputs) - set(EMBEDDING_OUTPUTS))
         if unknown or not self.outputs:
             raise ValueError(f"serving outputs {', '.join(unknown) or '(none)'}: choose from "
