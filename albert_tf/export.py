@@ -65,7 +65,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
     from albert_tf.checkpoints.model_dir import METADATA_FILE, SPM_MODEL_FILE, find_spm_model, load_model
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.export_lib.preprocessing_module import Preprocessor
-    from albert_tf.export_lib.serving_module import SERVED_KINDS, ServingModule
+    from albert_tf.export_lib.serving_module import EMBEDDING_KINDS, SERVED_KINDS, ServingModule
     from albert_tf.file_utils import staged_directory, write_json_atomically
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
@@ -92,7 +92,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
     serving = ServingModule(tokenizer, max_seq_length, model, metadata, xla=serving_xla, outputs=serving_outputs)
     with staged_directory(output_dir, overwrite=overwrite) as staging:
         metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case, "serving_xla": serving_xla}
-        if metadata["model"] in ("encoder", "pretrainer"):
+        if metadata["model"] in EMBEDDING_KINDS:
             metadata["serving_outputs"] = list(serving.outputs)
         metadata_file = os.path.join(staging, METADATA_FILE)
         write_json_atomically(metadata_file, metadata)

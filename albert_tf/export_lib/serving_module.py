@@ -40,6 +40,8 @@ from albert_tf.export_lib.token_offsets import tokenize_with_offsets
 # Longest answer considered, in tokens (the original run_squad's max_answer_length).
 MAX_ANSWER_TOKENS = 30
 SERVED_KINDS = ("encoder", "pretrainer", "classifier", "span_labeler")
+# The kinds served as embedding models (no task head), and the outputs they may serve.
+EMBEDDING_KINDS = ("encoder", "pretrainer")
 EMBEDDING_OUTPUTS = ("pooled_output", "embedding")
 # XLA's shape buckets (see above): the shortest length bucket, and the batch size from which buckets are
 # multiples of it rather than powers of two (at most 7 empty rows computed for larger batches).
@@ -61,10 +63,11 @@ def trim_padding(inputs):
 
 def length_buckets(max_seq_length):
     """16, 32, 64, ... below max_seq_length, then max_seq_length itself."""
-    buckets = [MIN_LENGTH_BUCKET]
-    while buckets[-1] * 2 < max_seq_length:
-        buckets.append(buckets[-1] * 2)
-    return [length for length in buckets if length < max_seq_length] + [max_seq_length]
+    buckets, length = [], MIN_LENGTH_BUCKET
+    while length < max_seq_length:
+        buckets.append(length)
+        length *= 2
+    return buckets + [max_seq_length]
 
 
 def _round_up_to(buckets, value):
@@ -109,8 +112,8 @@ class ServingModule(tf.Module):
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
         # An embedding model needs no heads: a pretrainer's stay out of the SavedModel.
-        self.model = getattr(model, "encoder", model) if self.kind in ("encoder", "pretrainer") else model
-        if outputs is not None and self.kind not in ("encoder", "pretrainer"):
+        self.model = getattr(model, "encoder", model) if self.kind in EMBEDDING_KINDS else model
+        if outputs is not None and self.kind not in EMBEDDING_KINDS:
             raise ValueError(f"a {self.kind} model's serving outputs are fixed; choosing outputs is for encoders and "
                              "pretrainers")
         self.outputs = EMBEDDING_OUTPUTS if outputs is None else tuple(outputs)
@@ -153,7 +156,7 @@ class ServingModule(tf.Module):
         if self.kind == "classifier":
             # The head reads [CLS] alone: the last layer is computed at that row only (same logits).
             return {"logits": tf.cast(self.model.head_outputs(inputs, training=False)["logits"], tf.float32)}
-        if self.kind in ("encoder", "pretrainer") and "embedding" not in self.outputs:
+        if self.kind in EMBEDDING_KINDS and "embedding" not in self.outputs:
             # The pooled output reads [CLS] alone: the last layer is computed at that row only.
             return {"pooled_output": self.model.first_token_pooled_output(inputs, training=False)}
         outputs = self.model(inputs, training=False)
