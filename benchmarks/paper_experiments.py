@@ -124,20 +124,22 @@ def evaluate(work, name):
     return recipes.evaluated_curve(directory, on_both)
 
 
-def downstream(work, name, args):
-    """SST-2 accuracy (seed 1) of fine-tuning the variant's newest checkpoint, via transfer.py's runner."""
+def downstream(work, name, args, stored_only=False):
+    """SST-2 accuracy (seed 1) of fine-tuning the variant's newest checkpoint, via transfer.py's runner.
+
+    stored_only=True fine-tunes nothing: the stored score for these settings, or None."""
     import transfer
 
     settings = types.SimpleNamespace(pretrained=run_dir(work, name), glue_steps=args.glue_steps,
                                      max_seq_length=BASE.seq_length, learning_rate=1e-4, batch_size=32,
                                      work_dir=os.path.join(work, "paper", "sst-2", name))
     data = os.path.join(work, "paper", "sst-2", "data")
-    if not os.path.exists(os.path.join(data, "dev.tsv")):
+    if not stored_only and not os.path.exists(os.path.join(data, "dev.tsv")):
         transfer.sst2_subset(os.path.join(args.glue_dir, "SST-2"), data, 5000)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO, "PYTHONUNBUFFERED": "1"}
     results = transfer.glue_runs("sst-2", settings, 1, env, data, variant_config(work, name, VARIANTS[name]),
-                                 os.path.join(work, "spm.model"), starts=("pretrained",))
-    return results["pretrained"]["accuracy"]
+                                 os.path.join(work, "spm.model"), starts=("pretrained",), stored_only=stored_only)
+    return results["pretrained"]["accuracy"] if "pretrained" in results else None
 
 
 def parameters(work, name):
@@ -249,7 +251,8 @@ def main():
                         help="training steps per variant (the budget; default the recipe's 6,000: about 70 minutes "
                         "each on 2 AVX2 cores)")
     parser.add_argument("--evaluate_only", action="store_true", help="train nothing; evaluate and write the tables")
-    parser.add_argument("--downstream", action="store_true", help="also fine-tune each variant on SST-2 (5,000)")
+    parser.add_argument("--downstream", action="store_true", help="also fine-tune each finished variant on SST-2 (5,000); without it, "
+                        "scores already stored for the same settings are still reported")
     parser.add_argument("--glue_steps", type=int, default=500, help="SST-2 fine-tuning steps for --downstream")
     parser.add_argument("--results_dir", default=RESULTS, help="where paper_experiments.{json,md} and the plots go")
     parser.add_argument("--glue_dir", default=os.path.join(SHARED_DATA, "glue"),
@@ -278,8 +281,11 @@ def main():
         rows[name] = {"step": last["step"], "parameters": parameters(work, name),
                       "at_mask": last["masked_lm_accuracy_at_mask"], "sop": last["sentence_order_accuracy"],
                       "nsp": last["next_sentence_accuracy"], "curve": curve}
-        if args.downstream and name in finished:
-            rows[name]["sst2"] = downstream(work, name, args)
+        if name in finished:
+            # Without --downstream, scores already fine-tuned for these settings are still reported.
+            sst2 = downstream(work, name, args, stored_only=not args.downstream)
+            if sst2 is not None:
+                rows[name]["sst2"] = sst2
     write_results(args, rows, figure2(work, finished, args.results_dir))
 
 

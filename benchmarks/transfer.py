@@ -57,19 +57,24 @@ def sst2_subset(source_dir, directory, size, seed=0):
 
 
 def cached(path, key, run):
-    """The result stored at `path` for the same `key` (the run's settings), else run() and store it."""
+    """The result stored at `path` for the same `key` (the run's settings), else run() and store it.
+
+    With run=None only the stored result is looked up: None when there is none for this key."""
     if os.path.exists(path):
         with open(path) as f:
             stored = json.load(f)
         if stored.get("key") == key:
             return stored["result"]
+    if run is None:
+        return None
     result = run()
     with open(path, "w") as f:
         json.dump({"key": key, "result": result}, f, indent=1)
     return result
 
 
-def glue_runs(task, args, seed, env, data, config_file, spm, starts):
+def glue_runs(task, args, seed, env, data, config_file, spm, starts, stored_only=False):
+    """Fine-tunes from each start (cached per settings); stored_only=True runs nothing and returns only stored results."""
     settings = types.SimpleNamespace(max_steps=args.glue_steps, max_seq_length=args.max_seq_length,
                                      learning_rate=args.learning_rate, batch_size=args.batch_size, seed=seed)
     inits = {"pretrained": [f"--init_checkpoint={args.pretrained}"],
@@ -79,8 +84,10 @@ def glue_runs(task, args, seed, env, data, config_file, spm, starts):
         output = os.path.join(args.work_dir, task, start.replace(" ", "_"), f"seed{seed}")
         key = {"task": task, "start": start, "pretrained": os.path.abspath(args.pretrained), **vars(settings)}
         os.makedirs(os.path.dirname(output), exist_ok=True)
-        results[start] = cached(output + ".json", key, lambda: finetune_glue.run_classifier(
+        result = cached(output + ".json", key, None if stored_only else lambda: finetune_glue.run_classifier(
             task, data, output, inits[start], settings, env))
+        if result is not None:
+            results[start] = result
     return results
 
 
