@@ -13,7 +13,9 @@ writes, all or nothing:
                              TF Serving's layout: `serving_default` (text, optional text_b) and
                              `serve_examples` (serialized tf.Example) -> pooled and normalized
                              embeddings (encoders, pretrainers), probabilities and labels
-                             (classifiers; regression: the score), answer spans (span labelers)
+                             (classifiers; regression: the score), answer spans (span labelers);
+                             assets.extra/tf_serving_warmup_requests, which TF Serving replays
+                             at load time (--serving_warmup_batch_sizes)
   OUTPUT_DIR/albert_tf.json, spm.model
 
 Serve with: docker run -p 8501:8501 -v OUTPUT_DIR/serving:/models -e MODEL_NAME=NAME tensorflow/serving
@@ -28,6 +30,9 @@ import os
 from absl import flags
 
 from albert_tf import cli
+
+# Warm-up requests' batch sizes: the small batch buckets (XLA's 1, 2, 4, 8).
+DEFAULT_WARMUP_BATCH_SIZES = (1, 2, 4, 8)
 
 
 def define_flags():
@@ -51,6 +56,11 @@ def define_flags():
                       "pooled_output (the [CLS] vector through the pooler), embedding (the L2-normalized mean of the "
                       "token vectors). Default both; pooled_output alone computes the last layer at [CLS] only "
                       "(~1/L of the encoder less per request). Classifiers and span labelers have fixed outputs.")
+    flags.DEFINE_list("serving_warmup_batch_sizes", [str(size) for size in DEFAULT_WARMUP_BATCH_SIZES],
+                      "Batch sizes of the warm-up requests TF Serving replays while loading the serving model "
+                      "(assets.extra/tf_serving_warmup_requests), so no client waits for a graph's first run; with "
+                      "--serving_xla one request per length bucket at each size, compiling those programs at load "
+                      "time. Default 1,2,4,8; empty: write no warm-up requests.")
     flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir (default false: refuse).")
 
 
@@ -58,14 +68,17 @@ FLAGS = flags.FLAGS
 
 
 def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lower_case=True, serving_name="albert",
-           serving_version=1, overwrite=False, serving_xla=False, serving_outputs=None):
-    """Writes the three SavedModels; returns {part: path}. `serving_xla`, `serving_outputs`: see the flags."""
+           serving_version=1, overwrite=False, serving_xla=False, serving_outputs=None,
+           serving_warmup_batch_sizes=DEFAULT_WARMUP_BATCH_SIZES):
+    """Writes the three SavedModels; returns {part: path}. `serving_xla`, `serving_outputs`,
+    `serving_warmup_batch_sizes`: see the flags."""
     import tensorflow as tf
 
     from albert_tf.checkpoints.model_dir import METADATA_FILE, SPM_MODEL_FILE, find_spm_model, load_model
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.export_lib.preprocessing_module import Preprocessor
     from albert_tf.export_lib.serving_module import EMBEDDING_KINDS, SERVED_KINDS, ServingModule
+    from albert_tf.export_lib.serving_warmup import warmup_requests, write_warmup_requests
     from albert_tf.file_utils import staged_directory, write_json_atomically
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
@@ -90,6 +103,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
     encoder = getattr(model, "encoder", model)
     # Checked before anything is written.
     serving = ServingModule(tokenizer, max_seq_length, model, metadata, xla=serving_xla, outputs=serving_outputs)
+    warmup = warmup_requests(serving, serving_name, serving_warmup_batch_sizes)
     with staged_directory(output_dir, overwrite=overwrite) as staging:
         metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case, "serving_xla": serving_xla}
         if metadata["model"] in EMBEDDING_KINDS:
@@ -110,6 +124,8 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
 
         serving_dir = os.path.join(staging, "serving", serving_name, str(serving_version))
         tf.saved_model.save(serving, serving_dir, signatures=serving.signatures())
+        if warmup:
+            write_warmup_requests(serving_dir, warmup)
     return {"encoder": os.path.join(output_dir, "encoder"), "preprocessing": os.path.join(output_dir, "preprocessing"),
             "serving": os.path.join(output_dir, "serving", serving_name, str(serving_version))}
 
@@ -121,7 +137,7 @@ def main(argv):
         raise ValueError("--checkpoint and --output_dir required")
     paths = export(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.spm_model_file, FLAGS.max_seq_length,
                    FLAGS.do_lower_case, FLAGS.serving_name, FLAGS.serving_version, FLAGS.overwrite,
-                   FLAGS.serving_xla, FLAGS.serving_outputs)
+                   FLAGS.serving_xla, FLAGS.serving_outputs, FLAGS.serving_warmup_batch_sizes)
     print(f"Exported {FLAGS.checkpoint} to {os.path.abspath(FLAGS.output_dir)} (max_seq_length "
           f"{FLAGS.max_seq_length}): the TF Hub-style encoder in {paths['encoder']}, raw-text preprocessing in "
           f"{paths['preprocessing']}, and the TF Serving model in {paths['serving']} (signatures serving_default: "

@@ -629,6 +629,71 @@ def test_serving_outputs_pooled_alone(exported, task_exports, tmp_path):
                       {"model": "classifier", "num_labels": len(LABELS)}, outputs=["pooled_output"])
 
 
+def read_warmup_requests(serving_dir):
+    """TF Serving's warm-up file of an export, parsed with TF Serving's own protos: the PredictRequests."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    path = os.path.join(serving_dir, "assets.extra", "tf_serving_warmup_requests")
+    logs = [prediction_log_pb2.PredictionLog.FromString(record.numpy()) for record in tf.data.TFRecordDataset(path)]
+    assert all(log.WhichOneof("log_type") == "predict_log" for log in logs)
+    return [log.predict_log.request for log in logs]
+
+
+def test_warmup_requests_fill_every_shape_bucket(exported, task_exports, tmp_path):
+    """The warm-up records TF Serving replays at load time: one request per batch size and, for XLA exports,
+    per length bucket, so every program the chosen batch sizes need is compiled before traffic."""
+    import tensorflow as tf
+
+    from albert_tf.export_lib.serving_module import ServingModule
+    from albert_tf.export_lib.serving_warmup import warmup_requests
+    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+
+    def inputs(request):
+        """The request's inputs, and text_b's default (no second segments) where left out, as TF Serving fills it."""
+        return {"text_b": tf.constant([], tf.string),
+                **{name: tf.constant(tf.make_ndarray(tensor)) for name, tensor in request.inputs.items()}}
+
+    # Plain graphs (the module fixture's export, default batch sizes): one short request per batch size.
+    plain = read_warmup_requests(exported["serving"])
+    assert [len(request.inputs["text"].string_val) for request in plain] == [1, 2, 4, 8]
+    assert {(request.model_spec.name, request.model_spec.signature_name) for request in plain} == {
+        ("tiny", "serving_default")}
+
+    # XLA: every (batch bucket, length bucket) of batch sizes 1, 3, 9 and lengths up to SEQ = 32.
+    paths = export(exported["checkpoint"], str(tmp_path / "xla"), max_seq_length=SEQ, serving_xla=True,
+                   serving_warmup_batch_sizes=["1", "3", "9"])
+    requests = read_warmup_requests(paths["serving"])
+    preprocessing = tf.saved_model.load(exported["preprocessing"])
+    serving = tf.saved_model.load(paths["serving"]).signatures["serving_default"]
+    buckets = set()
+    for request in requests:
+        texts = inputs(request)["text"]
+        length = int(tf.reduce_max(tf.reduce_sum(preprocessing(texts)["input_mask"], axis=1)))
+        batch = len(texts)
+        batch_bucket = min(size for size in (1, 2, 4, 8) if size >= batch) if batch <= 8 else -(-batch // 8) * 8
+        buckets.add((batch_bucket, 16 if length <= 16 else 32))
+        outputs = serving(**inputs(request))  # replayed as TF Serving does
+        assert outputs["pooled_output"].shape[0] == batch
+    assert buckets == {(batch, length) for batch in (1, 4, 16) for length in (16, 32)}
+    assert len(requests) == len(buckets)
+
+    # A span labeler packs every row to max_seq_length: one request per batch size, with contexts.
+    tokenizer = TFAlbertTokenizer(exported["tokenizer"].model_proto)
+    labeler = ServingModule(tokenizer, SEQ, task_exports["labeler"], {"model": "span_labeler"}, xla=True)
+    requests = warmup_requests(labeler, "qa", [2, 2, 5])
+    assert [len(request.inputs["text_b"].string_val) for request in requests] == [2, 5]
+    assert labeler.serve(**inputs(requests[1]))["start"].shape == (5,)
+
+    # No batch sizes, no file; a bad one is refused before anything is written.
+    paths = export(exported["checkpoint"], str(tmp_path / "none"), max_seq_length=SEQ, serving_warmup_batch_sizes=[])
+    assert not os.path.exists(os.path.join(paths["serving"], "assets.extra"))
+    for bad in (["0"], ["two"]):
+        with pytest.raises(ValueError, match="warm-up batch size .* positive integer"):
+            export(exported["checkpoint"], str(tmp_path / "bad"), max_seq_length=SEQ, serving_warmup_batch_sizes=bad)
+        assert not (tmp_path / "bad").exists()
+
+
 def test_regression_serves_the_score(exported):
     import tensorflow as tf
 

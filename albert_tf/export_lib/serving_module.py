@@ -27,7 +27,8 @@ compiles a program per input shape, so requests are padded up to buckets:
 lengths 16, 32, 64, ... and max_seq_length, batch sizes 1, 2, 4, 8 and then
 multiples of 8 (empty rows and padded keys change no output; their rows are cut
 off again). The first request of each bucket waits for its compilation
-(seconds). TF Serving runs such a model only when started with
+(seconds), unless the export's warm-up records (serving_warmup) compiled it while
+TF Serving loaded the model. TF Serving runs such a model only when started with
 --xla_cpu_compilation_enabled=true; without it the first request fails.
 """
 

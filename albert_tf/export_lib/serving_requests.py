@@ -5,8 +5,7 @@
 
 Both address the `serving_default` signature (text, optional text_b); a request
 without second segments leaves `text_b` out and TF Serving uses the
-signature's default. The gRPC request needs `tensorflow-serving-api`
-(pip install tensorflow-serving-api==2.21.0).
+signature's default.
 """
 
 SIGNATURE = "serving_default"
