@@ -144,7 +144,10 @@ def main(argv):
           "text, optional text_b; serve_examples: serialized tf.Example). Check them with "
           f"`saved_model_cli show --all --dir {paths['serving']}`.")
     if FLAGS.serving_xla:
-        print("The serving model's encoder is XLA-compiled: start TF Serving with --xla_cpu_compilation_enabled=true.")
+        print("The serving model's encoder is XLA-compiled: start TF Serving with --xla_cpu_compilation_enabled=true"
+              + ("; its warm-up requests compile the shape buckets of batch sizes "
+                 f"{','.join(FLAGS.serving_warmup_batch_sizes)} while it loads the model."
+                 if FLAGS.serving_warmup_batch_sizes else "."))
     return 0
 
 
