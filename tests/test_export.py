@@ -689,7 +689,7 @@ def test_warmup_requests_fill_every_shape_bucket(exported, task_exports, tmp_pat
     paths = export(exported["checkpoint"], str(tmp_path / "none"), max_seq_length=SEQ, serving_warmup_batch_sizes=[])
     assert not os.path.exists(os.path.join(paths["serving"], "assets.extra"))
     for bad in (["0"], ["two"]):
-        with pytest.raises(ValueError, match="warm-up batch size .* positive integer"):
+        with pytest.raises(ValueError, match=f"warm-up batch size '{bad[0]}': must be a positive integer"):
             export(exported["checkpoint"], str(tmp_path / "bad"), max_seq_length=SEQ, serving_warmup_batch_sizes=bad)
         assert not (tmp_path / "bad").exists()
 

@@ -32,13 +32,13 @@ FILLER_WORD = "warm"
 def check_batch_sizes(batch_sizes):
     """The batch sizes as positive ints, in order, without repeats; ValueError for anything else."""
     sizes = []
-    for size in batch_sizes:
+    for given in batch_sizes:
         try:
-            size = int(size)
+            size = int(given)
         except (TypeError, ValueError):
             size = 0
         if size < 1:
-            raise ValueError(f"warm-up batch size {size!r}: must be a positive integer")
+            raise ValueError(f"warm-up batch size {given!r}: must be a positive integer")
         if size not in sizes:
             sizes.append(size)
     return sizes
