@@ -67,6 +67,10 @@ BENCHMARKS = [
     ("serving_latency", "Serving latency vs KerasHub's exported model",
      "python benchmarks/serving_latency.py",
      "Raw text in, pooled embedding out, all as reloaded SavedModels with in-graph SentencePiece."),
+    ("serving_warmup", "Serving: the first request, with and without the export's warm-up records",
+     "python benchmarks/serving_warmup.py",
+     "An XLA serving export loaded in a fresh process, its first request per shape timed straight after loading "
+     "(cold) and after replaying assets.extra/tf_serving_warmup_requests as TF Serving does at load time (warmed)."),
     ("finetune_glue", "Does pretraining help? SST-2 and MRPC",
      "python benchmarks/finetune_glue.py --pretrained=/tmp/albert_learning_curve/pretrain",
      "The learning curve's checkpoint vs the same model from random init, same flags; dev sets split in halves."),
