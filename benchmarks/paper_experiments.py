@@ -251,8 +251,9 @@ def main():
                         help="training steps per variant (the budget; default the recipe's 6,000: about 70 minutes "
                         "each on 2 AVX2 cores)")
     parser.add_argument("--evaluate_only", action="store_true", help="train nothing; evaluate and write the tables")
-    parser.add_argument("--downstream", action="store_true", help="also fine-tune each finished variant on SST-2 (5,000); without it, "
-                        "scores already stored for the same settings are still reported")
+    parser.add_argument("--downstream", action="store_true",
+                        help="also fine-tune each finished variant on SST-2 (5,000); without it, scores already "
+                        "stored for the same settings are still reported")
     parser.add_argument("--glue_steps", type=int, default=500, help="SST-2 fine-tuning steps for --downstream")
     parser.add_argument("--results_dir", default=RESULTS, help="where paper_experiments.{json,md} and the plots go")
     parser.add_argument("--glue_dir", default=os.path.join(SHARED_DATA, "glue"),

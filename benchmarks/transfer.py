@@ -74,7 +74,8 @@ def cached(path, key, run):
 
 
 def glue_runs(task, args, seed, env, data, config_file, spm, starts, stored_only=False):
-    """Fine-tunes from each start (cached per settings); stored_only=True runs nothing and returns only stored results."""
+    """Fine-tunes from each start (cached per settings); stored_only=True runs nothing and returns only the
+    stored results."""
     settings = types.SimpleNamespace(max_steps=args.glue_steps, max_seq_length=args.max_seq_length,
                                      learning_rate=args.learning_rate, batch_size=args.batch_size, seed=seed)
     inits = {"pretrained": [f"--init_checkpoint={args.pretrained}"],
