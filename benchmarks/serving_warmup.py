@@ -39,13 +39,15 @@ def measure(serving_dir, replay):
     import tensorflow_text  # noqa: F401
     from tensorflow_serving.apis import prediction_log_pb2
 
+    from albert_tf.export_lib.serving_warmup import WARMUP_FILE
+
     started = time.perf_counter()
     signature = tf.saved_model.load(serving_dir).signatures["serving_default"]
     result = {"load_s": time.perf_counter() - started, "replay_s": 0.0, "requests": 0}
     no_second_segments = tf.constant([], tf.string)
     if replay:
         started = time.perf_counter()
-        path = os.path.join(serving_dir, "assets.extra", "tf_serving_warmup_requests")
+        path = os.path.join(serving_dir, WARMUP_FILE)
         for record in tf.data.TFRecordDataset(path):
             request = prediction_log_pb2.PredictionLog.FromString(record.numpy()).predict_log.request
             inputs = {name: tf.constant(tf.make_ndarray(tensor)) for name, tensor in request.inputs.items()}
@@ -77,7 +79,7 @@ def main():
 
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.checkpoints.model_dir import write_model_dir
-    from albert_tf.export import export
+    from albert_tf.export import DEFAULT_WARMUP_BATCH_SIZES, export
     from albert_tf.networks.albert_encoder import AlbertEncoder
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
     from albert_tf.train_sentencepiece import train
@@ -105,12 +107,13 @@ def main():
              f"{warmed['second_ms'][index]:,.0f}") for index, (batch, words) in enumerate(SHAPES)]
     text = (f"{args.preset} (random weights), `--serving_xla` export at max_seq_length {args.seq_length}, "
             f"{os.cpu_count()} CPU cores; loading took {cold['load_s']:.1f} s cold and {warmed['load_s']:.1f} s + "
-            f"{warmed['replay_s']:.1f} s replaying the {warmed['requests']} warm-up requests (batch sizes 1, 2, 4, 8 "
-            "at each length bucket) warmed.\n\n"
+            f"{warmed['replay_s']:.1f} s replaying the {warmed['requests']} warm-up requests (batch sizes "
+            f"{', '.join(map(str, DEFAULT_WARMUP_BATCH_SIZES))} at each length bucket) warmed.\n\n"
             + markdown_table(["batch", "tokens per row", "first request, cold (ms)", "first request, warmed (ms)",
                               "second request (ms)"], rows)
             + f"\n\nSentencePiece trained on {corpus_source}.\n")
     write_results(args.results_dir, "serving_warmup", text, {"args": vars(args), "corpus": corpus_source, **results})
+
 
 if __name__ == "__main__":
     main()

@@ -684,6 +684,8 @@ def test_warmup_requests_fill_every_shape_bucket(exported, task_exports, tmp_pat
     requests = warmup_requests(labeler, "qa", [2, 2, 5])
     assert [len(request.inputs["text_b"].string_val) for request in requests] == [2, 5]
     assert labeler.serve(**inputs(requests[1]))["start"].shape == (5,)
+    with pytest.raises(ValueError, match="1001 warm-up requests .* at most 1000"):
+        warmup_requests(labeler, "qa", range(1, 1002))
 
     # No batch sizes, no file; a bad one is refused before anything is written.
     paths = export(exported["checkpoint"], str(tmp_path / "none"), max_seq_length=SEQ, serving_warmup_batch_sizes=[])

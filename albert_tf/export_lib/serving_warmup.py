@@ -18,7 +18,7 @@ import os
 
 import tensorflow as tf
 
-from albert_tf.export_lib.serving_module import length_buckets
+from albert_tf.export_lib.serving_module import MIN_LENGTH_BUCKET, length_buckets
 from albert_tf.export_lib.serving_requests import grpc_predict_request
 from albert_tf.text.tf_packing import NO_SECOND_SEGMENTS, encode_text
 
@@ -69,7 +69,10 @@ def warmup_requests(serving_module, model_name, batch_sizes):
     elif serving_module.xla:
         lengths = length_buckets(max_seq_length)
     else:
-        lengths = [min(max_seq_length, 16)]
+        lengths = [min(max_seq_length, MIN_LENGTH_BUCKET)]
+    if len(batch_sizes) * len(lengths) > MAX_RECORDS:
+        raise ValueError(f"{len(batch_sizes) * len(lengths)} warm-up requests ({len(batch_sizes)} batch sizes x "
+                         f"{len(lengths)} lengths): TF Serving reads at most {MAX_RECORDS}; pass fewer batch sizes")
     texts = bucket_filling_texts(serving_module.tokenizer, max_seq_length, lengths)
     requests = []
     for batch_size in batch_sizes:
@@ -77,9 +80,6 @@ def warmup_requests(serving_module, model_name, batch_sizes):
             # A span labeler's question is `text`, its context `text_b`: both given, so the answer search runs.
             texts_b = [text] * batch_size if serving_module.kind == "span_labeler" else None
             requests.append(grpc_predict_request(model_name, [text] * batch_size, texts_b))
-    if len(requests) > MAX_RECORDS:
-        raise ValueError(f"{len(requests)} warm-up requests ({len(batch_sizes)} batch sizes x {len(texts)} lengths): "
-                         f"TF Serving reads at most {MAX_RECORDS}; pass fewer batch sizes")
     return requests
 
 
