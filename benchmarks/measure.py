@@ -13,6 +13,32 @@ SHARED_DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
 SHARED_CORPUS = os.path.join(SHARED_DATA, "corpus", "corpus_paragraphs.txt")
 
 
+# The CPU features that decide what a speed figure means: AVX-512 widens every kernel, and only
+# avx512_bf16 or AMX (amx_bf16) make bf16 arithmetic native rather than emulated.
+CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16")
+
+
+def cpu_description(cpuinfo_path="/proc/cpuinfo"):
+    """'MODEL, N cores; flags: ... (not: ...)' for the benchmark tables; the model alone without /proc/cpuinfo."""
+    import platform
+
+    info = {}
+    try:
+        with open(cpuinfo_path) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                info.setdefault(key.strip(), value.strip())  # the first core's entry
+    except OSError:
+        pass
+    text = f"{info.get('model name') or platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+    if "flags" in info:
+        flags = set(info["flags"].split())
+        has = " ".join(flag for flag in CPU_FLAGS if flag in flags) or "none"
+        lacks = " ".join(flag for flag in CPU_FLAGS if flag not in flags) or "none"
+        text += f"; flags: {has} (not: {lacks})"
+    return text
+
+
 def tree_rss(process):
     """Resident memory of a process and all its descendants, in bytes."""
     try:

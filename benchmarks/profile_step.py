@@ -1,10 +1,11 @@
-r"""Where albert_tf's pretraining step spends its time, from the TensorFlow profiler.
+r"""Where a pretraining step spends its time, from the TensorFlow profiler.
 
-  python benchmarks/profile_step.py [--preset=albert_base_v2] [--batch_size=8] [--seq_length=128] \
-      [--steps=3] [--jit_compile] [--top=15] [--logdir=/tmp/albert_profile]
+  python benchmarks/profile_step.py [--peer=albert_tf] [--precision=fp32] [--preset=albert_base_v2] \
+      [--batch_size=8] [--seq_length=128] [--steps=3] [--jit_compile] [--top=15] [--logdir=/tmp/albert_profile]
 
-Builds the PretrainingTrainer of benchmarks/train_step.py (random weights, one
-batch held in memory), warms it up, records --steps steps with
+Builds the training step of benchmarks/train_step.py (albert_tf's PretrainingTrainer, or
+--peer=keras_hub for KerasHub's AlbertMaskedLM step, to see where the two differ; random
+weights, one batch held in memory), warms it up, records --steps steps with
 tf.profiler.experimental, and reads the trace (the .xplane.pb TensorBoard's
 trace viewer shows, left in --logdir): every TensorFlow op's time on the
 executor threads, summed by kind (matmuls, attention softmax and the MLM
@@ -38,7 +39,8 @@ def category(scope, op_type):
     """The kind of work an op does, from its type and name scope."""
     if op_type == "XLA":
         return xla_category(XLA_INSTRUCTION.match(scope).group(1))
-    if "/lamb/" in scope or "/adamw/" in scope or "/adam_weight_decay" in scope or "clip" in scope:
+    scopes = scope.lower().split("/")  # albert_tf's update runs under .../lamb/..., Keras's Lamb under lamb/...
+    if {"lamb", "adamw", "adam_weight_decay"} & set(scopes) or any("global_norm" in part for part in scopes):
         return "optimizer update (incl. gradient clipping)"
     if op_type in MATMULS:
         return "matmul"
@@ -107,12 +109,17 @@ def op_times(xplane_path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--peer", default="albert_tf", choices=("albert_tf", "keras_hub"),
+                        help="whose step: albert_tf's pretraining step, or KerasHub's AlbertMaskedLM step")
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
+                        help="fp32, or bf16 compute with fp32 variables (Keras mixed_bfloat16)")
     parser.add_argument("--preset", default="albert_base_v2", help="preset name or albert_config JSON")
     parser.add_argument("--vocab_size", type=int, default=None, help="override the preset's vocabulary size")
     parser.add_argument("--batch_size", type=int, default=8, help="sequences per step")
     parser.add_argument("--seq_length", type=int, default=128, help="tokens per sequence")
     parser.add_argument("--steps", type=int, default=3, help="profiled steps (after 2 warm-up steps)")
-    parser.add_argument("--optimizer", default="lamb", choices=("lamb", "adamw"), help="optimizer of the step")
+    parser.add_argument("--optimizer", default="lamb", choices=("lamb", "adamw"),
+                        help="optimizer of albert_tf's step (KerasHub's step uses keras.optimizers.Lamb)")
     parser.add_argument("--jit_compile", action="store_true", help="XLA for the forward and backward pass")
     parser.add_argument("--top", type=int, default=15, help="ops listed individually")
     parser.add_argument("--logdir", default="/tmp/albert_profile", help="where the trace goes (TensorBoard)")
@@ -122,30 +129,30 @@ def main():
     import tensorflow as tf
 
     from albert_tf.albert_config import AlbertConfig
-    from albert_tf.models.albert_pretrainer import AlbertPretrainer
-    from albert_tf.optimization import create_optimizer
-    from albert_tf.training.pretraining_trainer import PretrainingTrainer
-    from train_step import PREDICTIONS, random_batch, train_flops_per_sequence
+    from train_step import albert_tf_step, keras_hub_step, random_batch, train_flops_per_sequence
 
     config = AlbertConfig.from_name_or_path(args.preset)
     if args.vocab_size:
         config = AlbertConfig.from_dict({**config.to_dict(), "vocab_size": args.vocab_size})
     batch = random_batch(config, args.batch_size, args.seq_length)
-    model = AlbertPretrainer(config, seq_length=args.seq_length, max_predictions_per_seq=PREDICTIONS)
-    optimizer = create_optimizer(1e-4, 1000, 10, optimizer=args.optimizer, gradients_are_aggregated=True)
-    trainer = PretrainingTrainer(tf.distribute.get_strategy(), model, optimizer, args.batch_size,
-                                 jit_compile=args.jit_compile)
-    iterator = iter(tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat())
-    trainer.train_loop(iterator, tf.constant(2))[0]["sequences"].numpy()
-    start = time.perf_counter()
-    trainer.train_loop(iterator, tf.constant(args.steps))[0]["sequences"].numpy()
-    unprofiled = (time.perf_counter() - start) / args.steps
+    if args.peer == "albert_tf":
+        step = albert_tf_step(config, batch, args.precision, args.jit_compile, optimizer=args.optimizer)
+    else:
+        step = keras_hub_step(config, batch, args.precision, args.jit_compile)
+
+    def run_steps():
+        start = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        return (time.perf_counter() - start) / args.steps
+
+    step()
+    step()
+    unprofiled = run_steps()
 
     logdir = os.path.join(args.logdir, time.strftime("%Y%m%d-%H%M%S"))
     tf.profiler.experimental.start(logdir)
-    start = time.perf_counter()
-    trainer.train_loop(iterator, tf.constant(args.steps))[0]["sequences"].numpy()
-    profiled = (time.perf_counter() - start) / args.steps
+    profiled = run_steps()
     tf.profiler.experimental.stop()
     paths = glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)
     if not paths:
@@ -157,8 +164,9 @@ def main():
     for (scope, op_type), seconds in times.items():
         by_category[category(scope, op_type)] += seconds
     flops = train_flops_per_sequence(config, args.seq_length) * args.batch_size
-    print(f"\n{args.preset} (vocab {config.vocab_size}), batch {args.batch_size}, seq {args.seq_length}, "
-          f"{args.optimizer}, XLA {'on' if args.jit_compile else 'off'}, {os.cpu_count()} CPU cores: "
+    optimizer = args.optimizer if args.peer == "albert_tf" else "keras.optimizers.Lamb"
+    print(f"\n{args.peer} {args.precision}, {args.preset} (vocab {config.vocab_size}), batch {args.batch_size}, "
+          f"seq {args.seq_length}, {optimizer}, XLA {'on' if args.jit_compile else 'off'}, {os.cpu_count()} CPU cores: "
           f"{unprofiled * 1e3:.0f} ms per step unprofiled ({flops / unprofiled / 1e9:.0f} GFLOP/s of model FLOPs), "
           f"{profiled * 1e3:.0f} ms profiled; summed op time {total / args.steps * 1e3:.0f} ms per step.\n")
     print("| kind of work | ms per step | share of op time |\n|---|---|---|")

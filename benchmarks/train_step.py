@@ -36,7 +36,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import write_results  # noqa: E402
+from measure import cpu_description, write_results  # noqa: E402
 
 CONFIGS = [
     ("albert_tf", "fp32", False), ("albert_tf", "bf16", False), ("albert_tf", "fp32", True), ("albert_tf", "bf16", True),
@@ -100,7 +100,8 @@ def matmul_peak(precision, sizes=(1024, 2048, 3072), repeats=5):
     return best
 
 
-def run_albert_tf(config, batch, precision, xla, steps):
+def albert_tf_step(config, batch, precision, xla, optimizer="lamb"):
+    """A callable running one albert_tf pretraining step (and waiting for it)."""
     import keras
     import tensorflow as tf
 
@@ -112,14 +113,15 @@ def run_albert_tf(config, batch, precision, xla, steps):
     seq_length = batch["input_word_ids"].shape[1]
     strategy = tf.distribute.get_strategy()
     model = AlbertPretrainer(config, seq_length=seq_length, max_predictions_per_seq=PREDICTIONS)
-    optimizer = create_optimizer(1e-4, 1000, 10, gradients_are_aggregated=True)
+    optimizer = create_optimizer(1e-4, 1000, 10, optimizer=optimizer, gradients_are_aggregated=True)
     trainer = PretrainingTrainer(strategy, model, optimizer, len(batch["input_word_ids"]), jit_compile=xla)
     iterator = iter(tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat())
     one = tf.constant(1)
-    return time_steps(lambda: trainer.train_loop(iterator, one)[0]["sequences"].numpy(), steps, warmup=2)
+    return lambda: trainer.train_loop(iterator, one)[0]["sequences"].numpy()
 
 
-def run_keras_hub(config, batch, precision, xla, steps):
+def keras_hub_step(config, batch, precision, xla):
+    """A callable running one KerasHub AlbertMaskedLM training step (and waiting for it)."""
     import keras
     import keras_hub
     import tensorflow as tf
@@ -151,7 +153,16 @@ def run_keras_hub(config, batch, precision, xla, steps):
         optimizer.apply_gradients(pairs)
         return optimizer.iterations
 
-    return time_steps(lambda: step().numpy(), steps, warmup=2)
+    return lambda: step().numpy()
+
+
+# The TensorFlow peers' steps, also profiled by benchmarks/profile_step.py.
+TF_STEPS = {"albert_tf": albert_tf_step, "keras_hub": keras_hub_step}
+
+
+def run_tf_peer(peer):
+    return lambda config, batch, precision, xla, steps: time_steps(
+        TF_STEPS[peer](config, batch, precision, xla), steps, warmup=2)
 
 
 def run_huggingface(config, batch, precision, xla, steps):
@@ -192,7 +203,7 @@ def worker(args):
         return
     config = AlbertConfig.from_name_or_path(args.preset)
     batch = random_batch(config, args.batch_size, args.seq_length)
-    runner = {"albert_tf": run_albert_tf, "keras_hub": run_keras_hub, "huggingface": run_huggingface}[peer]
+    runner = run_huggingface if peer == "huggingface" else run_tf_peer(peer)
     seconds = runner(config, batch, precision, xla == "xla", args.steps)
     print("RESULT " + json.dumps({"sequences_per_second": args.steps * args.batch_size / seconds}))
 
@@ -229,7 +240,10 @@ def main():
     if unknown:
         parser.error(f"--skip: unknown configuration(s) {', '.join(sorted(unknown))}")
     configs = [c for c in CONFIGS if (not args.only or c[0] in args.only.split(",")) and spec_of(*c) not in skipped]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO}
+    # The workers import albert_tf from this checkout; whatever PYTHONPATH the caller set (packages installed
+    # outside the interpreter's site-packages) stays behind it.
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+           "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
     rates = {c: [] for c in configs}
     timed_out = set()
     peaks = {precision: [] for precision in sorted({c[1] for c in configs})}
@@ -291,7 +305,7 @@ def main():
     left_out = f"; left out (--skip): {', '.join(sorted(skipped))}" if skipped else ""
     peak_text = ", ".join(f"{precision} {max(values) / 1e9:.0f}" for precision, values in peaks.items() if values)
     text = (f"{args.preset}, batch {args.batch_size}, seq {args.seq_length}, {PREDICTIONS} masked positions, "
-            f"{os.cpu_count()} CPU cores; median of {args.rounds} rounds x {args.steps} steps; "
+            f"{cpu_description()}; median of {args.rounds} rounds x {args.steps} steps; "
             f"{flops / 1e9:.1f} GFLOP per training sequence; matmul peak measured in this run (GFLOP/s, best of "
             f"{args.rounds} rounds): {peak_text or 'n/a'}{left_out}\n\n"
             "| implementation | precision | XLA | sequences/s | vs albert_tf fp32 | achieved GFLOP/s | MFU |\n"
