@@ -13,6 +13,12 @@ SHARED_DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
 SHARED_CORPUS = os.path.join(SHARED_DATA, "corpus", "corpus_paragraphs.txt")
 
 
+def repo_pythonpath():
+    """PYTHONPATH for a benchmark's child processes: this checkout first (they import albert_tf from it),
+    then whatever the caller set (packages installed outside the interpreter's site-packages)."""
+    return os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+
+
 # The CPU features that decide what a speed figure means: AVX-512 widens every kernel, and only
 # avx512_bf16 or AMX (amx_bf16) make bf16 arithmetic native rather than emulated.
 CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16")

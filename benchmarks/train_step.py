@@ -36,7 +36,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import cpu_description, write_results  # noqa: E402
+from measure import cpu_description, repo_pythonpath, write_results  # noqa: E402
 
 CONFIGS = [
     ("albert_tf", "fp32", False), ("albert_tf", "bf16", False), ("albert_tf", "fp32", True), ("albert_tf", "bf16", True),
@@ -224,6 +224,8 @@ def main():
     parser.add_argument("--json", help="also write the per-round figures here")
     parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
                         help="writes train_step.md (the table) here")
+    parser.add_argument("--results_name", default="train_step",
+                        help="the table goes to RESULTS_DIR/RESULTS_NAME.md (train_step_amx for a CPU with AMX)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -240,10 +242,7 @@ def main():
     if unknown:
         parser.error(f"--skip: unknown configuration(s) {', '.join(sorted(unknown))}")
     configs = [c for c in CONFIGS if (not args.only or c[0] in args.only.split(",")) and spec_of(*c) not in skipped]
-    # The workers import albert_tf from this checkout; whatever PYTHONPATH the caller set (packages installed
-    # outside the interpreter's site-packages) stays behind it.
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
-           "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath()}
     rates = {c: [] for c in configs}
     timed_out = set()
     peaks = {precision: [] for precision in sorted({c[1] for c in configs})}
@@ -310,7 +309,7 @@ def main():
             f"{args.rounds} rounds): {peak_text or 'n/a'}{left_out}\n\n"
             "| implementation | precision | XLA | sequences/s | vs albert_tf fp32 | achieved GFLOP/s | MFU |\n"
             "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
-    write_results(args.results_dir, "train_step", text,
+    write_results(args.results_dir, args.results_name, text,
                   {"args": vars(args), "flops_per_sequence": flops, "matmul_peak_flops_per_second": peaks,
                    "results": records} if args.json else None, json_path=args.json)
 
