@@ -302,6 +302,8 @@ def main():
         records.append({"peer": peer, "precision": precision, "xla": xla, "sequences_per_second": values,
                         "mfu": median * flops / peak if peak else None})
     left_out = f"; left out (--skip): {', '.join(sorted(skipped))}" if skipped else ""
+    # XLA:CPU's flags (oneDNN or XNNPACK dots, say) change what the XLA rows measure.
+    left_out += f"; XLA_FLAGS={os.environ['XLA_FLAGS']}" if os.environ.get("XLA_FLAGS") else ""
     peak_text = ", ".join(f"{precision} {max(values) / 1e9:.0f}" for precision, values in peaks.items() if values)
     text = (f"{args.preset}, batch {args.batch_size}, seq {args.seq_length}, {PREDICTIONS} masked positions, "
             f"{cpu_description()}; median of {args.rounds} rounds x {args.steps} steps; "
