@@ -30,7 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import SHARED_CORPUS, markdown_table, repo_pythonpath, run_measured  # noqa: E402
+from measure import SHARED_CORPUS, child_env, markdown_table, run_measured  # noqa: E402
 
 
 def sentence_per_line(paragraph_file, output, repeat=1):
@@ -73,7 +73,7 @@ def main():
     args = parser.parse_args()
 
     python = sys.executable
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath()}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3")
     work = tempfile.mkdtemp(prefix="data_creation_bench-")
     try:
         corpus = sentence_per_line(args.corpus, os.path.join(work, "corpus.txt"))

@@ -31,7 +31,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import markdown_table, repo_pythonpath  # noqa: E402
+from measure import child_env, markdown_table  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmarks", "results")
 GLUE_NAMES = {"sst-2": "SST-2", "mrpc": "MRPC"}
@@ -112,7 +112,7 @@ def main():
     config_file = os.path.join(args.work_dir, "albert_config.json")
     with open(config_file, "w") as f:
         json.dump(config, f)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath(), "PYTHONUNBUFFERED": "1"}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
     starts = (("pretrained", [f"--init_checkpoint={args.pretrained}"]),
               ("random init", [f"--albert_config={config_file}", f"--spm_model_file={spm}"]))
     records = []

@@ -33,7 +33,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import markdown_table, repo_pythonpath  # noqa: E402
+from measure import child_env, markdown_table  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmarks", "results")
 
@@ -134,7 +134,7 @@ def main():
         sys.exit(f"{args.pretrained}: no such checkpoint directory; run benchmarks/learning_curve.py first or pass "
                  "--pretrained")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    env = {**os.environ, "PYTHONPATH": repo_pythonpath(), "PYTHONUNBUFFERED": "1"}
+    env = child_env(PYTHONUNBUFFERED="1")
     work = args.work_dir
     os.makedirs(work, exist_ok=True)
     train_file, eval_file = os.path.join(work, "train.json"), os.path.join(work, "eval.json")

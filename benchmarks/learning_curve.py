@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-from measure import SHARED_CORPUS, repo_pythonpath
+from measure import SHARED_CORPUS, child_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "benchmarks", "results")
@@ -100,7 +100,7 @@ def main():
                         help="a checkpoint (and a held-out evaluation) every N steps")
     args = parser.parse_args()
 
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath(), "PYTHONUNBUFFERED": "1"}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
     work = args.work_dir
     os.makedirs(work, exist_ok=True)
     train_text, eval_text = os.path.join(work, "train.txt"), os.path.join(work, "heldout.txt")

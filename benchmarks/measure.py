@@ -13,10 +13,12 @@ SHARED_DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
 SHARED_CORPUS = os.path.join(SHARED_DATA, "corpus", "corpus_paragraphs.txt")
 
 
-def repo_pythonpath():
-    """PYTHONPATH for a benchmark's child processes: this checkout first (they import albert_tf from it),
-    then whatever the caller set (packages installed outside the interpreter's site-packages)."""
-    return os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+def child_env(**overrides):
+    """The environment of a benchmark's child processes: this one's, with this checkout first on PYTHONPATH
+    (they import albert_tf from it) and whatever the caller set behind it (packages installed outside the
+    interpreter's site-packages), then `overrides` (TF_CPP_MIN_LOG_LEVEL="3", say)."""
+    pythonpath = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": pythonpath, **overrides}
 
 
 # The CPU features that decide what a speed figure means: AVX-512 widens every kernel, and only

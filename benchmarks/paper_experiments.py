@@ -46,7 +46,7 @@ sys.path.insert(0, HERE)
 
 import pretraining_recipes as recipes  # noqa: E402
 from learning_curve import evaluate_checkpoints  # noqa: E402
-from measure import SHARED_CORPUS, SHARED_DATA, repo_pythonpath  # noqa: E402
+from measure import SHARED_CORPUS, SHARED_DATA, child_env  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmarks", "results")
 BASE = recipes.RECIPES["small_adamw_6k"]
@@ -136,7 +136,7 @@ def downstream(work, name, args, stored_only=False):
     data = os.path.join(work, "paper", "sst-2", "data")
     if not stored_only and not os.path.exists(os.path.join(data, "dev.tsv")):
         transfer.sst2_subset(os.path.join(args.glue_dir, "SST-2"), data, 5000)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath(), "PYTHONUNBUFFERED": "1"}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
     results = transfer.glue_runs("sst-2", settings, 1, env, data, variant_config(work, name, VARIANTS[name]),
                                  os.path.join(work, "spm.model"), starts=("pretrained",), stored_only=stored_only)
     return results["pretrained"]["accuracy"] if "pretrained" in results else None
@@ -167,7 +167,7 @@ def figure2(work, finished, results_dir):
 
 def parameter_tables():
     """`python -m albert_tf.params --format=markdown`: every preset (Table 2), then Table 3's E sweep."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath()}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3")
     result = subprocess.run([sys.executable, "-m", "albert_tf.params", "--format=markdown"], capture_output=True,
                             text=True, env=env, cwd=REPO, check=True)
     return result.stdout.strip()

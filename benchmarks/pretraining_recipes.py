@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import cloze  # noqa: E402
 from learning_curve import evaluate_checkpoints  # noqa: E402
-from measure import SHARED_CORPUS, repo_pythonpath  # noqa: E402
+from measure import SHARED_CORPUS, child_env  # noqa: E402
 
 from albert_tf.data.heldout_split import split_documents  # noqa: E402
 from albert_tf.data.pretraining_dataset import frequent_piece_level  # noqa: E402
@@ -76,7 +76,7 @@ RECIPES = {
 
 def tool(*args):
     print("+ python -m " + " ".join(args), flush=True)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath(), "PYTHONUNBUFFERED": "1"}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
     return subprocess.run([sys.executable, "-m", *args], env=env, cwd=REPO).returncode
 
 

@@ -129,6 +129,7 @@ def main():
     import tensorflow as tf
 
     from albert_tf.albert_config import AlbertConfig
+    from measure import cpu_description
     from train_step import albert_tf_step, keras_hub_step, random_batch, train_flops_per_sequence
 
     config = AlbertConfig.from_name_or_path(args.preset)
@@ -166,7 +167,7 @@ def main():
     flops = train_flops_per_sequence(config, args.seq_length) * args.batch_size
     optimizer = args.optimizer if args.peer == "albert_tf" else "keras.optimizers.Lamb"
     print(f"\n{args.peer} {args.precision}, {args.preset} (vocab {config.vocab_size}), batch {args.batch_size}, "
-          f"seq {args.seq_length}, {optimizer}, XLA {'on' if args.jit_compile else 'off'}, {os.cpu_count()} CPU cores: "
+          f"seq {args.seq_length}, {optimizer}, XLA {'on' if args.jit_compile else 'off'}, {cpu_description()}: "
           f"{unprofiled * 1e3:.0f} ms per step unprofiled ({flops / unprofiled / 1e9:.0f} GFLOP/s of model FLOPs), "
           f"{profiled * 1e3:.0f} ms profiled; summed op time {total / args.steps * 1e3:.0f} ms per step.\n")
     print("| kind of work | ms per step | share of op time |\n|---|---|---|")

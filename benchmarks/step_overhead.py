@@ -30,7 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import repo_pythonpath, write_results  # noqa: E402
+from measure import child_env, write_results  # noqa: E402
 
 VOCAB_SIZE = 8000
 PREDICTIONS = 10
@@ -43,7 +43,7 @@ def prepare(work, seq_length):
 
     os.makedirs(work, exist_ok=True)
     corpus, spm, data = (os.path.join(work, name) for name in ("corpus.txt", "spm", f"train{seq_length}"))
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath()}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3")
     if not os.path.exists(corpus):
         write_corpus(corpus, max_bytes=3_000_000)
     if not os.path.exists(spm + ".model"):
@@ -108,7 +108,7 @@ def end_to_end(args, output_dir):
                f"--train_batch_size={args.batch_size}", "--optimizer=adamw", "--learning_rate=5e-4",
                "--num_warmup_steps=100", f"--num_train_steps={steps}", f"--iterations_per_loop={LOOP}",
                f"--save_checkpoints_steps={steps}", *(["--jit_compile"] if args.jit_compile else [])]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath(), "PYTHONUNBUFFERED": "1"}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     times = []
     output = []
@@ -153,7 +153,7 @@ def main():
 
     data, spm = prepare(args.work_dir, args.seq_length)
     presets = [p for p in args.presets.split(",") if p]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath()}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3")
     seconds = {(preset, kind): [] for preset in presets for kind in ("model", "end_to_end")}
     for round_index in range(args.rounds):
         for (preset, kind), values in seconds.items():

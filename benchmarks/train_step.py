@@ -36,7 +36,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import cpu_description, repo_pythonpath, write_results  # noqa: E402
+from measure import child_env, cpu_description, write_results  # noqa: E402
 
 CONFIGS = [
     ("albert_tf", "fp32", False), ("albert_tf", "bf16", False), ("albert_tf", "fp32", True), ("albert_tf", "bf16", True),
@@ -160,11 +160,6 @@ def keras_hub_step(config, batch, precision, xla):
 TF_STEPS = {"albert_tf": albert_tf_step, "keras_hub": keras_hub_step}
 
 
-def run_tf_peer(peer):
-    return lambda config, batch, precision, xla, steps: time_steps(
-        TF_STEPS[peer](config, batch, precision, xla), steps, warmup=2)
-
-
 def run_huggingface(config, batch, precision, xla, steps):
     import torch
     import transformers
@@ -203,8 +198,10 @@ def worker(args):
         return
     config = AlbertConfig.from_name_or_path(args.preset)
     batch = random_batch(config, args.batch_size, args.seq_length)
-    runner = run_huggingface if peer == "huggingface" else run_tf_peer(peer)
-    seconds = runner(config, batch, precision, xla == "xla", args.steps)
+    if peer == "huggingface":
+        seconds = run_huggingface(config, batch, precision, xla == "xla", args.steps)
+    else:
+        seconds = time_steps(TF_STEPS[peer](config, batch, precision, xla == "xla"), args.steps, warmup=2)
     print("RESULT " + json.dumps({"sequences_per_second": args.steps * args.batch_size / seconds}))
 
 
@@ -242,7 +239,7 @@ def main():
     if unknown:
         parser.error(f"--skip: unknown configuration(s) {', '.join(sorted(unknown))}")
     configs = [c for c in CONFIGS if (not args.only or c[0] in args.only.split(",")) and spec_of(*c) not in skipped]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath()}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3")
     rates = {c: [] for c in configs}
     timed_out = set()
     peaks = {precision: [] for precision in sorted({c[1] for c in configs})}
@@ -303,12 +300,12 @@ def main():
                         "mfu": median * flops / peak if peak else None})
     left_out = f"; left out (--skip): {', '.join(sorted(skipped))}" if skipped else ""
     # XLA:CPU's flags (oneDNN or XNNPACK dots, say) change what the XLA rows measure.
-    left_out += f"; XLA_FLAGS={os.environ['XLA_FLAGS']}" if os.environ.get("XLA_FLAGS") else ""
+    xla_flags = f"; XLA_FLAGS={os.environ['XLA_FLAGS']}" if os.environ.get("XLA_FLAGS") else ""
     peak_text = ", ".join(f"{precision} {max(values) / 1e9:.0f}" for precision, values in peaks.items() if values)
     text = (f"{args.preset}, batch {args.batch_size}, seq {args.seq_length}, {PREDICTIONS} masked positions, "
             f"{cpu_description()}; median of {args.rounds} rounds x {args.steps} steps; "
             f"{flops / 1e9:.1f} GFLOP per training sequence; matmul peak measured in this run (GFLOP/s, best of "
-            f"{args.rounds} rounds): {peak_text or 'n/a'}{left_out}\n\n"
+            f"{args.rounds} rounds): {peak_text or 'n/a'}{left_out}{xla_flags}\n\n"
             "| implementation | precision | XLA | sequences/s | vs albert_tf fp32 | achieved GFLOP/s | MFU |\n"
             "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     write_results(args.results_dir, args.results_name, text,

@@ -36,7 +36,7 @@ sys.path.insert(0, HERE)
 
 import finetune_glue  # noqa: E402
 import finetune_squad  # noqa: E402
-from measure import SHARED_DATA, markdown_table, repo_pythonpath  # noqa: E402
+from measure import SHARED_DATA, child_env, markdown_table  # noqa: E402
 
 RESULTS = os.path.join(REPO, "benchmarks", "results")
 # The score each task is judged by.
@@ -180,7 +180,7 @@ def main():
     config_file = os.path.join(args.work_dir, "albert_config.json")
     with open(config_file, "w") as f:
         json.dump(config, f)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo_pythonpath(), "PYTHONUNBUFFERED": "1"}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
 
     data, sizes = {}, {}
     if "sst-2" in tasks:
