@@ -65,6 +65,12 @@ BENCHMARKS = [
      "The same script run on a 16-core Intel Xeon with AMX and AVX512-BF16, where bf16 is native (the development "
      "machine has neither), in three invocations (the reading gives each); run_all.py runs on the development machine "
      "and leaves this one to be run where such a CPU is."),
+    ("xla_cpu_dots", "XLA:CPU and bf16 matmuls: which library, which precision",
+     "python benchmarks/xla_cpu_dots.py",
+     "ALBERT-base's FFN input projection (matmul, bias, GELU) compiled by XLA under each candidate XLA_FLAGS setting, "
+     "each in a fresh process: the library XLA:CPU gave the matmul to and the element type the matmul runs in, read "
+     "from XLA's optimized HLO, beside the speed with and without XLA. For choosing the flags to try on a CPU with "
+     "AMX before timing the whole step there."),
     ("step_overhead", "Small models: the share of the step outside the model",
      "python benchmarks/step_overhead.py --presets=albert_tiny,albert_small --jit_compile",
      "run_pretraining end to end (TFRecords from the built-in corpus, input pipeline, host loop, progress line, "
