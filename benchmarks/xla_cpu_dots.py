@@ -116,7 +116,7 @@ def describe_operands(precision, operand_types):
         return "no dot left (inside a library call)"
     kinds = sorted({f"{a}x{b}" if a != b else a for a, b in operand_types})
     text = ", ".join(kinds)
-    if precision == "bf16" and all(a == "f32" for a, _ in operand_types):
+    if precision == "bf16" and all(a == b == "f32" for a, b in operand_types):
         text += " (upcast)"
     return text
 
@@ -125,7 +125,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--flags", action="append",
                         help="an XLA_FLAGS setting to try (repeatable; default: a built-in list of candidates, "
-                             "starting with none)")
+                             "starting with none); an XLA_FLAGS already set in the environment is not used")
     parser.add_argument("--repeats", type=int, default=20, help="timed calls per measurement (the best counts)")
     parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
                         help="writes RESULTS_NAME.md (the table) here")
