@@ -38,6 +38,31 @@ _ORIGINAL_NOOP_KEYS = {
     "layers_to_keep": [],
 }
 
+# Fields a config file must state: left out, a default would silently pick an architecture (a config
+# without hidden_size would train ALBERT-base's 768). The others default as the original code does.
+REQUIRED_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                   "intermediate_size")
+
+# Upper bounds, far above every published ALBERT/BERT configuration (xxlarge: H 4096, FFN 16384;
+# BERT-xlarge not shared: 1.27B parameters), checked before anything is allocated: a typo such as
+# num_hidden_layers 1000000000 otherwise builds a graph until the OOM killer ends the process.
+# Set ALBERT_TF_TRUST_CONFIG=1 to lift them for a truly huge model.
+SIZE_LIMITS = {
+    "vocab_size": 1_048_576,
+    "embedding_size": 65_536,
+    "hidden_size": 65_536,
+    "num_hidden_layers": 1_024,
+    "num_hidden_groups": 1_024,
+    "inner_group_num": 64,
+    "num_attention_heads": 1_024,
+    "intermediate_size": 262_144,
+    "max_position_embeddings": 65_536,
+    "type_vocab_size": 1_024,
+}
+MAX_PARAMETERS = 20_000_000_000
+TRUST_CONFIG_VARIABLE = "ALBERT_TF_TRUST_CONFIG"
+
+
 def _presets_dir():
     # An installed wheel ships the presets as albert_tf/presets; a source checkout keeps them in
     # the top-level configs/ (pyproject.toml maps one onto the other).
@@ -119,6 +144,8 @@ class AlbertConfig:
             errors.append(f"sharing must be one of {SHARING_MODES}, got {self.sharing!r}")
         if not errors:
             errors.extend(self._structure_errors())
+        if not errors and os.environ.get(TRUST_CONFIG_VARIABLE, "") in ("", "0"):
+            errors.extend(self._size_errors())
         if errors:
             raise ValueError("Invalid AlbertConfig: " + "; ".join(errors))
 
@@ -148,6 +175,26 @@ class AlbertConfig:
                 f"{self.inner_group_num}"
             )
         return errors
+
+    def _size_errors(self):
+        errors = [f"{name} {getattr(self, name):,} exceeds the limit {limit:,}" for name, limit in SIZE_LIMITS.items()
+                  if getattr(self, name) > limit]
+        if not errors and self.parameter_estimate() > MAX_PARAMETERS:
+            errors.append(f"about {self.parameter_estimate():,} parameters exceed the limit {MAX_PARAMETERS:,}")
+        if errors:
+            errors[-1] += f" (set {TRUST_CONFIG_VARIABLE}=1 to lift the size limits)"
+        return errors
+
+    def parameter_estimate(self) -> int:
+        """Parameters of the encoder, counted from the sizes alone (nothing is built): embeddings,
+        projection, the distinct layers' attention and FFN, pooler."""
+        e, h, i = self.embedding_size, self.hidden_size, self.intermediate_size
+        embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size + 2) * e + e * h + h
+        attention, ffn = 4 * (h * h + h) + 2 * h, (h * i + i) + (i * h + h) + 2 * h
+        blocks = self.num_groups * self.inner_group_num
+        copies = {"attention": (1, self.num_hidden_layers), "ffn": (self.num_hidden_layers, 1)}.get(
+            self.sharing, (blocks, blocks))
+        return embeddings + copies[0] * attention + copies[1] * ffn + h * h + h
 
     # --- Derived structure -------------------------------------------------
 
@@ -194,6 +241,10 @@ class AlbertConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"{source}: unknown AlbertConfig keys {unknown}; known keys: {sorted(known)}")
+        missing = [name for name in REQUIRED_FIELDS if name not in values]
+        if missing:
+            raise ValueError(f"{source}: missing {', '.join(missing)}; a config must state {', '.join(REQUIRED_FIELDS)} "
+                             "(the others default as in the original albert_config.json)")
         try:
             return cls(**values)
         except ValueError as error:

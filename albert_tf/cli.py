@@ -10,6 +10,8 @@ from absl import app, flags, logging
 # OSError covers what the environment does to a run: a read-only or full file system
 # (EROFS, ENOSPC, EFBIG), missing permissions, a worker process that died.
 USER_ERRORS = (OSError, ValueError, ImportError)
+# Exit status 1 for those. An error class with an `exit_code` of its own is reported the same way with
+# that status (a training run stopped by its divergence check: 2), so that a script can tell them apart.
 
 
 def import_tensorflow_quietly():
@@ -78,5 +80,10 @@ def run(main, define_flags, uses_tensorflow=True, flag_modules=None):
             message = getattr(error, "message", None) or str(error)  # TF errors: without the op's traceback
             print(f"{program}: error: {message.strip().splitlines()[0]}", file=sys.stderr)
             return 1
+        except Exception as error:  # re-raised unless its class states its exit status
+            if getattr(type(error), "exit_code", None) is None or flags.FLAGS["verbosity"].value >= 1:
+                raise
+            print(f"{program}: error: {error}", file=sys.stderr)
+            return type(error).exit_code
 
     app.run(wrapped)

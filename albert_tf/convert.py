@@ -16,7 +16,6 @@ the output directory is created only once the conversion has succeeded.
 """
 
 import os
-import shutil
 
 from absl import app, flags
 
@@ -41,7 +40,9 @@ def define_flags():
                       "such a source fails.")
     flags.DEFINE_bool("do_lower_case", True, "For --to=huggingface: whether the tokenizer files written beside "
                       "spiece.model lowercase the text (the original ALBERT models do).")
-    flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output directory.")
+    flags.DEFINE_bool("overwrite", False, "Replace an earlier conversion in --output once the new one is complete "
+                      "(default false: refuse a non-empty directory). A directory holding anything convert did not "
+                      "write is refused even with it.")
 
 
 FLAGS = flags.FLAGS
@@ -67,7 +68,8 @@ def read_source(source_format, path, albert_config=None):
         if unmapped:
             raise CheckpointMismatchError(path, unmapped=unmapped)
         spm = os.path.join(path, "spiece.model")
-        return config, tensors, spm if os.path.isfile(spm) else None
+        # A link (a Hugging Face cache snapshot links into blobs/) is followed and checked when it is copied.
+        return config, tensors, spm if os.path.lexists(spm) else None
     prefix = tf1_format.resolve_tf1_checkpoint(path)
     config_source = albert_config or os.path.join(os.path.dirname(prefix), tf1_format.ORIGINAL_CONFIG_FILE)
     if not albert_config and not os.path.isfile(config_source):
@@ -98,14 +100,16 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
     from albert_tf.checkpoints import huggingface_format, huggingface_tokenizer, tf1_format
     from albert_tf.checkpoints.assign import read_model_tensors
     from albert_tf.checkpoints.model_dir import SPM_MODEL_FILE, write_model_dir
-    from albert_tf.file_utils import staged_directory
+    from albert_tf.file_utils import check_replaceable, staged_directory
+    from albert_tf.text.albert_tokenizer import copy_spm_model, read_spm_model
 
     if source_format == target_format:
         raise ValueError(f"--from and --to are both {source_format!r}; nothing to convert")
+    check_replaceable(output_dir, overwrite)
     config, tensors, source_spm = read_source(source_format, input_path, albert_config)
     spm_model_file = spm_model_file or source_spm
-    if spm_model_file and not os.path.isfile(spm_model_file):
-        raise FileNotFoundError(f"{spm_model_file}: SentencePiece model not found")
+    if spm_model_file:
+        read_spm_model(spm_model_file)  # resolved and checked before the weights are converted
     model, kind, initialized = build_checked_model(config, tensors, input_path, init_missing_heads)
 
     if target_format == "albert_tf":
@@ -120,7 +124,7 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
                 tf1_format.write_tf1_checkpoint(tensors, os.path.join(staging, "model.ckpt"))
                 config.to_json_file(os.path.join(staging, tf1_format.ORIGINAL_CONFIG_FILE))
             if spm_model_file:
-                shutil.copyfile(spm_model_file, os.path.join(staging, _SPM_NAMES[target_format]))
+                copy_spm_model(spm_model_file, os.path.join(staging, _SPM_NAMES[target_format]))
                 if target_format == "huggingface":
                     huggingface_tokenizer.write_tokenizer_files(
                         spm_model_file, staging, model_max_length=config.max_position_embeddings,

@@ -26,6 +26,7 @@ turns the encoder back into an AlbertEncoder (fine-tuning's --init_checkpoint ac
 """
 
 import os
+import re
 
 from absl import flags
 
@@ -61,10 +62,23 @@ def define_flags():
                       "(assets.extra/tf_serving_warmup_requests), so no client waits for a graph's first run; with "
                       "--serving_xla one request per length bucket at each size, compiling those programs at load "
                       "time. Default 1,2,4,8; empty: write no warm-up requests.")
-    flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir (default false: refuse).")
+    flags.DEFINE_bool("overwrite", False, "Replace an earlier export in --output_dir once the new one is complete "
+                      "(default false: refuse a non-empty directory). A directory holding anything export did not "
+                      "write is refused even with it.")
 
 
 FLAGS = flags.FLAGS
+
+# A TF Serving model name is one directory name inside OUTPUT_DIR/serving.
+_SERVING_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def check_serving_name(name):
+    """ValueError unless `name` is one plain directory name: no separator, no '..', not absolute, so the
+    serving model stays inside OUTPUT_DIR/serving."""
+    if not isinstance(name, str) or not _SERVING_NAME.fullmatch(name) or ".." in name:
+        raise ValueError(f"--serving_name={name!r}: must be one directory name of letters, digits, '.', '_' and '-' "
+                         "(not starting with '.' or '-'); the model goes to OUTPUT_DIR/serving/NAME/VERSION")
 
 
 def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lower_case=True, serving_name="albert",
@@ -79,9 +93,15 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
     from albert_tf.export_lib.preprocessing_module import Preprocessor
     from albert_tf.export_lib.serving_module import EMBEDDING_KINDS, SERVED_KINDS, ServingModule
     from albert_tf.export_lib.serving_warmup import warmup_requests, write_warmup_requests
-    from albert_tf.file_utils import staged_directory, write_json_atomically
+    from albert_tf.file_utils import check_replaceable, staged_directory, write_json_atomically
+    from albert_tf.text.albert_tokenizer import read_spm_model
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
+    check_serving_name(serving_name)
+    if not isinstance(serving_version, int) or serving_version < 1:
+        raise ValueError(f"--serving_version={serving_version}: must be a positive integer (TF Serving's version "
+                         "directories are numbers)")
+    check_replaceable(output_dir, overwrite)
     model, metadata = load_model(checkpoint)
     if metadata["model"] not in SERVED_KINDS:
         raise ValueError(f"{checkpoint}: holds a {metadata['model']!r} model; export supports {', '.join(SERVED_KINDS)}")
@@ -90,8 +110,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
     if not 3 <= max_seq_length <= config.max_position_embeddings:
         raise ValueError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] [SEP] [SEP]) and at most the "
                          f"model's max_position_embeddings ({config.max_position_embeddings})")
-    with open(spm, "rb") as f:
-        model_proto = f.read()
+    model_proto = read_spm_model(spm)
     try:
         tokenizer = TFAlbertTokenizer(model_proto, lower_case=lower_case)
     except ValueError as error:
@@ -111,7 +130,8 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
         metadata_file = os.path.join(staging, METADATA_FILE)
         write_json_atomically(metadata_file, metadata)
         spm_copy = os.path.join(staging, SPM_MODEL_FILE)
-        tf.io.gfile.copy(spm, spm_copy)
+        with open(spm_copy, "wb") as f:
+            f.write(model_proto)
 
         pretrainer = model if metadata["model"] == "pretrainer" else None
         encoder_module = EncoderModule(encoder, pretrainer, spm_copy, metadata_file)

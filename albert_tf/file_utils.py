@@ -52,27 +52,85 @@ def _json_text(value):
     return json.dumps(value, indent=2, sort_keys=True) + "\n"
 
 
+# What a staged output directory lists of its own entries: `--overwrite` replaces a directory only
+# when every entry in it is one that albert_tf wrote there, so a user's own files are never deleted.
+MANIFEST_FILE = ".albert_tf_manifest.json"
+
+
+def _apply_umask_modes(root):
+    """Gives every file and directory under `root` the modes the umask gives new ones (some writers,
+    mkstemp-based ones among them, create private 0600 files)."""
+    for directory, subdirectories, files in os.walk(root):
+        for name in subdirectories:
+            _permissions_as_if_created(os.path.join(directory, name), directory=True)
+        for name in files:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                _permissions_as_if_created(path)
+
+
+def foreign_entries(directory):
+    """The entries of an existing `directory` that albert_tf did not write there (its manifest's), or
+    None when it has no manifest at all."""
+    try:
+        with open(os.path.join(directory, MANIFEST_FILE)) as f:
+            owned = set(json.load(f)["entries"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return None
+    return sorted(set(os.listdir(directory)) - owned - {MANIFEST_FILE})
+
+
+def check_replaceable(directory, overwrite):
+    """FileExistsError unless `directory` may receive a new output: absent, empty, or (with
+    `overwrite`) an earlier albert_tf output that holds nothing else. Checked before any work."""
+    directory = os.path.abspath(directory)
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise FileExistsError(f"{directory} exists and is not a directory")
+    if not os.path.isdir(directory) or not os.listdir(directory):
+        return
+    if not overwrite:
+        raise FileExistsError(f"{directory} exists and is not empty; choose another path or pass --overwrite")
+    foreign = foreign_entries(directory)
+    if foreign is None:
+        raise FileExistsError(f"{directory} was not written by albert_tf (it has no {MANIFEST_FILE}); --overwrite "
+                              "replaces only albert_tf's own outputs: remove it yourself or choose another path")
+    if foreign:
+        raise FileExistsError(f"{directory} holds files albert_tf did not write there ({', '.join(foreign[:5])}"
+                              f"{', ...' if len(foreign) > 5 else ''}); --overwrite would delete them: move them "
+                              "out or choose another path")
+
+
 @contextlib.contextmanager
 def staged_directory(directory, overwrite=False):
     """Yields a fresh sibling directory that replaces `directory` on success.
 
     On any exception the staging directory is removed and `directory` is left
     as it was, so a failed or interrupted run never leaves a half-written output.
+    The finished directory lists its entries in a manifest, and an existing
+    `directory` is replaced only when `overwrite` is set and it holds nothing but
+    an earlier such output (`check_replaceable`, checked again here). Modes
+    follow the umask.
     """
     directory = os.path.abspath(directory)
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise FileExistsError(f"{directory} exists and is not a directory")
-    if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
-        raise FileExistsError(f"{directory} exists and is not empty; choose another path or pass --overwrite")
+    check_replaceable(directory, overwrite)
     parent = os.path.dirname(directory)
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.staging-", dir=parent)
     try:
-        _permissions_as_if_created(staging, directory=True)
         yield staging
+        with open(os.path.join(staging, MANIFEST_FILE), "w") as f:
+            json.dump({"entries": sorted(os.listdir(staging))}, f)
+        _apply_umask_modes(staging)
+        _permissions_as_if_created(staging, directory=True)
+        check_replaceable(directory, overwrite)  # nothing foreign arrived while the output was made
         if os.path.exists(directory):
-            shutil.rmtree(directory)
-        os.replace(staging, directory)
+            # Renamed aside first, so the swap itself is two renames.
+            retired = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.replaced-", dir=parent)
+            os.replace(directory, os.path.join(retired, "old"))
+            os.replace(staging, directory)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.replace(staging, directory)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

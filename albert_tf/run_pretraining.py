@@ -12,8 +12,10 @@ The defaults are the paper's recipe (LAMB, lr 0.00176, batch 4096, 125k steps,
 3125 warmup steps, seq 512). Run the same command again to resume: the latest
 `ckpt-N` in --output_dir restores the model, optimizer, step and the input
 position, so a killed or preempted run continues exactly. SIGTERM saves a
-checkpoint and exits with status 143. A NaN or infinite loss stops the run,
-keeping the last good checkpoint.
+checkpoint and exits with status 143. A diverging run (a NaN or infinite loss,
+or a loss grown past 10x its level: albert_tf.training.divergence) stops with
+status 2 without saving, naming the last good checkpoint; rerun with a lower
+--learning_rate to resume from it at the new rate.
 
 --output_dir is an albert_tf checkpoint directory: `albert_tf.load_pretrainer`
 and `albert_tf.load_encoder` read it, during training and after; TensorBoard
@@ -22,13 +24,11 @@ summaries go to OUTPUT_DIR/train and OUTPUT_DIR/eval.
 
 import contextlib
 import os
-import sys
 
 from absl import flags
 
 from albert_tf import cli
 from albert_tf.file_utils import exclusive_directory_lock
-from albert_tf.training import TrainingDivergedError
 
 STRATEGY_NAMES = ("one_device", "mirrored", "multi_worker", "tpu")
 PRECISION_NAMES = ("none", "bf16", "fp16")
@@ -142,17 +142,9 @@ def main(argv):
                                                   eval_files)
 
 
-def run(argv):
-    try:
-        return main(argv)
-    except TrainingDivergedError as error:
-        print(f"albert_tf.run_pretraining: error: {error}", file=sys.stderr)
-        return 2
-
-
 def console_main():
     """The `albert-run-pretraining` console script."""
-    cli.run(run, define_flags)
+    cli.run(main, define_flags)
 
 
 if __name__ == "__main__":

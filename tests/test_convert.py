@@ -110,8 +110,13 @@ def test_output_directory_is_never_clobbered_by_default(tmp_path, tf1_tensors):
     with pytest.raises(FileExistsError, match="not empty"):
         convert("tf1", "albert_tf", source, str(tmp_path / "out"))
     assert (tmp_path / "out" / "keep.txt").read_text() == "precious"
-    convert("tf1", "albert_tf", source, str(tmp_path / "out"), overwrite=True)
-    assert not (tmp_path / "out" / "keep.txt").exists()
+    # --overwrite replaces an earlier conversion, never a file convert did not write.
+    with pytest.raises(FileExistsError, match="was not written by albert_tf"):
+        convert("tf1", "albert_tf", source, str(tmp_path / "out"), overwrite=True)
+    assert (tmp_path / "out" / "keep.txt").read_text() == "precious"
+    convert("tf1", "albert_tf", source, str(tmp_path / "new"))
+    convert("tf1", "albert_tf", source, str(tmp_path / "new"), overwrite=True)
+    assert load_pretrainer(str(tmp_path / "new")).albert_config.vocab_size == 30000
 
 
 @pytest.fixture(scope="module")

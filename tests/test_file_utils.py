@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from albert_tf.file_utils import staged_directory, write_json_atomically
+from albert_tf.file_utils import MANIFEST_FILE, staged_directory, write_json_atomically
 
 
 @pytest.fixture
@@ -49,13 +49,61 @@ def test_staged_directory_has_umask_permissions(tmp_path, umask_022):
     assert (target / "weights").read_text() == "x"
 
 
+def write_output(target, **files):
+    with staged_directory(str(target), overwrite=True) as staging:
+        for name, text in files.items():
+            with open(os.path.join(staging, name), "w") as f:
+                f.write(text)
+
+
 def test_staged_directory_failure_leaves_target_untouched(tmp_path):
     target = tmp_path / "export"
-    target.mkdir()
-    (target / "old").write_text("kept")
+    write_output(target, old="kept")
     with pytest.raises(RuntimeError):
         with staged_directory(str(target), overwrite=True) as staging:
             open(os.path.join(staging, "new"), "w").close()
             raise RuntimeError("interrupted")
     assert sorted(os.listdir(tmp_path)) == ["export"]
-    assert sorted(os.listdir(target)) == ["old"]
+    assert sorted(os.listdir(target)) == [MANIFEST_FILE, "old"]
+
+
+def test_overwrite_replaces_only_an_earlier_output_that_holds_nothing_else(tmp_path):
+    target = tmp_path / "export"
+    write_output(target, weights="1", config="a")
+    write_output(target, weights="2")  # an earlier output of its own: replaced whole
+    assert sorted(os.listdir(target)) == [MANIFEST_FILE, "weights"] and (target / "weights").read_text() == "2"
+    (target / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match=r"holds files albert_tf did not write there \(notes.txt\)"):
+        write_output(target, weights="3")
+    assert (target / "notes.txt").read_text() == "mine" and (target / "weights").read_text() == "2"
+    hand_made = tmp_path / "hand_made"
+    hand_made.mkdir()
+    (hand_made / "model.bin").write_text("x")
+    with pytest.raises(FileExistsError, match="was not written by albert_tf"):
+        write_output(hand_made, weights="1")
+    with pytest.raises(FileExistsError, match="not empty; choose another path or pass --overwrite"):
+        with staged_directory(str(target)):
+            pass
+    assert (hand_made / "model.bin").read_text() == "x"
+    assert sorted(os.listdir(tmp_path)) == ["export", "hand_made"]  # no staging left behind
+
+
+def test_a_file_arriving_while_the_output_is_made_stops_the_swap(tmp_path):
+    target = tmp_path / "export"
+    write_output(target, weights="1")
+    with pytest.raises(FileExistsError, match=r"did not write there \(late.txt\)"):
+        with staged_directory(str(target), overwrite=True) as staging:
+            open(os.path.join(staging, "weights"), "w").close()
+            (target / "late.txt").write_text("arrived meanwhile")
+    assert (target / "late.txt").exists() and (target / "weights").read_text() == "1"
+
+
+def test_private_files_get_the_umask_modes(tmp_path, umask_022):
+    import tempfile
+
+    target = tmp_path / "hf"
+    with staged_directory(str(target)) as staging:
+        handle, path = tempfile.mkstemp(dir=staging)  # 0600, as some writers create their files
+        os.close(handle)
+        os.rename(path, os.path.join(staging, "model.safetensors"))
+    assert mode(target / "model.safetensors") == 0o644

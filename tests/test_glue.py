@@ -130,7 +130,7 @@ def test_readers_name_the_file_and_line_of_bad_input(tmp_path):
     with pytest.raises(ValueError, match=r"dev.tsv: holds no examples"):
         glue.read_examples("qqp", str(path), "dev")
     mnli_gold = "\t".join(["i", "p", "q", "g", "b1", "b2", "p1", "p2", "a", "b", "neutral", "maybe"])
-    path.write_text("header\n" + mnli_gold + "\n")
+    path.write_text("\t".join(["h"] * 12) + "\n" + mnli_gold + "\n")
     with pytest.raises(ValueError, match=r"dev.tsv:2: label 'maybe' is not one of"):
         glue.read_examples("mnli", str(path), "dev")
     cola_file = tmp_path / "train.tsv"

@@ -24,7 +24,7 @@ import tensorflow as tf
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.file_utils import staged_directory, write_json
 from albert_tf.models import registry
-from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, spm_model_path
+from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, copy_spm_model, spm_model_path
 
 if TYPE_CHECKING:  # for the return types only: models.registry imports the model classes when they are built
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -155,7 +155,8 @@ def write_model_dir(model: keras.Model, directory: str | os.PathLike, kind: str 
     with staged_directory(directory, overwrite=overwrite) as staging:
         tf.train.Checkpoint(model=model).write(os.path.join(staging, WEIGHTS_PREFIX))
         for name, source in (files or {}).items():
-            shutil.copyfile(source, os.path.join(staging, name))
+            copy = copy_spm_model if name == SPM_MODEL_FILE else shutil.copyfile
+            copy(source, os.path.join(staging, name))
         write_metadata(staging, kind, model.albert_config, **extra)
     return os.path.abspath(directory)
 

@@ -100,11 +100,11 @@ class FinetuningTask:
         raise NotImplementedError
 
     def output_files(self, flags) -> list:
-        """Files --do_predict writes into OUTPUT_DIR (removed first by --overwrite)."""
+        """Names of the files --do_predict writes into the output directory (replaced by --overwrite)."""
         return []
 
-    def predict(self, model, tokenizer, flags):
-        """Writes the predictions into flags.output_dir; returns (metrics or None, [paths written])."""
+    def predict(self, model, tokenizer, flags, output_dir):
+        """Writes the predictions into `output_dir`; returns (metrics or None, [paths written])."""
         raise NotImplementedError
 
     def eval_results(self, evaluation, prediction):

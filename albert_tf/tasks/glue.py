@@ -85,18 +85,27 @@ def read_examples(task, path, split):
     labelled = split != "test"
     # Test files have a header; CoLA's train/dev files do not.
     start = 1 if (spec.header or not labelled) else 0
+    if labelled:
+        columns = (spec.text_a, spec.text_b, spec.label)
+    else:
+        columns = (spec.test_text_a, spec.test_text_b)
+    needed = max(spec.min_columns if labelled else 0, *[c + 1 for c in columns if c is not None and c >= 0])
+    # Every row has as many columns as the header (CoLA's headerless files: its four). A row with
+    # more is a text holding a stray tab: read by position it would shift a text into the next
+    # column and drop the last one, so it is refused like a row with too few.
+    expected = len(rows[0]) if start and rows else spec.min_columns
+    if start and rows and len(rows[0]) < needed:
+        raise ValueError(f"{path}:1: a header of {len(rows[0])} columns, {task} needs at least {needed}")
     examples = []
     for number, row in enumerate(rows[start:], start=start + 1):
         if not row or all(not cell for cell in row):
             continue
         where = f"{path}:{number}"
-        if labelled:
-            columns = (spec.text_a, spec.text_b, spec.label)
-        else:
-            columns = (spec.test_text_a, spec.test_text_b)
-        needed = max(spec.min_columns if labelled else 0, *[c + 1 for c in columns if c is not None and c >= 0])
         if len(row) < needed:
             raise ValueError(f"{where}: {len(row)} columns, {task} needs at least {needed}")
+        if len(row) != expected:
+            raise ValueError(f"{where}: {len(row)} columns where {'the header has' if start else task + ' has'} "
+                             f"{expected} (a tab inside a text?); fix the row")
         text_a = row[columns[0]]
         text_b = row[columns[1]] if columns[1] is not None else None
         label = None

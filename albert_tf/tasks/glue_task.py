@@ -49,6 +49,13 @@ class GlueTask(FinetuningTask):
         for name in ("task_name", "data_dir"):
             if not flags[name].value:
                 raise ValueError(f"--{name} required")
+        # [CLS] A [SEP] (B [SEP]) with at least one token of each text.
+        pair = glue.task_spec(self._task(flags)).text_b is not None
+        shortest = 5 if pair else 3
+        if flags.max_seq_length < shortest:
+            raise ValueError(f"--max_seq_length={flags.max_seq_length} cannot hold a {self._task(flags)} input: "
+                             f"[CLS] A [SEP]{' B [SEP]' if pair else ''} with a token of each text needs at least "
+                             f"{shortest}")
 
     def _task(self, flags):
         return flags.task_name.lower()
@@ -113,14 +120,14 @@ class GlueTask(FinetuningTask):
         task = self._task(flags)
         return primary_metric(task) if task != "mnli" else f"matched_{primary_metric(task)}"
 
-    def _submission_path(self, name, flags):
+    def _submission_name(self, name, flags):
         suffix = {"matched": "-m", "mismatched": "-mm"}.get(name, "")
-        return os.path.join(flags.output_dir, f"{glue.task_spec(self._task(flags)).submission_name}{suffix}.tsv")
+        return f"{glue.task_spec(self._task(flags)).submission_name}{suffix}.tsv"
 
     def output_files(self, flags):
-        return [self._submission_path(name, flags) for name in glue.split_files(self._task(flags), "test")]
+        return [self._submission_name(name, flags) for name in glue.split_files(self._task(flags), "test")]
 
-    def predict(self, model, tokenizer, flags):
+    def predict(self, model, tokenizer, flags, output_dir):
         import numpy as np
 
         spec = glue.task_spec(self._task(flags))
@@ -128,7 +135,7 @@ class GlueTask(FinetuningTask):
         for name, examples in self._read("test", flags).items():
             predictions = self._predictions(model, self._encode(examples, tokenizer, flags), flags.predict_batch_size,
                                             flags)
-            path = self._submission_path(name, flags)
+            path = os.path.join(output_dir, self._submission_name(name, flags))
             with open(path + ".tmp", "w") as f:
                 f.write("index\tprediction\n")
                 for example, prediction in zip(examples, predictions):

@@ -79,12 +79,12 @@ class RaceTask(FinetuningTask):
         return "accuracy"
 
     def output_files(self, flags):
-        return [os.path.join(flags.output_dir, PREDICTIONS_FILE)]
+        return [PREDICTIONS_FILE]
 
-    def predict(self, model, tokenizer, flags):
+    def predict(self, model, tokenizer, flags, output_dir):
         examples, arrays = self._encoded("test", tokenizer, flags)
         choices = self._choices(model, arrays, flags.predict_batch_size)
-        path = os.path.join(flags.output_dir, PREDICTIONS_FILE)
+        path = os.path.join(output_dir, PREDICTIONS_FILE)
         with open(path + ".tmp", "w") as f:
             json.dump({e.guid: "ABCD"[int(p)] for e, p in zip(examples, choices)}, f, indent=2)
         os.replace(path + ".tmp", path)

@@ -138,13 +138,12 @@ class SquadTask(FinetuningTask):
         return "f1"
 
     def output_files(self, flags):
-        return [os.path.join(flags.output_dir, name)
-                for name in (squad.PREDICTIONS_FILE, squad.NBEST_FILE, squad.NULL_ODDS_FILE)]
+        return [squad.PREDICTIONS_FILE, squad.NBEST_FILE, squad.NULL_ODDS_FILE]
 
-    def predict(self, model, tokenizer, flags):
+    def predict(self, model, tokenizer, flags, output_dir):
         articles, examples, features = self._features(flags.predict_file, tokenizer, flags, False, "predict")
         predictions, nbest, null_odds = self._answers(model, features, examples, flags)
-        written = squad.write_predictions(flags.output_dir, predictions, nbest,
+        written = squad.write_predictions(output_dir, predictions, nbest,
                                           null_odds if flags.version == "2.0" else None)
         print(f"Answered {len(examples)} questions ({len(features)} windows): " + ", ".join(written), flush=True)
         if not _answered(examples):

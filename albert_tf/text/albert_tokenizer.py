@@ -30,6 +30,36 @@ def spm_model_path(directory: str | os.PathLike) -> str | None:
     return None
 
 
+def read_spm_model(path: str | os.PathLike) -> bytes:
+    """The bytes of the SentencePiece model at `path`, checked before any copy of them is made.
+
+    A link is resolved first and must lead to a regular file (not a device or a
+    directory), and the bytes must load as a SentencePiece model: a model
+    directory handed over by someone else cannot smuggle another file out
+    under the vocabulary's name.
+    """
+    resolved = os.path.realpath(path)
+    if not os.path.isfile(resolved):
+        raise FileNotFoundError(f"{path}: no such SentencePiece model" + (
+            f" (it links to {resolved})" if resolved != os.path.abspath(path) else ""))
+    with open(resolved, "rb") as f:
+        model_proto = f.read()
+    try:
+        sentencepiece.SentencePieceProcessor().LoadFromSerializedProto(model_proto)
+    except (RuntimeError, OSError) as error:
+        shown = path if resolved == os.path.abspath(path) else f"{path} (a link to {resolved})"
+        raise ValueError(f"{shown}: not a SentencePiece model ({error})") from None
+    return model_proto
+
+
+def copy_spm_model(source: str | os.PathLike, destination: str | os.PathLike) -> None:
+    """Copies a SentencePiece model after `read_spm_model`'s checks; the copy is a new file with the
+    umask's mode, not the source's."""
+    model_proto = read_spm_model(source)
+    with open(destination, "wb") as f:
+        f.write(model_proto)
+
+
 # Pieces the original masking treats as words of their own (`_is_start_piece`).
 _WORD_START_PUNCTUATION = set('!"#$%&"()*+,-./:;?@[\\]^_`{|}~') | {"€", "£"}
 _ENGLISH_LETTERS = set("abcdefghijklmnopqrstuvwxyz")

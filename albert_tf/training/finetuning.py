@@ -13,6 +13,11 @@
 - Optimizer: the original fine-tuning AdamW (`create_optimizer(optimizer="adamw")`:
   no bias correction, weight decay 0.01 with LayerNorm/bias excluded, global
   norm clipped to 1.0), linear warmup then linear decay.
+- Every step passes the divergence check (`albert_tf.training.divergence`: a
+  NaN or infinite loss, or one grown past 10x its level); a failing step stops
+  the run with `TrainingDivergedError` naming the last good checkpoint, and no
+  checkpoint is saved (or evaluated, or kept as the best) unless its weights
+  are finite too.
 - Checkpoints (model, optimizer, step) every `save_checkpoints_steps` and at the
   end in `checkpoint_dir` (with albert_tf.json and the SentencePiece model, so
   `load_model` reads it as a model directory); rerunning resumes from the latest.
@@ -28,15 +33,16 @@
 """
 
 import json
-import math
 import os
-import shutil
 
 import tensorflow as tf
 
 from albert_tf.checkpoints.model_dir import SPM_MODEL_FILE, write_metadata, write_model_dir
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS
 from albert_tf.progress import Progress
+from albert_tf.text.albert_tokenizer import copy_spm_model
+from albert_tf.training import TrainingDivergedError
+from albert_tf.training.divergence import DivergenceGuard
 
 EVALUATIONS_FILE = "evaluations.json"
 
@@ -64,7 +70,7 @@ def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate,
     spm_copy = os.path.join(checkpoint_dir, SPM_MODEL_FILE)
     # So that checkpoint_dir alone is a complete model directory.
     if spm_model_file and not (os.path.exists(spm_copy) and os.path.samefile(spm_model_file, spm_copy)):
-        shutil.copyfile(spm_model_file, spm_copy)
+        copy_spm_model(spm_model_file, spm_copy)
     train_writer, eval_writer = (
         (tf.summary.create_file_writer(os.path.join(summary_dir, name)) for name in ("train", "eval")) if summary_dir
         else (tf.summary.create_noop_writer(), tf.summary.create_noop_writer()))
@@ -117,20 +123,30 @@ def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate,
         return loss
 
     first, loss = done, float("nan")
+    guard = DivergenceGuard(variables)
+
+    def diverged(problem):
+        return TrainingDivergedError(f"{problem} at step {done}; stopped without saving",
+                                     last_good=manager.latest_checkpoint)
+
     progress = Progress(num_train_steps, lambda steps, elapsed: (
         f"step {steps}/{num_train_steps}  loss {loss:.4f}  "
         f"{(steps - first) * batch_size / max(elapsed, 1e-9):.1f} examples/s"))
     for batch in dataset.skip(done).take(max(num_train_steps - done, 0)):
         loss = float(train_step(batch))
         done = int(step.numpy())
-        if not math.isfinite(loss):
-            raise ValueError(f"the loss became {loss} at step {done}; lower --learning_rate")
+        problem = guard.loss_problem(loss)
+        if problem:
+            raise diverged(problem)
         with train_writer.as_default(step=done):
             tf.summary.scalar("loss", loss)
             tf.summary.scalar("learning_rate", float(optimizer.learning_rate))
         if done < num_train_steps:
             progress.update(done)
         if done % save_checkpoints_steps == 0 or done == num_train_steps:
+            problem = guard.weights_problem()
+            if problem:
+                raise diverged(problem)
             manager.save(checkpoint_number=done)
             if evaluate is not None:
                 evaluate_checkpoint(done)

@@ -24,12 +24,18 @@ for every tool:
     OUTPUT_DIR/eval_results.json    the metrics of --do_eval / --do_predict
     OUTPUT_DIR/train, OUTPUT_DIR/eval   TensorBoard summaries
     OUTPUT_DIR/...                  the task's predictions (--do_predict)
-  Rerunning resumes from the latest checkpoint; --overwrite starts afresh.
+    OUTPUT_DIR/run_config.json      what the tool wrote here and the settings a resumed run must share
+                                    (albert_tf.training.run_directory)
+  One run at a time per directory (an flock). Everything (data, vocabulary,
+  starting model, settings) is read and checked before anything there changes.
+  Rerunning resumes from the latest checkpoint, refusing changed settings;
+  --overwrite starts afresh and replaces the earlier run only when it finishes.
+- Divergence: a NaN or exploding loss stops the run with status 2, saving
+  nothing, and names the last good checkpoint (albert_tf.training.divergence).
 """
 
 import math
 import os
-import shutil
 
 from absl import flags
 
@@ -39,6 +45,7 @@ FLAGS = flags.FLAGS
 CHECKPOINT_SUBDIR = "checkpoints"
 BEST_SUBDIR = "best"
 EVAL_RESULTS_FILE = "eval_results.json"
+SUMMARY_SUBDIRS = ("train", "eval")  # TensorBoard's
 
 
 def define_flags(task):
@@ -75,8 +82,10 @@ def define_flags(task):
                          f"{task.keep_checkpoint_max}); the best is kept apart in OUTPUT_DIR/best.")
     flags.DEFINE_integer("seed", 12345, "Seed of the head's initialization (and of the encoder for a random "
                          "start), dropout and the data order.")
-    flags.DEFINE_bool("overwrite", False, "Start afresh: delete an earlier run's checkpoints, best model, results and "
-                      "predictions in --output_dir (without it, training resumes from the latest checkpoint).")
+    flags.DEFINE_bool("overwrite", False, "Start afresh: train into a staging directory and, once the run has "
+                      "finished, replace the earlier run's checkpoints, best model, results, summaries and predictions "
+                      "(only what the tool wrote; a failed run leaves them as they were). Without it, training resumes "
+                      "from the latest checkpoint.")
     task.define_flags()
 
 
@@ -152,73 +161,160 @@ def check_fits(model, tokenizer):
                          f"({config.max_position_embeddings})")
 
 
-def remove_earlier_outputs(task):
-    """--overwrite: what an earlier run left in --output_dir."""
-    for name in (CHECKPOINT_SUBDIR, BEST_SUBDIR):
-        shutil.rmtree(os.path.join(FLAGS.output_dir, name), ignore_errors=True)
-    for path in [os.path.join(FLAGS.output_dir, EVAL_RESULTS_FILE), *task.output_files(FLAGS)]:
-        if os.path.exists(path):
-            os.remove(path)
+def check_vocabulary(spm):
+    """ValueError when --spm_model_file is not, by content, the SentencePiece model the starting model carries
+    (when it carries one): its ids would index other rows of the embedding table."""
+    from albert_tf.checkpoints.model_dir import find_spm_model
+    from albert_tf.file_utils import file_sha256
+
+    if not (FLAGS.spm_model_file and FLAGS.init_checkpoint):
+        return
+    try:
+        stored = find_spm_model(FLAGS.init_checkpoint)
+    except FileNotFoundError:  # a converted checkpoint without its vocabulary: the given one is all there is
+        return
+    if file_sha256(stored) != file_sha256(spm):
+        raise ValueError(f"--spm_model_file={FLAGS.spm_model_file} is not the SentencePiece model of --init_checkpoint "
+                         f"({stored}): its ids would index other rows of the model's embeddings. Leave "
+                         "--spm_model_file unset to use the checkpoint's own")
+
+
+def arrays_sha256(arrays):
+    """One digest of a task's training arrays (names, dtypes, shapes, values): the training data by content,
+    as tokenized (so casing, sequence length and the task's windowing count too)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        value = arrays[name]
+        digest.update(f"{name}:{value.dtype.str}:{value.shape}".encode())
+        digest.update(value.tobytes())
+    return digest.hexdigest()
+
+
+def output_names(task):
+    """The entries a run of the tool may write in --output_dir."""
+    from albert_tf.training.run_directory import RUN_CONFIG_FILE
+
+    return [CHECKPOINT_SUBDIR, BEST_SUBDIR, EVAL_RESULTS_FILE, SUMMARY_SUBDIRS[0], SUMMARY_SUBDIRS[1], RUN_CONFIG_FILE,
+            *task.output_files(FLAGS)]
 
 
 def main(task, argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     validate_flags(task)
-    from albert_tf.checkpoints.model_dir import find_spm_model
-    from albert_tf.file_utils import write_json_atomically
-    from albert_tf.text.albert_tokenizer import AlbertTokenizer
-    from albert_tf.training.finetuning import finetune, model_for_evaluation, report_best
+    from albert_tf.file_utils import exclusive_directory_lock
 
-    output_dir = FLAGS.output_dir
-    os.makedirs(output_dir, exist_ok=True)
-    if FLAGS.overwrite:
-        remove_earlier_outputs(task)
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    # One run per output directory: two would interleave their checkpoints and replace each other's best/.
+    with exclusive_directory_lock(FLAGS.output_dir, task.tool):
+        return _run(task, FLAGS.output_dir)
+
+
+def _run(task, output_dir):
+    from albert_tf.checkpoints.model_dir import checkpoints_newest_first, find_spm_model
+    from albert_tf.file_utils import file_sha256, write_json_atomically
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+    from albert_tf.training import TrainingDivergedError
+    from albert_tf.training.finetuning import finetune, model_for_evaluation, report_best
+    from albert_tf.training.run_directory import (RUN_CONFIG_FILE, foreign_outputs, next_record, read_run_config,
+                                                  record_divergence, resume_conflicts, run_outputs)
+
+    # Everything is read and checked before anything in output_dir changes.
     spm = find_spm_model(FLAGS.init_checkpoint, FLAGS.spm_model_file)
+    check_vocabulary(spm)
     tokenizer = AlbertTokenizer(spm, lower_case=FLAGS.do_lower_case)
     eval_data = task.read_eval(tokenizer, FLAGS) if FLAGS.do_eval else None
-    best_dir = os.path.join(output_dir, BEST_SUBDIR)
-    best_metric = task.best_metric(FLAGS)
-    summary, model = [], None
+    record = read_run_config(output_dir)
+    names = output_names(task)
+    foreign = foreign_outputs(output_dir, names, record)
+    if foreign:
+        raise FileExistsError(f"{output_dir} holds {', '.join(foreign)}, which no earlier {task.tool} run wrote there "
+                              f"(its {RUN_CONFIG_FILE} lists what it wrote); move them or choose another --output_dir")
+    model = train = training = None
     if FLAGS.do_train:
         model = starting_model(task)
         check_fits(model, tokenizer)
         train = task.read_train(tokenizer, FLAGS)
         rows = len(next(iter(train.values())))
         learning_rate, batch_size, steps, warmup = training_schedule(task.recipe(FLAGS), rows)
-        print(f"Fine-tuning on {rows:,} {task.unit.lower()}: {steps} steps of batch {batch_size}, lr "
-              f"{learning_rate:g}, {warmup} warmup steps.", flush=True)
-        checkpoint_dir = os.path.join(output_dir, CHECKPOINT_SUBDIR)
-        result = finetune(
-            model, train, task.loss, steps, batch_size, learning_rate, warmup, checkpoint_dir, task.model_kind,
-            metadata={**task.metadata(FLAGS), "train_steps": steps}, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-            keep_checkpoint_max=FLAGS.keep_checkpoint_max, seed=FLAGS.seed,
-            evaluate=(lambda m: task.evaluate(m, eval_data, FLAGS)) if FLAGS.do_eval else None,
-            best_metric=best_metric if FLAGS.do_eval else None, best_dir=best_dir, spm_model_file=spm,
-            variables=task.trainable_variables(model), summary_dir=output_dir)
-        report_best(result, best_metric, best_dir)
-        summary.append(f"fine-tuned for {steps} steps (the last model: {checkpoint_dir})")
-    if FLAGS.do_eval or FLAGS.do_predict:
-        model = model_for_evaluation(best_dir, model, FLAGS.init_checkpoint, task.model_kind,
-                                     task_name=task.task_name(FLAGS))
-        check_fits(model, tokenizer)
-    evaluation = task.evaluate(model, eval_data, FLAGS) if FLAGS.do_eval else None
-    if evaluation is not None:
-        print("dev: " + task.summary(evaluation), flush=True)
-    prediction = None
-    if FLAGS.do_predict:
-        prediction, written = task.predict(model, tokenizer, FLAGS)
-        summary.append("predictions in " + ", ".join(written))
-        if prediction is not None:
-            summary.append(task.summary(prediction))
-    results = task.eval_results(evaluation, prediction)
-    if results is not None:
-        write_json_atomically(os.path.join(output_dir, EVAL_RESULTS_FILE), results)
-        summary.append(f"metrics in {os.path.join(output_dir, EVAL_RESULTS_FILE)}")
-    if os.path.isdir(best_dir):
-        summary.append(f"the best model in {best_dir}")
+        training = {"task": task.title(FLAGS), "albert_config": model.albert_config.to_dict(),
+                    "train_data_sha256": arrays_sha256(train), "spm_model_sha256": file_sha256(spm),
+                    "do_lower_case": FLAGS.do_lower_case, "max_seq_length": FLAGS.max_seq_length,
+                    "train_batch_size": batch_size, "learning_rate": learning_rate, "num_train_steps": steps,
+                    "num_warmup_steps": warmup, "seed": FLAGS.seed}
+        resuming = not FLAGS.overwrite and checkpoints_newest_first(os.path.join(output_dir, CHECKPOINT_SUBDIR))
+        conflicts = resume_conflicts(record, training) if resuming and record else []
+        if conflicts:
+            raise ValueError(f"{output_dir} holds checkpoints of another run: " + "; ".join(conflicts) + ". Use the "
+                             "original flags to resume, another --output_dir, or --overwrite to start afresh")
+
+    final_best_dir = os.path.join(output_dir, BEST_SUBDIR)
+    summary = []
+    with run_outputs(output_dir, names, FLAGS.overwrite) as run_dir:
+        write_json_atomically(os.path.join(run_dir, RUN_CONFIG_FILE),
+                              next_record(None if FLAGS.overwrite else record, task.tool, names, training))
+        best_dir = os.path.join(run_dir, BEST_SUBDIR)
+        best_metric = task.best_metric(FLAGS)
+        if FLAGS.do_train:
+            print(f"Fine-tuning on {rows:,} {task.unit.lower()}: {steps} steps of batch {batch_size}, lr "
+                  f"{learning_rate:g}, {warmup} warmup steps.", flush=True)
+            try:
+                result = finetune(
+                    model, train, task.loss, steps, batch_size, learning_rate, warmup,
+                    os.path.join(run_dir, CHECKPOINT_SUBDIR), task.model_kind,
+                    metadata={**task.metadata(FLAGS), "train_steps": steps},
+                    save_checkpoints_steps=FLAGS.save_checkpoints_steps, keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+                    seed=FLAGS.seed, evaluate=(lambda m: task.evaluate(m, eval_data, FLAGS)) if FLAGS.do_eval else None,
+                    best_metric=best_metric if FLAGS.do_eval else None, best_dir=best_dir, spm_model_file=spm,
+                    variables=task.trainable_variables(model), summary_dir=run_dir)
+            except TrainingDivergedError as error:
+                raise _divergence_advice(error, output_dir) from None
+            report_best(result, best_metric, final_best_dir)
+            summary.append(f"fine-tuned for {steps} steps (the last model: {os.path.join(output_dir, CHECKPOINT_SUBDIR)})")
+        if FLAGS.do_eval or FLAGS.do_predict:
+            model = model_for_evaluation(best_dir, model, FLAGS.init_checkpoint, task.model_kind,
+                                         task_name=task.task_name(FLAGS))
+            check_fits(model, tokenizer)
+        evaluation = task.evaluate(model, eval_data, FLAGS) if FLAGS.do_eval else None
+        if evaluation is not None:
+            print("dev: " + task.summary(evaluation), flush=True)
+        prediction = None
+        if FLAGS.do_predict:
+            prediction, written = task.predict(model, tokenizer, FLAGS, run_dir)
+            summary.append("predictions in " + ", ".join(os.path.join(output_dir, os.path.relpath(path, run_dir))
+                                                         for path in written))
+            if prediction is not None:
+                summary.append(task.summary(prediction))
+        results = task.eval_results(evaluation, prediction)
+        if results is not None:
+            write_json_atomically(os.path.join(run_dir, EVAL_RESULTS_FILE), results)
+            summary.append(f"metrics in {os.path.join(output_dir, EVAL_RESULTS_FILE)}")
+        has_best = os.path.isdir(best_dir)
+    if has_best:
+        summary.append(f"the best model in {final_best_dir}")
     print(f"{task.title(FLAGS)}: " + "; ".join(summary) + ".", flush=True)
     return 0
+
+
+def _divergence_advice(error, output_dir):
+    """The divergence error with what to do next; a run in place records the stop, so that the rerun it
+    advises may change the schedule."""
+    from albert_tf.training import TrainingDivergedError
+    from albert_tf.training.run_directory import record_divergence
+
+    if FLAGS.overwrite:
+        advice = (f"The earlier run in {output_dir} is as it was (--overwrite replaces it only when a run finishes); "
+                  "rerun with a lower --learning_rate (or more --num_warmup_steps)")
+    elif error.last_good:
+        record_divergence(output_dir, str(error))
+        advice = (f"Last good checkpoint: {error.last_good}; rerun with a lower --learning_rate (or more "
+                  "--num_warmup_steps) to resume from it at the new rate")
+    else:
+        record_divergence(output_dir, str(error))
+        advice = "No good checkpoint yet; rerun with a lower --learning_rate (or more --num_warmup_steps)"
+    return TrainingDivergedError(f"{error}. {advice}.", last_good=None if FLAGS.overwrite else error.last_good)
 
 
 def run(task):

@@ -32,7 +32,9 @@ from albert_tf.file_utils import file_sha256, write_json
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.optimization import create_optimizer
 from albert_tf.progress import format_duration
+from albert_tf.text.albert_tokenizer import copy_spm_model
 from albert_tf.training import TrainingDivergedError
+from albert_tf.training.divergence import DivergenceGuard
 from albert_tf.tasks.pretraining_losses import metrics_from_sums
 from albert_tf.training.pretraining_trainer import PretrainingTrainer
 from albert_tf.training.strategies import worker_layout
@@ -142,8 +144,13 @@ def _check_spm_model_file(settings, output_dir, resuming):
 def _write_model_metadata(settings, output_dir, config):
     model_dir.write_metadata(output_dir, "pretrainer", config, max_seq_length=settings.max_seq_length,
                              max_predictions_per_seq=settings.max_predictions_per_seq)
-    if settings.spm_model_file:
-        tf.io.gfile.copy(settings.spm_model_file, os.path.join(output_dir, model_dir.SPM_MODEL_FILE), overwrite=True)
+    if not settings.spm_model_file:
+        return
+    stored = os.path.join(output_dir, model_dir.SPM_MODEL_FILE)
+    if "://" in settings.spm_model_file or "://" in output_dir:
+        tf.io.gfile.copy(settings.spm_model_file, stored, overwrite=True)
+    else:
+        copy_spm_model(settings.spm_model_file, stored)
 
 
 def _restore_init_checkpoint(settings, model, path):
@@ -228,7 +235,7 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
     status = 0
     try:
         if settings.do_train:
-            status = _train(settings, trainer, strategy, iterator, manager, writer, preemption, train_files)
+            status = _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files)
         if status == 0 and settings.do_eval:
             _evaluate(settings, trainer, strategy, eval_files, output_dir, chief)
     finally:
@@ -257,7 +264,16 @@ def _any_worker_preempted(strategy, preemption):
     return preemption.raised
 
 
-def _train(settings, trainer, strategy, iterator, manager, writer, preemption, train_files):
+def _diverged(problem, steps, manager):
+    last = manager.latest_checkpoint
+    where = (f"Last good checkpoint: {last}; rerun with a lower --learning_rate (or more --num_warmup_steps) to "
+             "resume from it at the new rate" if last else
+             "No good checkpoint yet; rerun with a lower --learning_rate (or more --num_warmup_steps)")
+    return TrainingDivergedError(f"{problem} in steps {steps}; stopped without saving. {where}, or use "
+                                 "--mixed_precision=bf16 instead of fp16.", last_good=last)
+
+
+def _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files):
     total_steps = settings.num_train_steps
     step = int(trainer.step.numpy())
     if step >= total_steps:
@@ -268,6 +284,14 @@ def _train(settings, trainer, strategy, iterator, manager, writer, preemption, t
           f"batch {settings.train_batch_size}, seq {settings.max_seq_length}.", flush=True)
     preempted = False
     saved_step = step if step else None  # a resumed run starts from a checkpoint of its first step
+    guard = DivergenceGuard(model.trainable_variables)
+
+    def save_if_good(steps):
+        problem = guard.weights_problem()
+        if problem:
+            raise _diverged(problem, steps, manager)
+        _save(manager, step)
+
     while step < total_steps:
         to_checkpoint = settings.save_checkpoints_steps - step % settings.save_checkpoints_steps
         num_steps = min(settings.iterations_per_loop, total_steps - step, to_checkpoint)
@@ -285,12 +309,10 @@ def _train(settings, trainer, strategy, iterator, manager, writer, preemption, t
             break
         metrics = metrics_from_sums({k: v.numpy() for k, v in totals.items()})
         loss = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
-        if not all(map(lambda x: x == x and abs(x) != float("inf"), [loss, float(gradient_norm)])):
-            last = manager.latest_checkpoint or "none yet"
-            raise TrainingDivergedError(
-                f"the loss became {loss} (gradient norm {float(gradient_norm)}) in steps {step - num_steps + 1}-{step}; "
-                f"stopped without saving. Last good checkpoint: {last}. Lower --learning_rate, raise "
-                f"--num_warmup_steps, or use --mixed_precision=bf16 instead of fp16.")
+        steps = f"{step - num_steps + 1}-{step}"
+        problem = guard.loss_problem(loss, float(gradient_norm))
+        if problem:
+            raise _diverged(problem, steps, manager)
         sequences_per_second = num_steps * settings.train_batch_size / max(seconds, 1e-9)
         elapsed = time.monotonic() - start_time
         eta = elapsed / (step - start_step) * (total_steps - step)
@@ -306,14 +328,14 @@ def _train(settings, trainer, strategy, iterator, manager, writer, preemption, t
             tf.summary.scalar("sequences_per_second", sequences_per_second)
         writer.flush()
         if step % settings.save_checkpoints_steps == 0 or step == total_steps:
-            _save(manager, step)
+            save_if_good(steps)
             saved_step = step
         if _any_worker_preempted(strategy, preemption):
             preempted = True
             break
     if preempted:
         if saved_step != step:
-            _save(manager, step)
+            save_if_good(f"up to {step}")
         print(f"SIGTERM: saved a checkpoint at step {step}; rerun the same command to resume.", flush=True)
         return PREEMPTED_EXIT_CODE
     return 0

@@ -1,0 +1,132 @@
+"""A fine-tuning output directory: its record of the run, what may not change on resume, and --overwrite.
+
+OUTPUT_DIR/run_config.json records
+
+  - `tool` and `outputs`: the entries the tool writes in OUTPUT_DIR (checkpoints/,
+    best/, eval_results.json, the summaries, the predictions, run_config.json).
+    `--overwrite` replaces those and nothing else: a user's own files beside
+    them stay, and a name the tool would write that it did not write before is
+    refused instead of replaced.
+  - `training`: the settings a resumed run must share with the run that wrote
+    the checkpoints (task, training data by content, vocabulary by content,
+    casing, sequence length, batch, learning rate, steps, warmup, seed, starting
+    model). A rerun that differs is refused, naming each setting.
+  - `diverged`: where a run stopped on its divergence check. The next run may
+    then change --learning_rate and --num_warmup_steps (the point of rerunning),
+    resumes from the last good checkpoint with the new schedule, and records the
+    change in `schedule_changes`.
+
+With --overwrite a run writes into a staging directory inside OUTPUT_DIR and
+the earlier run's outputs are replaced only when the new run has finished: a
+failure (bad data found late, a divergence, a full disk) or a kill leaves the
+earlier run as it was. A killed run's staging directory is removed by the next
+run in OUTPUT_DIR.
+"""
+
+import contextlib
+import json
+import os
+import shutil
+
+from albert_tf.file_utils import make_owned_staging, remove_stale_staging, write_json_atomically
+
+RUN_CONFIG_FILE = "run_config.json"
+STAGING_PREFIX = ".overwrite-staging-"
+_RETIRED_PREFIX = ".overwritten-"
+# Settings that --learning_rate's purpose after a divergence stop allows to change.
+SCHEDULE_SETTINGS = ("learning_rate", "num_warmup_steps")
+
+
+def read_run_config(output_dir):
+    """The directory's run_config.json as a dict, or None when there is none."""
+    path = os.path.join(output_dir, RUN_CONFIG_FILE)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except ValueError as error:
+        raise ValueError(f"{path}: not valid JSON ({error}); it records what was written in {output_dir} and how: "
+                         "restore it, or choose another --output_dir") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}: not a run record; restore it, or choose another --output_dir")
+    return record
+
+
+def resume_conflicts(previous, current):
+    """The settings of `current` (a `training` record) that differ from `previous`'s, each in words that
+    name the flag; after a divergence stop the schedule settings may differ."""
+    exempt = SCHEDULE_SETTINGS if previous.get("diverged") else ()
+    before = previous.get("training") or {}
+    return [_describe_change(name, before[name], current[name]) for name in current
+            if name in before and before[name] != current[name] and name not in exempt]
+
+
+def _describe_change(name, before, now):
+    if name == "task":
+        return f"the task ({now}; the checkpoints were made for {before})"
+    if name == "train_data_sha256":
+        return "the training data (its tokenized content differs)"
+    if name == "spm_model_sha256":
+        return "the SentencePiece model (its content differs)"
+    if name == "albert_config":
+        fields = sorted(key for key in set(before) | set(now) if before.get(key) != now.get(key))
+        return "the starting model's config (" + ", ".join(f"{key} {now.get(key)}, was {before.get(key)}"
+                                                          for key in fields) + ")"
+    return f"--{name}={now} (the checkpoints were made with {before})"
+
+
+def foreign_outputs(output_dir, names, record):
+    """Of the entries a run will write (`names`), those already in `output_dir` that no earlier run of the
+    tool wrote (its record's `outputs`)."""
+    owned = set((record or {}).get("outputs", ()))
+    return [name for name in names if os.path.lexists(os.path.join(output_dir, name)) and name not in owned]
+
+
+def next_record(previous, tool, names, training):
+    """The run_config.json of a run writing `names`, with its `training` settings (None: this run does not
+    train, and the earlier training record stays)."""
+    record = dict(previous or {})
+    record["tool"] = tool
+    record["outputs"] = sorted(set(record.get("outputs", ())) | set(names))
+    if training is not None:
+        before = record.get("training") or {}
+        if record.pop("diverged", None):
+            changes = {name: {"from": before[name], "to": training[name]} for name in SCHEDULE_SETTINGS
+                       if name in before and before[name] != training[name]}
+            if changes:
+                record["schedule_changes"] = record.get("schedule_changes", []) + [changes]
+        record["training"] = training
+    return record
+
+
+def record_divergence(output_dir, message):
+    """Notes in run_config.json that the run stopped on its divergence check (`message`: where and why)."""
+    record = read_run_config(output_dir) or {}
+    record["diverged"] = message
+    write_json_atomically(os.path.join(output_dir, RUN_CONFIG_FILE), record)
+
+
+@contextlib.contextmanager
+def run_outputs(output_dir, names, overwrite):
+    """Yields the directory a run writes its `names` into: `output_dir` itself, or with `overwrite` a staging
+    directory whose entries replace the earlier run's outputs (only those) once the block has finished."""
+    remove_stale_staging(output_dir, STAGING_PREFIX)
+    remove_stale_staging(output_dir, _RETIRED_PREFIX)
+    if not overwrite:
+        yield output_dir
+        return
+    previous = read_run_config(output_dir)
+    staging = make_owned_staging(output_dir, STAGING_PREFIX)
+    try:
+        yield staging
+        retired = make_owned_staging(output_dir, _RETIRED_PREFIX)
+        for name in (previous or {}).get("outputs", ()):
+            if os.path.lexists(os.path.join(output_dir, name)):
+                os.replace(os.path.join(output_dir, name), os.path.join(retired, name))
+        for name in os.listdir(staging):
+            if name != "owner":
+                os.replace(os.path.join(staging, name), os.path.join(output_dir, name))
+        shutil.rmtree(retired, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
