@@ -243,8 +243,8 @@ class AlbertConfig:
             raise ValueError(f"{source}: unknown AlbertConfig keys {unknown}; known keys: {sorted(known)}")
         missing = [name for name in REQUIRED_FIELDS if name not in values]
         if missing:
-            raise ValueError(f"{source}: missing {', '.join(missing)}; a config must state {', '.join(REQUIRED_FIELDS)} "
-                             "(the others default as in the original albert_config.json)")
+            raise ValueError(f"{source}: missing {', '.join(missing)}; a config must state "
+                             f"{', '.join(REQUIRED_FIELDS)} (the others default as in the original albert_config.json)")
         try:
             return cls(**values)
         except ValueError as error:

@@ -425,3 +425,31 @@ def test_a_sequence_length_that_cannot_hold_the_inputs_is_refused(checkpoint, mr
         assert result.returncode == 1 and f"--max_seq_length={length} cannot hold" in last_error(result)
         assert message in last_error(result)
         assert not (tmp_path / task).exists()
+
+
+def test_a_killed_overwrite_run_leaves_the_earlier_run_and_its_staging_goes_next_time(run_dir, checkpoint, mrpc):
+    import signal
+    import time
+
+    before = tree(run_dir)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "albert_tf.run_classifier",
+         *classifier_flags(mrpc, run_dir, "--do_train", "--overwrite", *TINY_TRAINING, "--train_step=400",
+                           checkpoint=checkpoint)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    deadline = time.monotonic() + 240
+    while not list(run_dir.glob(".overwrite-staging-*/checkpoints/ckpt-3.index")):
+        assert process.poll() is None, process.stderr.read().decode()[-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    staging = list(run_dir.glob(".overwrite-staging-*"))
+    assert len(staging) == 1
+    after = {path: data for path, data in tree(run_dir).items() if not path.startswith(".overwrite-staging-")}
+    after.pop(".lock", None), before.pop(".lock", None)
+    assert after == before  # the earlier run, as it was
+    result = run_tool("run_classifier", *classifier_flags(mrpc, run_dir, "--do_eval", "--max_seq_length=32",
+                                                          init=run_dir / "best"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not staging[0].exists()

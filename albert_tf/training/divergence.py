@@ -38,6 +38,14 @@ def _global_norm(variables):
     return float(tf.linalg.global_norm([tf.cast(v, tf.float32) for v in variables]))
 
 
+def rerun_advice(last_good):
+    """What to do after a divergence stop, given the last good checkpoint (None: none yet)."""
+    if last_good:
+        return (f"Last good checkpoint: {last_good}; rerun with a lower --learning_rate (or more "
+                "--num_warmup_steps) to resume from it at the new rate")
+    return "No good checkpoint yet; rerun with a lower --learning_rate (or more --num_warmup_steps)"
+
+
 class DivergenceGuard:
     """Applies the module's rule to one run: its losses in order, and its weights at each checkpoint.
 

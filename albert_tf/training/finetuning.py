@@ -45,6 +45,7 @@ from albert_tf.training import TrainingDivergedError
 from albert_tf.training.divergence import DivergenceGuard
 
 EVALUATIONS_FILE = "evaluations.json"
+SUMMARY_SUBDIRS = ("train", "eval")  # in summary_dir: the per-step and the per-evaluation TensorBoard summaries
 
 
 def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate, num_warmup_steps, checkpoint_dir,
@@ -72,7 +73,7 @@ def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate,
     if spm_model_file and not (os.path.exists(spm_copy) and os.path.samefile(spm_model_file, spm_copy)):
         copy_spm_model(spm_model_file, spm_copy)
     train_writer, eval_writer = (
-        (tf.summary.create_file_writer(os.path.join(summary_dir, name)) for name in ("train", "eval")) if summary_dir
+        (tf.summary.create_file_writer(os.path.join(summary_dir, name)) for name in SUMMARY_SUBDIRS) if summary_dir
         else (tf.summary.create_noop_writer(), tf.summary.create_noop_writer()))
     history_file = os.path.join(checkpoint_dir, EVALUATIONS_FILE)
     evaluations = []

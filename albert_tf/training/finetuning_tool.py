@@ -45,7 +45,6 @@ FLAGS = flags.FLAGS
 CHECKPOINT_SUBDIR = "checkpoints"
 BEST_SUBDIR = "best"
 EVAL_RESULTS_FILE = "eval_results.json"
-SUMMARY_SUBDIRS = ("train", "eval")  # TensorBoard's
 
 
 def define_flags(task):
@@ -196,7 +195,9 @@ def output_names(task):
     """The entries a run of the tool may write in --output_dir."""
     from albert_tf.training.run_directory import RUN_CONFIG_FILE
 
-    return [CHECKPOINT_SUBDIR, BEST_SUBDIR, EVAL_RESULTS_FILE, SUMMARY_SUBDIRS[0], SUMMARY_SUBDIRS[1], RUN_CONFIG_FILE,
+    from albert_tf.training.finetuning import SUMMARY_SUBDIRS
+
+    return [CHECKPOINT_SUBDIR, BEST_SUBDIR, EVAL_RESULTS_FILE, *SUMMARY_SUBDIRS, RUN_CONFIG_FILE,
             *task.output_files(FLAGS)]
 
 
@@ -272,7 +273,8 @@ def _run(task, output_dir):
             except TrainingDivergedError as error:
                 raise _divergence_advice(error, output_dir) from None
             report_best(result, best_metric, final_best_dir)
-            summary.append(f"fine-tuned for {steps} steps (the last model: {os.path.join(output_dir, CHECKPOINT_SUBDIR)})")
+            last_model = os.path.join(output_dir, CHECKPOINT_SUBDIR)
+            summary.append(f"fine-tuned for {steps} steps (the last model: {last_model})")
         if FLAGS.do_eval or FLAGS.do_predict:
             model = model_for_evaluation(best_dir, model, FLAGS.init_checkpoint, task.model_kind,
                                          task_name=task.task_name(FLAGS))
@@ -302,18 +304,15 @@ def _divergence_advice(error, output_dir):
     """The divergence error with what to do next; a run in place records the stop, so that the rerun it
     advises may change the schedule."""
     from albert_tf.training import TrainingDivergedError
+    from albert_tf.training.divergence import rerun_advice
     from albert_tf.training.run_directory import record_divergence
 
     if FLAGS.overwrite:
         advice = (f"The earlier run in {output_dir} is as it was (--overwrite replaces it only when a run finishes); "
-                  "rerun with a lower --learning_rate (or more --num_warmup_steps)")
-    elif error.last_good:
-        record_divergence(output_dir, str(error))
-        advice = (f"Last good checkpoint: {error.last_good}; rerun with a lower --learning_rate (or more "
-                  "--num_warmup_steps) to resume from it at the new rate")
+                  f"{rerun_advice(None).split('; ', 1)[1]}")
     else:
         record_divergence(output_dir, str(error))
-        advice = "No good checkpoint yet; rerun with a lower --learning_rate (or more --num_warmup_steps)"
+        advice = rerun_advice(error.last_good)
     return TrainingDivergedError(f"{error}. {advice}.", last_good=None if FLAGS.overwrite else error.last_good)
 
 

@@ -34,7 +34,7 @@ from albert_tf.optimization import create_optimizer
 from albert_tf.progress import format_duration
 from albert_tf.text.albert_tokenizer import copy_spm_model
 from albert_tf.training import TrainingDivergedError
-from albert_tf.training.divergence import DivergenceGuard
+from albert_tf.training.divergence import DivergenceGuard, rerun_advice
 from albert_tf.tasks.pretraining_losses import metrics_from_sums
 from albert_tf.training.pretraining_trainer import PretrainingTrainer
 from albert_tf.training.strategies import worker_layout
@@ -266,10 +266,7 @@ def _any_worker_preempted(strategy, preemption):
 
 def _diverged(problem, steps, manager):
     last = manager.latest_checkpoint
-    where = (f"Last good checkpoint: {last}; rerun with a lower --learning_rate (or more --num_warmup_steps) to "
-             "resume from it at the new rate" if last else
-             "No good checkpoint yet; rerun with a lower --learning_rate (or more --num_warmup_steps)")
-    return TrainingDivergedError(f"{problem} in steps {steps}; stopped without saving. {where}, or use "
+    return TrainingDivergedError(f"{problem} in steps {steps}; stopped without saving. {rerun_advice(last)}, or use "
                                  "--mixed_precision=bf16 instead of fp16.", last_good=last)
 
 
