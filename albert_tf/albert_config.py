@@ -262,11 +262,16 @@ class AlbertConfig:
         return cls.from_dict(values, source=str(path))
 
     @classmethod
-    def from_preset(cls, name: str) -> "AlbertConfig":
+    def from_preset(cls, name: str, **overrides) -> "AlbertConfig":
+        """A named preset, with any field replaced: `from_preset("albert_tiny", vocab_size=1000)`
+        (KerasHub's `from_preset(name, **kwargs)`). Unknown fields and invalid values are refused."""
         path = PRESETS_DIR / f"{name}.json"
         if not path.is_file():
             raise ValueError(f"Unknown preset {name!r}; presets: {', '.join(preset_names())}")
-        return cls.from_json_file(path)
+        if not overrides:
+            return cls.from_json_file(path)
+        return cls.from_dict({**cls.from_json_file(path).to_dict(), **overrides},
+                             source=f"preset {name} with {', '.join(sorted(overrides))}")
 
     @classmethod
     def from_name_or_path(cls, name_or_path: str) -> "AlbertConfig":

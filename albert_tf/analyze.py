@@ -124,7 +124,7 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.checkpoint:
         raise ValueError("--checkpoint required (one or more albert_tf checkpoint directories)")
-    from albert_tf.checkpoints.model_dir import find_spm_model, load_encoder
+    from albert_tf.models.model_dir import find_spm_model, load_encoder
     from albert_tf.params import format_rows, parameter_breakdown, shape_only_pretrainer
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
 

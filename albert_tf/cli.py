@@ -1,6 +1,7 @@
 """What every `python -m albert_tf.<tool>` shares: quiet TF logs, one-line errors."""
 
 import os
+import re
 import sys
 
 from absl import app, flags, logging
@@ -34,6 +35,30 @@ def import_tensorflow_quietly():
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+# Keras 3 re-raises an error from inside a layer's call() as a new one of the same class whose
+# message starts with this, the original message in bold below it and the original as __context__.
+_KERAS_WRAPPED = "Exception encountered when calling"
+_ANSI_STYLE = re.compile(r"\x1b\[[0-9;]*m")
+# absl's help flags exit with status 1; a help asked for is a success.
+_HELP_FLAGS = ("-h", "-?", "--help", "--helpshort", "--helpfull", "--helpxml")
+
+
+def error_line(error):
+    """The one line a tool prints for `error`: the innermost meaningful message (through Keras's
+    layer-call wrappers), without TF's op traceback or terminal styling."""
+    message = getattr(error, "message", None) or str(error)  # TF errors: `message` is without the op's traceback
+    while message.lstrip().startswith(_KERAS_WRAPPED):
+        inner = error.__context__
+        if isinstance(inner, BaseException) and str(inner).strip():
+            error, message = inner, getattr(inner, "message", None) or str(inner)
+            continue
+        lines = [_ANSI_STYLE.sub("", line).strip() for line in message.strip().splitlines()[1:]]
+        message = next((line for line in lines if line), message)
+        break
+    lines = _ANSI_STYLE.sub("", message).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 def _tensorflow_environment_errors():
@@ -77,13 +102,17 @@ def run(main, define_flags, uses_tensorflow=True, flag_modules=None):
         except USER_ERRORS + _tensorflow_environment_errors() as error:
             if flags.FLAGS["verbosity"].value >= 1:
                 raise
-            message = getattr(error, "message", None) or str(error)  # TF errors: without the op's traceback
-            print(f"{program}: error: {message.strip().splitlines()[0]}", file=sys.stderr)
+            print(f"{program}: error: {error_line(error)}", file=sys.stderr)
             return 1
         except Exception as error:  # re-raised unless its class states its exit status
             if getattr(type(error), "exit_code", None) is None or flags.FLAGS["verbosity"].value >= 1:
                 raise
-            print(f"{program}: error: {error}", file=sys.stderr)
+            print(f"{program}: error: {error_line(error)}", file=sys.stderr)
             return type(error).exit_code
 
-    app.run(wrapped)
+    try:
+        app.run(wrapped)
+    except SystemExit as done:
+        if done.code == 1 and any(argument.split("=", 1)[0] in _HELP_FLAGS for argument in sys.argv[1:]):
+            sys.exit(0)
+        raise

@@ -32,6 +32,7 @@ def define_flags():
     flags.DEFINE_string("output", None, "Directory to write; must not exist or be empty unless --overwrite.")
     flags.DEFINE_string("albert_config", None, "For --from=tf1: the albert_config.json (preset name or path). "
                         "Default: albert_config.json beside the checkpoint.")
+    flags.DEFINE_alias("albert_config_file", "albert_config")  # the original scripts' name
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model to store with the weights (as spm.model "
                         "for albert_tf, spiece.model for Hugging Face, 30k-clean.model for tf1).")
     flags.DEFINE_bool("init_missing_heads", False, "Accept a source without some pretraining-head or pooler "
@@ -55,7 +56,7 @@ def read_source(source_format, path, albert_config=None):
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.checkpoints import huggingface_format, tf1_format
     from albert_tf.checkpoints.assign import CheckpointMismatchError, read_model_tensors
-    from albert_tf.checkpoints.model_dir import load_model, spm_model_path
+    from albert_tf.models.model_dir import load_model, spm_model_path
 
     if source_format == "albert_tf":
         model, metadata = load_model(path)
@@ -99,7 +100,7 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
     """
     from albert_tf.checkpoints import huggingface_format, huggingface_tokenizer, tf1_format
     from albert_tf.checkpoints.assign import read_model_tensors
-    from albert_tf.checkpoints.model_dir import SPM_MODEL_FILE, write_model_dir
+    from albert_tf.models.model_dir import SPM_MODEL_FILE, write_model_dir
     from albert_tf.file_utils import check_replaceable, staged_directory
     from albert_tf.text.albert_tokenizer import copy_spm_model, read_spm_model
 

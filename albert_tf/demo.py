@@ -169,14 +169,14 @@ def main(argv):
 
 def predict(export):
     from albert_tf.embed import Embedder, cosine_similarities
-    from albert_tf.fill_mask import MaskFiller, filled_text
+    from albert_tf.models.mask_filler import MaskFiller
 
     filler = MaskFiller(export)
     print("Fill in the mask (encoder SavedModel, `mlm` signature):")
     for text in FILL_MASK_EXAMPLES:
-        results = filler.fill(text, top_k=5, max_seq_length=FLAGS.max_seq_length)
-        print(f"  {filled_text(text, results)}")
-        print("    candidates: " + ", ".join(f"{piece} ({p:.2f})" for piece, p in results[0][1]))
+        answer = filler(text, top_k=5, max_seq_length=FLAGS.max_seq_length)
+        print(f"  {filler.best_sequence(text, answer)}")
+        print("    candidates: " + ", ".join(f"{c['token_str']} ({c['score']:.2f})" for c in answer[0]))
     embeddings = Embedder(export).embed(list(SIMILARITY_EXAMPLES))
     similarities = cosine_similarities(embeddings)
     print("Sentence similarity (preprocessing + encoder SavedModels, mean pooling):")

@@ -47,7 +47,7 @@ def cosine_similarities(embeddings):
 class Embedder:
     def __init__(self, model_path, spm_model_file=None, max_seq_length=128):
         self.max_seq_length = max_seq_length
-        from albert_tf.checkpoints.model_dir import exported_encoder_dir
+        from albert_tf.models.model_dir import exported_encoder_dir
 
         # An export directory (encoder/ + preprocessing/), or an albert_tf checkpoint directory.
         self.export = exported_encoder_dir(model_path) == os.path.join(model_path, "encoder")
@@ -58,7 +58,7 @@ class Embedder:
             self.preprocessing = tf.saved_model.load(os.path.join(model_path, "preprocessing"))
             self.encoder = tf.saved_model.load(os.path.join(model_path, "encoder"))
         else:
-            from albert_tf.checkpoints.model_dir import find_spm_model, load_encoder
+            from albert_tf.models.model_dir import find_spm_model, load_encoder
             from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
             self.encoder = load_encoder(model_path)

@@ -88,7 +88,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
     `serving_warmup_batch_sizes`: see the flags."""
     import tensorflow as tf
 
-    from albert_tf.checkpoints.model_dir import METADATA_FILE, SPM_MODEL_FILE, find_spm_model, load_model
+    from albert_tf.models.model_dir import METADATA_FILE, SPM_MODEL_FILE, find_spm_model, load_model
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.export_lib.preprocessing_module import Preprocessor
     from albert_tf.export_lib.serving_module import EMBEDDING_KINDS, SERVED_KINDS, ServingModule

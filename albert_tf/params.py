@@ -27,6 +27,7 @@ from albert_tf import cli
 def define_flags():
     flags.DEFINE_list("presets", None, "Preset names to list (default: every preset in configs/).")
     flags.DEFINE_string("albert_config", None, "A config JSON file to list instead of presets.")
+    flags.DEFINE_alias("albert_config_file", "albert_config")  # the original scripts' name
     flags.DEFINE_enum("format", "text", ["text", "markdown", "json"], "Output format.")
     flags.DEFINE_list("embedding_sizes", ["64", "128", "256", "768"], "Embedding sizes E of the Table 3 listing "
                       "(albert_base_v2 with each E, not shared and all-shared); empty (--embedding_sizes=) for none.")

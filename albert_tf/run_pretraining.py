@@ -37,8 +37,12 @@ PRECISION_NAMES = ("none", "bf16", "fp16")
 def define_flags():
     flags.DEFINE_string("input_file", None, "Training TFRecords: a glob, comma-separated globs, or the --output_file "
                         "prefix given to create_pretraining_data. gs:// paths work.")
+    flags.DEFINE_integer("vocab_size", None, "The model's vocabulary size, replacing the config's. Default: the "
+                         "config's; with a preset name and an --spm_model_file of another size, the SentencePiece "
+                         "model's (the output says so).")
     flags.DEFINE_string("albert_config", "albert_base_v2", "A preset name (see `python -m albert_tf.params`) or an "
                         "albert_config.json path.")
+    flags.DEFINE_alias("albert_config_file", "albert_config")  # the original scripts' name
     flags.DEFINE_string("init_checkpoint", None, "Start from this albert_tf checkpoint (pretrainer or encoder; "
                         "convert Google or Hugging Face checkpoints first). Ignored when --output_dir already "
                         "holds a checkpoint to resume from.")
@@ -65,6 +69,11 @@ def define_flags():
     flags.DEFINE_float("clip_norm", 1.0, "Clip the global gradient norm (over all replicas) to this.")
     flags.DEFINE_integer("save_checkpoints_steps", 5000, "Save a checkpoint every this many steps (and at the end).")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept in --output_dir (older ones are deleted).")
+    flags.DEFINE_integer("max_seconds_per_loop", 60, "A compiled loop also ends after this many seconds, so the "
+                         "progress line, summaries and the divergence check come at least this often (and on a CPU or "
+                         "GPU, where a step can take seconds, the first within a minute) whatever "
+                         "--iterations_per_loop is. 0: only --iterations_per_loop ends a loop. Multi-worker runs end "
+                         "loops only by --iterations_per_loop, since every worker must run the same steps.")
     flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per compiled loop; progress, summaries and the NaN "
                          "check happen between loops.")
     flags.DEFINE_enum("mixed_precision", "none", list(PRECISION_NAMES), "bf16: bfloat16 compute, float32 variables (TPU, "
@@ -99,6 +108,10 @@ def _validate_flags():
             raise ValueError(f"--{name} must be >= 1, got {FLAGS[name].value}")
     if FLAGS.num_warmup_steps < 0 or FLAGS.num_warmup_steps > FLAGS.num_train_steps:
         raise ValueError(f"--num_warmup_steps must be in [0, --num_train_steps={FLAGS.num_train_steps}]")
+    if FLAGS.max_seconds_per_loop < 0:
+        raise ValueError(f"--max_seconds_per_loop must be >= 0, got {FLAGS.max_seconds_per_loop}")
+    if FLAGS.vocab_size is not None and FLAGS.vocab_size < 1:
+        raise ValueError(f"--vocab_size must be >= 1, got {FLAGS.vocab_size}")
     if FLAGS.learning_rate <= 0:
         raise ValueError(f"--learning_rate must be > 0, got {FLAGS.learning_rate}")
     if FLAGS.sentence_loss_weight < 0:
@@ -109,18 +122,36 @@ def _validate_flags():
         raise FileNotFoundError(f"{FLAGS.spm_model_file}: no such SentencePiece model (--spm_model_file)")
 
 
+def _model_config():
+    """--albert_config with --vocab_size, or a preset's vocabulary size replaced by --spm_model_file's."""
+    from albert_tf.albert_config import AlbertConfig, preset_names
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+
+    config = AlbertConfig.from_name_or_path(FLAGS.albert_config)
+    vocab_size = FLAGS.vocab_size
+    if vocab_size is None and FLAGS.spm_model_file and FLAGS.albert_config in preset_names():
+        pieces = AlbertTokenizer(FLAGS.spm_model_file).vocab_size
+        if pieces != config.vocab_size:
+            print(f"--albert_config={FLAGS.albert_config} with vocab_size {pieces}, the size of --spm_model_file "
+                  f"(the preset has {config.vocab_size}).", flush=True)
+            vocab_size = pieces
+    if vocab_size is None or vocab_size == config.vocab_size:
+        return config
+    return AlbertConfig.from_dict({**config.to_dict(), "vocab_size": vocab_size},
+                                  source=f"--albert_config={FLAGS.albert_config} with --vocab_size={vocab_size}")
+
+
 def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     _validate_flags()
     import tensorflow as tf
 
-    from albert_tf.albert_config import AlbertConfig
     from albert_tf.data import pretraining_dataset as data
     from albert_tf.training import pretraining_run
     from albert_tf.training.strategies import create_strategy, is_chief
 
-    config = AlbertConfig.from_name_or_path(FLAGS.albert_config)
+    config = _model_config()
     train_files = data.expand_data_files(FLAGS.input_file)
     data.check_pretraining_files(train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, config.vocab_size,
                                  spm_model_file=FLAGS.spm_model_file)

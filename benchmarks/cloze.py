@@ -59,7 +59,7 @@ def cloze_items(heldout_path, tokenizer, num_items=NUM_ITEMS, seed=0):
 
 
 def score(filler, items, max_seq_length, top_k=5):
-    """Accuracy figures and the per-item predictions of a `fill_mask.MaskFiller`."""
+    """Accuracy figures and the per-item predictions of an `albert_tf.MaskFiller`."""
     rows = []
     for text, answer in items:
         (_, candidates), = filler.fill(text, top_k=top_k, max_seq_length=max_seq_length)

@@ -32,7 +32,7 @@ def tool(*args, env):
 def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch_size=64, only_steps=None):
     import tensorflow as tf
 
-    from albert_tf.checkpoints.model_dir import checkpoints_newest_first, load_pretrainer
+    from albert_tf.models.model_dir import checkpoints_newest_first, load_pretrainer
     from albert_tf.data.pretraining_dataset import expand_data_files, make_pretraining_dataset
     from albert_tf.tasks.pretraining_losses import batch_sums, metrics_from_sums
     from albert_tf.training.pretraining_trainer import MODEL_INPUTS

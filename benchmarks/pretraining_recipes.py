@@ -145,7 +145,7 @@ def evaluated_curve(run_dir, evaluate_steps):
             cache = {m["step"]: m for m in json.load(f)}
     if not os.path.isdir(run_dir):
         return []
-    from albert_tf.checkpoints.model_dir import checkpoints_newest_first
+    from albert_tf.models.model_dir import checkpoints_newest_first
 
     new_steps = {int(p.rsplit("-", 1)[1]) for p in checkpoints_newest_first(run_dir)} - set(cache)
     if new_steps:
@@ -175,7 +175,7 @@ def evaluate_cloze(work, recipe, curve):
             cached = json.load(f)
         if cached.get("step") == step:
             return cached
-    from albert_tf.fill_mask import MaskFiller
+    from albert_tf.models.mask_filler import MaskFiller
 
     spm = os.path.join(work, "spm.model")
     filler = MaskFiller(os.path.join(run_dir, f"ckpt-{step}"), spm_model_file=spm)

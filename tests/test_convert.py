@@ -15,7 +15,7 @@ import huggingface_oracle as oracle
 from text_fixtures import SPECIAL_LINES, random_sentence, train_small_spm
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.checkpoints.assign import CheckpointMismatchError
-from albert_tf.checkpoints.model_dir import load_encoder, load_pretrainer, write_model_dir
+from albert_tf.models.model_dir import load_encoder, load_pretrainer, write_model_dir
 from albert_tf.checkpoints.tf1_format import write_tf1_checkpoint
 from albert_tf.convert import convert
 from albert_tf.models.albert_pretrainer import AlbertPretrainer

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.checkpoints.model_dir import load_encoder, write_model_dir
+from albert_tf.models.model_dir import load_encoder, write_model_dir
 from albert_tf.export import export
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.tasks.squad import tokenize_with_alignment
@@ -458,7 +458,7 @@ def test_export_cli_errors_and_atomicity(exported, tmp_path, monkeypatch):
 
 def test_fill_mask_and_embed_read_exports_and_checkpoints_alike(exported):
     from albert_tf.embed import Embedder
-    from albert_tf.fill_mask import MaskFiller
+    from albert_tf.models.mask_filler import MaskFiller
 
     checkpoint = exported["checkpoint"]
     text = "The river [MASK] of the [MASK] garden."

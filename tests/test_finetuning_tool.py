@@ -24,11 +24,12 @@ def schedule(recipe, rows, **flags):
 def test_unset_flags_take_the_recipe_and_set_ones_replace_it():
     mrpc = RECIPES["mrpc"]  # 2e-5, batch 32, 800 steps, 200 warmup
     assert schedule(mrpc, 3668) == (2e-5, 32, 800, 200)
-    assert schedule(mrpc, 3668, num_train_steps=100) == (2e-5, 32, 100, 100)  # warmup at most the steps
+    assert schedule(mrpc, 3668, num_train_steps=100) == (2e-5, 32, 100, 25)  # the recipe's quarter, not 100 of 100
+    assert schedule(mrpc, 3668, num_train_steps=16)[3] == 4  # a short run still reaches the peak rate
     assert schedule(mrpc, 3668, num_train_steps=100, warmup_proportion=0.1) == (2e-5, 32, 100, 10)
     assert schedule(mrpc, 3668, num_train_steps=100, num_warmup_steps=7, warmup_proportion=0.5)[3] == 7
     # Epochs replace the recipe's steps: 3668 rows, 2 epochs of batch 16 -> ceil(458.5).
-    assert schedule(mrpc, 3668, num_train_epochs=2.0, train_batch_size=16, learning_rate=1e-4) == (1e-4, 16, 459, 200)
+    assert schedule(mrpc, 3668, num_train_epochs=2.0, train_batch_size=16, learning_rate=1e-4) == (1e-4, 16, 459, 114)
 
 
 def test_an_epoch_recipe_counts_steps_from_the_rows():

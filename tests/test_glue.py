@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.checkpoints.model_dir import load_model, write_model_dir
+from albert_tf.models.model_dir import load_model, write_model_dir
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -307,7 +307,7 @@ def test_train_and_predict_then_evaluate_the_saved_classifier(checkpoint, tmp_pa
 
 
 def test_the_sentencepiece_model_comes_with_the_checkpoint_or_export(checkpoint, tmp_path):
-    from albert_tf.checkpoints.model_dir import find_spm_model as spm_model_for
+    from albert_tf.models.model_dir import find_spm_model as spm_model_for
 
     spm = str(tmp_path / "given.model")
     (tmp_path / "given.model").write_bytes(b"x")

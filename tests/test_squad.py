@@ -395,7 +395,7 @@ def test_predictions_files_are_in_the_official_format(tmp_path):
 
 def test_span_labeler_outputs_config_and_model_dir_round_trip(tmp_path):
     from albert_tf.albert_config import AlbertConfig
-    from albert_tf.checkpoints.model_dir import load_encoder, load_model, write_model_dir
+    from albert_tf.models.model_dir import load_encoder, load_model, write_model_dir
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
@@ -458,7 +458,7 @@ def encoder_dir(tmp_path_factory, spm_model, tokenizer):
     import dataclasses
 
     from albert_tf.albert_config import AlbertConfig
-    from albert_tf.checkpoints.model_dir import write_model_dir
+    from albert_tf.models.model_dir import write_model_dir
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
     import keras
@@ -481,7 +481,7 @@ SMALL_RUN = ["--max_seq_length=64", "--max_query_length=16", "--doc_stride=16", 
 
 @pytest.mark.slow
 def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
-    from albert_tf.checkpoints.model_dir import load_model
+    from albert_tf.models.model_dir import load_model
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
     from albert_tf.networks.albert_encoder import ENCODER_INPUTS
     from albert_tf.tasks.squad_task import span_loss
@@ -576,7 +576,7 @@ def test_fine_tuning_starts_from_checkpoints_or_an_exported_encoder(tmp_path, en
 
     import tensorflow as tf
 
-    from albert_tf.checkpoints.model_dir import find_spm_model, load_encoder
+    from albert_tf.models.model_dir import find_spm_model, load_encoder
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
     from albert_tf.tasks.squad_task import SquadTask
@@ -602,7 +602,7 @@ def test_fine_tuning_starts_from_checkpoints_or_an_exported_encoder(tmp_path, en
 def test_a_span_labeler_keeps_its_head_when_fine_tuned_again(tmp_path, encoder_dir):
     import types
 
-    from albert_tf.checkpoints.model_dir import load_encoder, write_model_dir
+    from albert_tf.models.model_dir import load_encoder, write_model_dir
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
     from albert_tf.tasks.squad_task import SquadTask
     from albert_tf.training.finetuning_tool import starting_model
@@ -618,7 +618,7 @@ def test_a_span_labeler_keeps_its_head_when_fine_tuned_again(tmp_path, encoder_d
 
 @pytest.mark.slow
 def test_squad_keeps_its_best_checkpoint_and_overwrite_starts_afresh(tmp_path, encoder_dir):
-    from albert_tf.checkpoints.model_dir import load_model
+    from albert_tf.models.model_dir import load_model
 
     data = squad_file(tmp_path, "train-v1.1.json", "1.1", V1_QUESTIONS)
     output = tmp_path / "out"

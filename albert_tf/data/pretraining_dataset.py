@@ -110,7 +110,8 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq, voca
                     raise ValueError(f"{source}: the data has {name}={metadata[name]}, but --{name}={expected}")
             if metadata["vocab_size"] != vocab_size:
                 raise ValueError(f"{source}: the data was tokenized with a {metadata['vocab_size']}-piece vocabulary, "
-                                 f"but the model's vocab_size is {vocab_size}")
+                                 f"but the model's vocab_size is {vocab_size}; pass --vocab_size="
+                                 f"{metadata['vocab_size']} (or the --spm_model_file the data was made with)")
             recorded = metadata.get("spm_model_sha256")
             if spm_sha256 and recorded and recorded != spm_sha256:
                 raise ValueError(f"{source}: the data was made with another SentencePiece model (sha256 "

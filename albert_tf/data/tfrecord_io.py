@@ -16,15 +16,14 @@ import functools
 import gzip
 import struct
 
-import crcmod.predefined
+import google_crc32c
 import numpy as np
 
-_crc32c = crcmod.predefined.mkCrcFun("crc-32c")
 _MASK_DELTA = 0xA282EAD8
 
 
 def masked_crc32c(data):
-    crc = _crc32c(data)
+    crc = google_crc32c.value(data)  # the CPU's crc32 instruction where there is one
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 

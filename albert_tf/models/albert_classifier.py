@@ -1,27 +1,51 @@
-"""`AlbertClassifier`: the encoder with a classification (or regression) head on the pooled output."""
+"""`AlbertClassifier`: the encoder with a classification (or regression) head on the pooled output.
+
+With an `AlbertPreprocessor` attached (`preprocessor=`, or `from_preset` of a model
+directory) it takes raw text in `fit`, `evaluate` and `predict`, as KerasHub's task
+models do, and compiles itself with the original fine-tuning recipe when `fit` finds
+it uncompiled:
+
+  classifier = AlbertClassifier.from_preset("ckpt/albert_base", num_labels=2)
+  classifier.fit(x=["a fine film", "a dull one"], y=[1, 0], batch_size=32, epochs=3)
+  classifier.predict(["what a film"])["logits"]
+  classifier.fit(x=(questions, sentences), y=labels)   # sentence pairs: a tuple of two lists
+"""
+
+import math
 
 import keras
+import numpy as np
+import tensorflow as tf
 
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.layers.initializers import truncated_normal
 from albert_tf.models.task_model import AlbertTaskModel
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
+from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 
 MODEL_KIND = "classifier"
+# The default compile: the original fine-tuning AdamW at the rate of the GLUE recipes for MRPC and
+# STS-B (the middle of the table's 1e-5..5e-5), warming up over the first 10% of the steps.
+DEFAULT_LEARNING_RATE = 2e-5
+DEFAULT_WARMUP_PROPORTION = 0.1
+DEFAULT_BATCH_SIZE = 32
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertClassifier(AlbertTaskModel, keras.Model):
     """pooled_output -> dropout -> dense(num_labels), as the original run_classifier.
 
-    Inputs: the encoder's dict. Outputs: {"logits": float32 [batch, num_labels]}
+    Inputs: the encoder's dict (TF Hub names: input_word_ids, input_mask, input_type_ids), or
+    raw strings when a `preprocessor` is attached. Outputs: {"logits": float32 [batch, num_labels]}
     (a regression task such as STS-B has num_labels 1: the logit is the score).
     """
 
     CONFIG_ATTRIBUTES = {"num_labels": "num_labels", "dropout": "dropout_rate", "seq_length": "seq_length"}
+    preprocessor = None
 
     def __init__(self, encoder: AlbertEncoder | AlbertConfig | None = None, num_labels: int = 2, dropout: float = 0.1,
-                 config: AlbertConfig | None = None, seq_length: int | None = None, **kwargs):
+                 config: AlbertConfig | None = None, seq_length: int | None = None,
+                 preprocessor: AlbertPreprocessor | dict | None = None, **kwargs):
         encoder = encoder_for("AlbertClassifier", encoder, config, seq_length)
         config = encoder.albert_config
         kwargs.setdefault("name", "albert_classifier")
@@ -35,8 +59,113 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
         self.num_labels = num_labels
         self.dropout_rate = dropout
         self.seq_length = seq_length
+        if isinstance(preprocessor, dict):
+            preprocessor = keras.saving.deserialize_keras_object(preprocessor)
+        if preprocessor is not None:
+            self.preprocessor = preprocessor
 
     def head_outputs(self, inputs, training=True):
         pooled = self.encoder.first_token_pooled_output({name: inputs[name] for name in ENCODER_INPUTS},
                                                         training=training)
         return {"logits": self.classifier(self.dropout(pooled, training=training))}
+
+    def get_config(self):
+        config = super().get_config()
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        return config
+
+    # --- raw text in fit, evaluate and predict ---------------------------------------------------
+
+    def default_compile(self, num_train_steps):
+        """Compiles with the original fine-tuning recipe: AdamW (no bias correction, LayerNorm and biases
+        excluded from decay, global norm 1.0) at DEFAULT_LEARNING_RATE, 10% warmup then linear decay;
+        cross-entropy and accuracy (mean squared error for a regression head)."""
+        from albert_tf.optimization import create_optimizer
+
+        optimizer = create_optimizer(DEFAULT_LEARNING_RATE, num_train_steps,
+                                     int(num_train_steps * DEFAULT_WARMUP_PROPORTION), optimizer="adamw")
+        if self.num_labels == 1:
+            self.compile(optimizer=optimizer, loss={"logits": keras.losses.MeanSquaredError()})
+        else:
+            cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            self.compile(optimizer=optimizer, loss={"logits": cross_entropy}, metrics={"logits": ["accuracy"]})
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None, validation_data=None, shuffle=True,
+            steps_per_epoch=None, **kwargs):
+        """keras.Model.fit, also on raw strings (with a preprocessor) and compiling itself when uncompiled."""
+        built = self._is_text(x)
+        x, y, sample_weight, batch_size = self._text_dataset(x, y, sample_weight, batch_size, shuffle)
+        # A dataset made here is shuffled already; Keras leaves any dataset's order to the dataset.
+        shuffle = shuffle and not built and not isinstance(x, tf.data.Dataset)
+        if isinstance(validation_data, (tuple, list)) and self._is_text(validation_data[0]):
+            validation_data = self._text_dataset(*validation_data, None, batch_size, False)[0]
+        if not self.compiled:
+            steps = steps_per_epoch or _batches(x, batch_size)
+            if steps is None:
+                raise ValueError("fit on an uncompiled model needs the number of batches for its learning-rate "
+                                 "schedule: pass steps_per_epoch, a dataset of known length, or compile() first")
+            self.default_compile(max(1, steps * epochs))
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs, sample_weight=sample_weight,
+                           validation_data=validation_data, shuffle=shuffle, steps_per_epoch=steps_per_epoch, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        x, y, sample_weight, batch_size = self._text_dataset(x, y, sample_weight, batch_size, False)
+        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        x, _, _, batch_size = self._text_dataset(x, None, None, batch_size, False)
+        return super().predict(x, batch_size=batch_size, **kwargs)
+
+    def _is_text(self, x):
+        return self.preprocessor is not None and _is_text(x)
+
+    def _text_dataset(self, x, y, sample_weight, batch_size, shuffle):
+        """(x, y, sample_weight, batch_size) for keras.Model: raw text becomes a batched dataset of the
+        preprocessor's outputs (with the labels and weights inside); a dataset of strings is mapped."""
+        if isinstance(x, tf.data.Dataset) and self.preprocessor is not None and _yields_text(x):
+            return x.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE), None, None, None
+        if not self._is_text(x):
+            return x, y, sample_weight, batch_size
+        texts = tuple(tf.constant(part, tf.string) for part in x) if _is_pair(x) else tf.constant(x, tf.string)
+        parts = tuple(part for part in (texts, y, sample_weight) if part is not None)
+        dataset = tf.data.Dataset.from_tensor_slices(parts if len(parts) > 1 else texts)
+        if shuffle:
+            dataset = dataset.shuffle(int(dataset.cardinality()), reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+        return dataset.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE), None, None, None
+
+
+def _is_strings(value):
+    if isinstance(value, str):
+        return True
+    if isinstance(value, tf.Tensor):
+        return value.dtype == tf.string
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "USO" and value.size > 0 and isinstance(value.flat[0], (str, bytes))
+    return isinstance(value, list) and len(value) > 0 and all(isinstance(item, (str, bytes)) for item in value)
+
+
+def _is_pair(x):
+    return isinstance(x, tuple) and len(x) == 2 and all(_is_strings(part) and not isinstance(part, str) for part in x)
+
+
+def _is_text(x):
+    return _is_pair(x) or _is_strings(x) or (isinstance(x, tuple) and all(isinstance(p, (str, bytes)) for p in x))
+
+
+def _yields_text(dataset):
+    spec = dataset.element_spec
+    first = spec[0] if isinstance(spec, tuple) else spec
+    parts = first if isinstance(first, tuple) else (first,)
+    return all(isinstance(part, tf.TensorSpec) and part.dtype == tf.string for part in parts)
+
+
+def _batches(x, batch_size):
+    """Batches per epoch of keras.Model.fit's `x`, or None when it cannot be known up front."""
+    if isinstance(x, tf.data.Dataset):
+        count = int(x.cardinality())
+        return count if count >= 0 else None
+    arrays = list(x.values()) if isinstance(x, dict) else [x]
+    rows = len(arrays[0]) if arrays and hasattr(arrays[0], "__len__") else None
+    return None if rows is None else math.ceil(rows / (batch_size or DEFAULT_BATCH_SIZE))

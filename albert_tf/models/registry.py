@@ -40,11 +40,17 @@ def kind_names() -> list[str]:
 
 def describe(model) -> tuple[str, dict]:
     """(kind, {saved argument: value}) of an albert_tf model: what albert_tf.json records to rebuild it."""
-    for cls in type(model).__mro__:
+    kind, saved_arguments = describe_class(type(model))
+    return kind, {argument: getattr(model, argument) for argument in saved_arguments}
+
+
+def describe_class(model_class) -> tuple[str, tuple[str, ...]]:
+    """(kind, saved arguments) of an albert_tf model class."""
+    for cls in model_class.__mro__:
         kind = _BY_CLASS_NAME.get(cls.__name__)
         if kind is not None:
-            return kind.name, {argument: getattr(model, argument) for argument in kind.saved_arguments}
-    raise ValueError(f"{type(model).__name__} is not an albert_tf model (one of {', '.join(_BY_CLASS_NAME)})")
+            return kind.name, kind.saved_arguments
+    raise ValueError(f"{model_class.__name__} is not an albert_tf model class (one of {', '.join(_BY_CLASS_NAME)})")
 
 
 def build(kind_name: str, albert_config: AlbertConfig, saved: dict, source: str = "metadata"):

@@ -37,7 +37,7 @@ import os
 
 import tensorflow as tf
 
-from albert_tf.checkpoints.model_dir import SPM_MODEL_FILE, write_metadata, write_model_dir
+from albert_tf.models.model_dir import SPM_MODEL_FILE, write_metadata, write_model_dir
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS
 from albert_tf.progress import Progress
 from albert_tf.text.albert_tokenizer import copy_spm_model
@@ -162,7 +162,7 @@ def model_for_evaluation(best_dir, trained_model, init_checkpoint, kind, task_na
     """The model a task CLI evaluates and predicts with: the best checkpoint (`best_dir`) when there is
     one, else the model just trained, else the fine-tuned `kind` model given as `init_checkpoint`
     (ValueError naming what it holds when it is not one, or not for `task_name`)."""
-    from albert_tf.checkpoints.model_dir import exported_encoder_dir, load_model
+    from albert_tf.models.model_dir import exported_encoder_dir, load_model
 
     if best_dir and os.path.isdir(best_dir):
         return load_model(best_dir)[0]
@@ -194,7 +194,7 @@ def starting_encoder(init_checkpoint=None, albert_config=None, seed=12345):
     or a freshly initialized one of `albert_config` (a preset name or config JSON)."""
     import keras
 
-    from albert_tf.checkpoints.model_dir import load_encoder
+    from albert_tf.models.model_dir import load_encoder
 
     keras.utils.set_random_seed(seed)
     if init_checkpoint:

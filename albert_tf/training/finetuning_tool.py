@@ -129,15 +129,19 @@ def training_schedule(recipe, num_rows, flags=FLAGS):
     elif flags.warmup_proportion is not None or recipe.num_warmup_steps is None:
         proportion = flags.warmup_proportion if flags.warmup_proportion is not None else recipe.warmup_proportion
         warmup = int(steps * proportion)
+    elif steps == recipe.num_train_steps:
+        warmup = recipe.num_warmup_steps
     else:
-        warmup = min(recipe.num_warmup_steps, steps)
+        # Fewer (or more) steps than the recipe's keep its warmup share (MRPC: 200 of 800, a quarter), so
+        # a shortened run still reaches the peak rate instead of warming up to its last step.
+        warmup = int(steps * recipe.num_warmup_steps / recipe.num_train_steps)
     return learning_rate, batch_size, steps, warmup
 
 
 def starting_model(task, flags=FLAGS):
     """The model to fine-tune: a model already fine-tuned for this task as it is, else the encoder of
     flags.init_checkpoint (or a random one of flags.albert_config) under a fresh head of the task."""
-    from albert_tf.checkpoints.model_dir import exported_encoder_dir, load_model, read_metadata, resolve_checkpoint
+    from albert_tf.models.model_dir import exported_encoder_dir, load_model, read_metadata, resolve_checkpoint
     from albert_tf.training.finetuning import starting_encoder
 
     init = flags.init_checkpoint
@@ -163,7 +167,7 @@ def check_fits(model, tokenizer):
 def check_vocabulary(spm):
     """ValueError when --spm_model_file is not, by content, the SentencePiece model the starting model carries
     (when it carries one): its ids would index other rows of the embedding table."""
-    from albert_tf.checkpoints.model_dir import find_spm_model
+    from albert_tf.models.model_dir import find_spm_model
     from albert_tf.file_utils import file_sha256
 
     if not (FLAGS.spm_model_file and FLAGS.init_checkpoint):
@@ -214,7 +218,7 @@ def main(task, argv):
 
 
 def _run(task, output_dir):
-    from albert_tf.checkpoints.model_dir import checkpoints_newest_first, find_spm_model
+    from albert_tf.models.model_dir import checkpoints_newest_first, find_spm_model
     from albert_tf.file_utils import file_sha256, write_json_atomically
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
     from albert_tf.training import TrainingDivergedError

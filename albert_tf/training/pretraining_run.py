@@ -24,8 +24,8 @@ import time
 import keras
 import tensorflow as tf
 
-from albert_tf.checkpoints import model_dir
-from albert_tf.checkpoints.model_dir import build_model, copy_weights, read_metadata, resolve_checkpoint, restore_weights
+from albert_tf.models import model_dir
+from albert_tf.models.model_dir import build_model, copy_weights, read_metadata, resolve_checkpoint, restore_weights
 from albert_tf.data import pretraining_dataset as data
 from albert_tf.data.pretraining_dataset import read_error
 from albert_tf.file_utils import file_sha256, write_json
@@ -235,7 +235,9 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
     status = 0
     try:
         if settings.do_train:
-            status = _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files)
+            loop_seconds = getattr(settings, "max_seconds_per_loop", 0) if per_step_stop else 0
+            status = _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files,
+                            loop_seconds)
         if status == 0 and settings.do_eval:
             _evaluate(settings, trainer, strategy, eval_files, output_dir, chief)
     finally:
@@ -270,7 +272,19 @@ def _diverged(problem, steps, manager):
                                  "--mixed_precision=bf16 instead of fp16.", last_good=last)
 
 
-def _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files):
+def _loop_timer(trainer, seconds):
+    """Ends the running compiled loop after `seconds` (through the flag the loop reads before each step),
+    so that progress, summaries and the divergence check come at least that often."""
+    import threading
+
+    trainer.stop_requested.assign(False)
+    timer = threading.Timer(seconds, lambda: trainer.stop_requested.assign(True))
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files, loop_seconds=0):
     total_steps = settings.num_train_steps
     step = int(trainer.step.numpy())
     if step >= total_steps:
@@ -293,17 +307,23 @@ def _train(settings, model, trainer, strategy, iterator, manager, writer, preemp
         to_checkpoint = settings.save_checkpoints_steps - step % settings.save_checkpoints_steps
         num_steps = min(settings.iterations_per_loop, total_steps - step, to_checkpoint)
         loop_start = time.monotonic()
+        timer = _loop_timer(trainer, loop_seconds) if loop_seconds and not preemption.raised else None
         try:
             totals, gradient_norm, learning_rate = _call_interruptibly(
                 lambda: trainer.train_loop(iterator, tf.constant(num_steps)))
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
             raise read_error(train_files, error, "the training data") from None
+        finally:
+            if timer is not None:
+                timer.cancel()
         seconds = time.monotonic() - loop_start
         previous_step, step = step, int(trainer.step.numpy())
-        num_steps = step - previous_step  # fewer than asked when SIGTERM stopped the loop
-        if num_steps == 0:  # SIGTERM came before the loop's first step
-            preempted = True
-            break
+        num_steps = step - previous_step  # fewer than asked when SIGTERM or the loop timer stopped the loop
+        if num_steps == 0:
+            if preemption.raised:  # SIGTERM came before the loop's first step
+                preempted = True
+                break
+            continue  # the timer ran out while the loop was being traced: the next call starts at once
         metrics = metrics_from_sums({k: v.numpy() for k, v in totals.items()})
         loss = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
         steps = f"{step - num_steps + 1}-{step}"

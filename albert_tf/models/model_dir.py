@@ -24,13 +24,15 @@ import tensorflow as tf
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.file_utils import staged_directory, write_json
 from albert_tf.models import registry
-from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, copy_spm_model, spm_model_path
+from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, copy_spm_model, read_spm_model, spm_model_path
 
 if TYPE_CHECKING:  # for the return types only: models.registry imports the model classes when they are built
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
 METADATA_FILE = "albert_tf.json"
+# What a Hugging Face save_pretrained directory holds instead (albert_tf.convert reads it).
+_HUGGINGFACE_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 WEIGHTS_PREFIX = "weights"
 FORMAT_VERSION = 1
 
@@ -102,6 +104,9 @@ def resolve_checkpoint(path):
         return path, weights
     candidates = checkpoints_newest_first(path)
     if not candidates:
+        if any(tf.io.gfile.exists(os.path.join(path, name)) for name in _HUGGINGFACE_WEIGHTS):
+            raise FileNotFoundError(f"{path}: a Hugging Face checkpoint, not an albert_tf one; convert it first: "
+                                    f"albert-convert --from=huggingface --input={path} --output=NEW_DIR")
         raise FileNotFoundError(f"{path}: holds no checkpoint ({WEIGHTS_PREFIX}.index or ckpt-N)")
     return path, candidates[0]
 
@@ -152,11 +157,18 @@ def write_model_dir(model: keras.Model, directory: str | os.PathLike, kind: str 
         raise ValueError(f"kind={kind!r}, but the model is an {type(model).__name__} ({inferred_kind!r})")
     kind = inferred_kind
     extra = {**needed, **extra}
+    preprocessor = getattr(model, "preprocessor", None)
+    if preprocessor is not None:  # the model's own vocabulary and settings travel with it
+        extra["preprocessor"] = {"seq_length": preprocessor.seq_length, "lower_case": preprocessor.lower_case,
+                                 "keep_accents": preprocessor.keep_accents}
     with staged_directory(directory, overwrite=overwrite) as staging:
         tf.train.Checkpoint(model=model).write(os.path.join(staging, WEIGHTS_PREFIX))
         for name, source in (files or {}).items():
             copy = copy_spm_model if name == SPM_MODEL_FILE else shutil.copyfile
             copy(source, os.path.join(staging, name))
+        if preprocessor is not None:
+            with open(os.path.join(staging, SPM_MODEL_FILE), "wb") as f:
+                f.write(preprocessor.model_proto)
         write_metadata(staging, kind, model.albert_config, **extra)
     return os.path.abspath(directory)
 
@@ -191,7 +203,51 @@ def load_model(path: str | os.PathLike) -> tuple[keras.Model, dict]:
         restore_weights(model, prefix)
     else:
         restore_newest_intact(lambda candidate: restore_weights(model, candidate), checkpoints_newest_first(directory))
+    if "preprocessor" in metadata and spm_model_path(directory):
+        model.preprocessor = _preprocessor(directory, **metadata["preprocessor"])
     return model, metadata
+
+
+def _preprocessor(directory, seq_length, lower_case=True, keep_accents=False):
+    from albert_tf.text.albert_preprocessor import AlbertPreprocessor
+
+    return AlbertPreprocessor(read_spm_model(spm_model_path(directory)), seq_length=seq_length,
+                              lower_case=lower_case, keep_accents=keep_accents)
+
+
+def model_from_preset(model_class, preset, max_seq_length=None, **kwargs):
+    """`model_class.from_preset(preset, **kwargs)`: see `AlbertTaskModel.from_preset`."""
+    import dataclasses
+
+    from albert_tf.albert_config import preset_names
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+
+    config_fields = {field.name for field in dataclasses.fields(AlbertConfig)}
+    overrides = {name: value for name, value in kwargs.items() if name in config_fields}
+    arguments = {name: value for name, value in kwargs.items() if name not in config_fields}
+    if not os.path.isdir(preset):
+        if preset not in preset_names():
+            raise ValueError(f"{preset!r}: neither a preset ({', '.join(preset_names())}) nor a model directory")
+        return model_class(AlbertEncoder(AlbertConfig.from_preset(preset, **overrides)), **arguments)
+    if overrides:
+        raise ValueError(f"{preset}: its weights fix the architecture; {', '.join(sorted(overrides))} can be changed "
+                         "only for a preset name")
+    exported = exported_encoder_dir(preset)
+    metadata = read_metadata(os.path.join(exported, "assets") if exported else resolve_checkpoint(preset)[0])
+    kind, _ = registry.describe_class(model_class)
+    if metadata["model"] == kind and not exported and all(
+            metadata.get(name, value) == value for name, value in arguments.items()):
+        model = load_model(preset)[0]  # the same kind of model: its head too
+    else:
+        model = model_class(load_encoder(preset), **arguments)
+    directory = exported or resolve_checkpoint(preset)[0]
+    if hasattr(model_class, "preprocessor") and spm_model_path(directory):
+        recorded = metadata.get("preprocessor", {})
+        model.preprocessor = _preprocessor(
+            directory, seq_length=max_seq_length or recorded.get("seq_length") or metadata.get("max_seq_length") or 128,
+            lower_case=recorded.get("lower_case", metadata.get("lower_case", True)),
+            keep_accents=recorded.get("keep_accents", False))
+    return model
 
 
 def load_pretrainer(path: str | os.PathLike) -> "AlbertPretrainer":

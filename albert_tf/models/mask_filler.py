@@ -1,0 +1,117 @@
+"""`MaskFiller`: what a pretrained model's masked-LM head puts in place of each [MASK].
+
+>>> filler = MaskFiller("ckpt/albert_base")                           # doctest: +SKIP
+>>> filler("The capital of France is [MASK].", top_k=2)               # doctest: +SKIP
+[[{'score': 0.41, 'token': 1162, 'token_str': 'paris', 'sequence': 'The capital of France is paris.'},
+  {'score': 0.07, 'token': 5183, 'token_str': 'lyon', 'sequence': 'The capital of France is lyon.'}]]
+
+The answer for one text is a list per [MASK] of its candidates, best first, each
+as Hugging Face's fill-mask pipeline gives them: `score` (probability), `token`
+(the piece id), `token_str` (the piece as a word) and `sequence` (the text with
+that [MASK] filled in; other [MASK]s stay). A list of texts gives a list of such
+answers. Each [MASK] stands for one SentencePiece piece. The model is an albert_tf
+model directory with pretraining heads (run_pretraining's output, or a converted
+Google or Hugging Face checkpoint), or an `albert_tf.export` directory (its encoder
+SavedModel's `mlm` signature).
+"""
+
+import numpy as np
+
+from albert_tf.models.model_dir import exported_encoder_dir, find_spm_model, load_pretrainer
+from albert_tf.text.albert_tokenizer import MASK_ID, SPIECE_UNDERLINE, AlbertTokenizer
+from albert_tf.text.packing import pack
+
+MASK = "[MASK]"
+# Never proposed: <pad>, <unk>, [CLS], [SEP], [MASK].
+_SPECIAL_IDS = 5
+
+
+def encode_with_masks(text, tokenizer, max_seq_length):
+    """(input dict of int32 [1, seq], mask positions) for text whose [MASK]s become the [MASK] id."""
+    parts = text.split(MASK)
+    if len(parts) < 2:
+        raise ValueError(f"no {MASK} in {text!r}")
+    ids = []
+    for index, part in enumerate(parts):
+        if part.strip():
+            ids.extend(tokenizer.encode(part))
+        if index < len(parts) - 1:
+            ids.append(MASK_ID)
+    word_ids, mask, type_ids = pack(ids, None, max_seq_length)
+    positions = [i for i, token in enumerate(word_ids) if token == MASK_ID]
+    if not positions:
+        raise ValueError(f"every {MASK} of {text!r} lies beyond max_seq_length={max_seq_length}")
+    return {"input_word_ids": word_ids[None], "input_mask": mask[None], "input_type_ids": type_ids[None]}, positions
+
+
+def _fill_one(text, mask_index, piece):
+    """`text` with its `mask_index`-th [MASK] replaced by `piece` as a word (a piece that continues a
+    word joins the text before it)."""
+    word = piece.replace(SPIECE_UNDERLINE, " ").strip() or piece
+    parts = text.split(MASK)
+    before = MASK.join(parts[:mask_index + 1])
+    if not piece.startswith(SPIECE_UNDERLINE):
+        before = before.rstrip(" ")
+    return before + word + MASK.join(parts[mask_index + 1:])
+
+
+class MaskFiller:
+    """Top-k pieces for each [MASK], from a model directory or an export directory (see the module)."""
+
+    def __init__(self, model_path, spm_model_file=None):
+        self.export = exported_encoder_dir(model_path)
+        if self.export:
+            import tensorflow as tf
+            import tensorflow_text  # noqa: F401  (registers the ops of exported graphs)
+
+            self.module = tf.saved_model.load(self.export)
+            if "mlm" not in self.module.signatures:
+                raise ValueError(f"{self.export}: exported without pretraining heads (no `mlm` signature)")
+        else:
+            self.model = load_pretrainer(model_path)
+        self.tokenizer = AlbertTokenizer(find_spm_model(self.export or model_path, spm_model_file))
+
+    def __call__(self, texts, top_k=5, max_seq_length=128):
+        """The candidates for every [MASK] of `texts` (a string, or a list of them), as the module says."""
+        single = isinstance(texts, str)
+        answers = []
+        for text in [texts] if single else texts:
+            answers.append([
+                [{"score": probability, "token": token, "token_str": self._word(token),
+                  "sequence": _fill_one(text, index, self.tokenizer.id_to_piece(token))}
+                 for token, probability in candidates]
+                for index, (_, candidates) in enumerate(self._top(text, top_k, max_seq_length))])
+        return answers[0] if single else answers
+
+    def best_sequence(self, text, answer):
+        """`text` with every [MASK] filled with its best candidate in `answer` (this filler's answer for it)."""
+        for candidates in answer:  # each fill removes the first [MASK] left
+            text = _fill_one(text, 0, self.tokenizer.id_to_piece(candidates[0]["token"]))
+        return text
+
+    def fill(self, text, top_k=5, max_seq_length=128):
+        """[(position, [(piece, probability), ...])] per mask, best first: the raw SentencePiece pieces."""
+        return [(position, [(self.tokenizer.id_to_piece(token), probability) for token, probability in candidates])
+                for position, candidates in self._top(text, top_k, max_seq_length)]
+
+    def _word(self, token):
+        piece = self.tokenizer.id_to_piece(token)
+        return piece.replace(SPIECE_UNDERLINE, " ").strip() or piece
+
+    def _logits(self, inputs, positions):
+        padded = np.zeros((1, max(len(positions), 1)), "int32")
+        padded[0, : len(positions)] = positions
+        if self.export:
+            outputs = self.module.signatures["mlm"](masked_lm_positions=padded, **inputs)
+        else:
+            outputs = self.model({**inputs, "masked_lm_positions": padded}, training=False)
+        return np.array(outputs["mlm_logits"])[0, : len(positions)]
+
+    def _top(self, text, top_k, max_seq_length):
+        inputs, positions = encode_with_masks(text, self.tokenizer, max_seq_length)
+        logits = self._logits(inputs, positions)
+        logits[:, :_SPECIAL_IDS] = -np.inf
+        probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+        probabilities /= probabilities.sum(-1, keepdims=True)
+        return [(position, [(int(i), float(row[i])) for i in np.argsort(-row)[:top_k]])
+                for position, row in zip(positions, probabilities)]

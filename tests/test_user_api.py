@@ -1,0 +1,249 @@
+"""albert_tf as a KerasHub or Hugging Face user meets it: presets with overrides, from_preset, raw strings
+in fit/predict, a fill-mask API, errors that keep their cause, and the tools' small courtesies."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import albert_tf
+from albert_tf.albert_config import AlbertConfig
+from albert_tf.models.model_dir import load_model, write_model_dir
+from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
+from text_fixtures import train_small_spm
+
+
+def tool(name, *flags, timeout=300):
+    return subprocess.run([sys.executable, "-m", f"albert_tf.{name}", *flags], capture_output=True, text=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1"}, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    """A tiny pretrainer directory with its spm.model (random weights: the API is under test, not learning)."""
+    import keras
+
+    spm = train_small_spm(tmp_path_factory)
+    keras.utils.set_random_seed(0)
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=albert_tf.AlbertTokenizer(str(spm)).vocab_size,
+                                      num_hidden_layers=2, max_position_embeddings=64)
+    return write_model_dir(albert_tf.AlbertPretrainer(config), str(tmp_path_factory.mktemp("pre") / "pretrained"),
+                           files={"spm.model": str(spm)})
+
+
+# --- presets -------------------------------------------------------------------------------------------
+
+
+def test_a_preset_takes_overrides_and_names_unknown_ones():
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=1000, num_hidden_layers=3)
+    assert (config.vocab_size, config.num_hidden_layers, config.hidden_size) == (1000, 3, 128)
+    with pytest.raises(ValueError, match=r"unknown AlbertConfig keys \['hidden_sise'\]"):
+        AlbertConfig.from_preset("albert_tiny", hidden_sise=64)
+    with pytest.raises(ValueError, match="is not a multiple of num_attention_heads"):
+        AlbertConfig.from_preset("albert_tiny", num_attention_heads=3)
+
+
+def test_task_models_from_a_preset_name_or_a_directory(pretrained, tmp_path):
+    import tensorflow as tf
+
+    fresh = albert_tf.AlbertClassifier.from_preset("albert_tiny", vocab_size=500, num_labels=3)
+    assert fresh.albert_config.vocab_size == 500 and fresh.num_labels == 3 and fresh.preprocessor is None
+    pretrainer = albert_tf.AlbertPretrainer.from_preset("albert_tiny", vocab_size=500)
+    assert pretrainer.albert_config.vocab_size == 500
+
+    classifier = albert_tf.AlbertClassifier.from_preset(pretrained, num_labels=2)
+    source = load_model(pretrained)[0].encoder
+    for mine, theirs in zip(classifier.encoder.weights, source.weights):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+    assert classifier.preprocessor.seq_length == 128 and classifier.preprocessor.vocab_size == source.albert_config.vocab_size
+    assert albert_tf.AlbertClassifier.from_preset(pretrained, max_seq_length=32).preprocessor.seq_length == 32
+
+    # A directory holding this kind of model loads whole, head included.
+    classifier.get_layer("classifier").kernel.assign(tf.ones_like(classifier.get_layer("classifier").kernel))
+    write_model_dir(classifier, str(tmp_path / "clf"))
+    again = albert_tf.AlbertClassifier.from_preset(str(tmp_path / "clf"))
+    np.testing.assert_array_equal(again.get_layer("classifier").kernel.numpy(), 1.0)
+    other_head = albert_tf.AlbertClassifier.from_preset(str(tmp_path / "clf"), num_labels=3)
+    assert other_head.num_labels == 3  # another head: the encoder only
+
+    with pytest.raises(ValueError, match="its weights fix the architecture; hidden_size can be changed only"):
+        albert_tf.AlbertClassifier.from_preset(pretrained, hidden_size=64)
+    with pytest.raises(ValueError, match="neither a preset .* nor a model directory"):
+        albert_tf.AlbertClassifier.from_preset("albert_huge")
+
+
+def test_a_hugging_face_directory_points_at_the_converter(tmp_path):
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text("{}")
+    (tmp_path / "hf" / "model.safetensors").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="a Hugging Face checkpoint.*albert-convert --from=huggingface"):
+        albert_tf.load_encoder(str(tmp_path / "hf"))
+
+
+# --- raw strings into Keras ----------------------------------------------------------------------------
+
+
+def test_fit_predict_and_evaluate_take_raw_text_and_compile_with_the_recipe(pretrained, tmp_path):
+    import keras
+
+    from albert_tf.models.albert_classifier import DEFAULT_LEARNING_RATE
+    from albert_tf.optimization import AdamWeightDecay
+
+    keras.utils.set_random_seed(1)
+    classifier = albert_tf.AlbertClassifier.from_preset(pretrained, num_labels=2, max_seq_length=24)
+    texts = [f"{'good' if i % 2 else 'bad'} river town number {i}" for i in range(32)]
+    labels = np.array([i % 2 for i in range(32)])
+    before = [w.numpy().copy() for w in classifier.trainable_weights]
+    history = classifier.fit(x=texts, y=labels, batch_size=8, epochs=1, verbose=0)
+    assert isinstance(classifier.optimizer, AdamWeightDecay)  # the original AdamW, compiled by fit
+    schedule = classifier.optimizer._learning_rate  # the schedule the recipe built: 4 steps of 8 rows, 10% warmup
+    assert (schedule.learning_rate, schedule.num_train_steps, schedule.num_warmup_steps) == (DEFAULT_LEARNING_RATE, 4, 0)
+    assert set(history.history) == {"loss", "accuracy"}
+    assert any(not np.array_equal(a, b.numpy()) for a, b in zip(before, classifier.trainable_weights))
+    logits = classifier.predict(["a good river", "a bad town", "x"], verbose=0)["logits"]
+    assert logits.shape == (3, 2)
+    preprocessed = classifier.preprocessor(np.array(["a good river", "a bad town", "x"]))
+    np.testing.assert_allclose(logits, classifier.predict(preprocessed, verbose=0)["logits"], atol=1e-6)
+    pairs = classifier.predict((["a good river"], ["a town"]), verbose=0)["logits"]
+    assert pairs.shape == (1, 2)
+    loss, accuracy = classifier.evaluate(x=texts, y=labels, verbose=0)
+    assert np.isfinite(loss) and 0.0 <= accuracy <= 1.0
+
+    # Saved with the preprocessor inside: Keras's own format and the albert_tf model directory.
+    classifier.save(str(tmp_path / "c.keras"))
+    reloaded = keras.models.load_model(str(tmp_path / "c.keras"))
+    np.testing.assert_allclose(reloaded.predict(["a good river"], verbose=0)["logits"], logits[:1], atol=1e-5)
+    write_model_dir(classifier, str(tmp_path / "dir"))
+    loaded, metadata = load_model(str(tmp_path / "dir"))
+    assert metadata["preprocessor"] == {"seq_length": 24, "lower_case": True, "keep_accents": False}
+    np.testing.assert_allclose(loaded.predict(["a good river"], verbose=0)["logits"], logits[:1], atol=1e-5)
+
+
+def test_fit_without_a_known_length_asks_for_steps(pretrained):
+    import tensorflow as tf
+
+    classifier = albert_tf.AlbertClassifier.from_preset(pretrained, num_labels=2, max_seq_length=16)
+    endless = tf.data.Dataset.from_tensor_slices((["a river"] * 4, [0, 1, 0, 1])).repeat().batch(2)
+    with pytest.raises(ValueError, match="pass steps_per_epoch"):
+        classifier.fit(endless, epochs=1, verbose=0)
+    history = classifier.fit(endless, epochs=1, steps_per_epoch=2, verbose=0)  # strings in a dataset: mapped
+    assert len(history.history["loss"]) == 1
+
+
+# --- fill-mask -------------------------------------------------------------------------------------------
+
+
+def test_mask_filler_answers_with_words_scores_and_the_filled_sentence(pretrained):
+    filler = albert_tf.MaskFiller(pretrained)
+    text = "The river [MASK] of the [MASK] garden."
+    answer = filler(text, top_k=3, max_seq_length=32)
+    assert len(answer) == 2 and all(len(candidates) == 3 for candidates in answer)
+    raw = filler.fill(text, top_k=3, max_seq_length=32)
+    for index, (candidates, (_, pieces)) in enumerate(zip(answer, raw)):
+        scores = [c["score"] for c in candidates]
+        assert scores == sorted(scores, reverse=True) and 0 < sum(scores) <= 1 + 1e-6
+        for candidate, (piece, probability) in zip(candidates, pieces):
+            assert filler.tokenizer.id_to_piece(candidate["token"]) == piece and candidate["score"] == probability
+            assert candidate["token_str"] == (piece.replace("\u2581", " ").strip() or piece)
+            assert "\u2581" not in candidate["token_str"]
+            parts = text.split("[MASK]")
+            assert candidate["sequence"].count("[MASK]") == 1  # only its own mask is filled
+            assert candidate["token_str"] in candidate["sequence"]
+            assert candidate["sequence"].startswith(parts[0].rstrip() if index == 0 else parts[0])
+    best = filler.best_sequence(text, answer)
+    assert "[MASK]" not in best and answer[0][0]["token_str"] in best and answer[1][0]["token_str"] in best
+    assert filler([text, "A [MASK]."], top_k=1, max_seq_length=32)[1][0][0]["sequence"].startswith("A")
+
+
+def test_fill_mask_cli_prints_words_and_the_filled_sentence(pretrained):
+    result = tool("fill_mask", f"--model={pretrained}", "--text=The river [MASK] of the garden.", "--top_k=2",
+                  "--max_seq_length=32")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("The river ") and "[MASK]" not in lines[0] and "\u2581" not in result.stdout
+    assert re.match(r"  \[MASK\] 1: \S+ 0\.\d{3}, \S+ 0\.\d{3}$", lines[1])
+
+
+# --- errors keep their cause; help is a success -----------------------------------------------------------
+
+
+def test_a_layer_raised_error_keeps_its_message_in_one_line(pretrained):
+    import keras
+    import tensorflow as tf
+
+    from albert_tf.cli import error_line
+
+    class Inner(keras.layers.Layer):
+        def call(self, x):
+            raise ValueError("Sequence length 128 exceeds max_position_embeddings 64")
+
+    class Outer(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+
+        def call(self, x):
+            return self.inner(x)
+
+    with pytest.raises(ValueError) as wrapped:
+        Outer()(tf.zeros([1, 2]))
+    assert str(wrapped.value).startswith("Exception encountered when calling")
+    assert error_line(wrapped.value) == "Sequence length 128 exceeds max_position_embeddings 64"
+    # Through a tool: the model has 64 positions, the request 128.
+    result = tool("fill_mask", f"--model={pretrained}", "--text=a [MASK] b", "--max_seq_length=128")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "albert_tf.fill_mask: error: Sequence length 128 exceeds max_position_embeddings 64; truncate inputs to at "
+        "most that many tokens")
+
+
+def test_help_exits_0_and_a_bad_flag_1():
+    for flag in ("--help", "--helpshort", "-h"):
+        assert tool("params", flag).returncode == 0, flag
+    assert tool("params", "--no_such_flag").returncode == 1
+
+
+# --- run_pretraining: the vocabulary from the SentencePiece model; progress whatever the loop ----------------
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_pretraining_data(tmp_path_factory, num_documents=30, shards=1)
+
+
+def pretraining(data, output_dir, *extra):
+    return tool("run_pretraining", f"--input_file={data.prefix}", f"--output_dir={output_dir}",
+                f"--spm_model_file={data.spm_model}", "--train_batch_size=8", f"--max_seq_length={SEQ_LENGTH}",
+                f"--max_predictions_per_seq={PREDICTIONS}", "--num_warmup_steps=2", "--learning_rate=2e-3",
+                "--shuffle_buffer_size=100", *extra)
+
+
+def test_a_preset_takes_the_vocabulary_size_of_the_sentencepiece_model(data, tmp_path):
+    pieces = albert_tf.AlbertTokenizer(str(data.spm_model)).vocab_size
+    result = pretraining(data, tmp_path / "a", "--albert_config_file=albert_tiny", "--num_train_steps=2",
+                         "--iterations_per_loop=2", "--save_checkpoints_steps=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"--albert_config=albert_tiny with vocab_size {pieces}, the size of --spm_model_file" in result.stdout
+    assert json.loads((tmp_path / "a" / "albert_tf.json").read_text())["albert_config"]["vocab_size"] == pieces
+    refused = tool("run_pretraining", f"--input_file={data.prefix}", f"--output_dir={tmp_path / 'b'}",
+                   "--albert_config=albert_tiny", f"--max_seq_length={SEQ_LENGTH}",
+                   f"--max_predictions_per_seq={PREDICTIONS}", "--num_train_steps=2", "--num_warmup_steps=0")
+    assert refused.returncode == 1 and f"pass --vocab_size={pieces}" in refused.stderr.strip().splitlines()[-1]
+    explicit = tool("run_pretraining", f"--input_file={data.prefix}", f"--output_dir={tmp_path / 'c'}",
+                    "--albert_config=albert_tiny", f"--vocab_size={pieces}", f"--max_seq_length={SEQ_LENGTH}",
+                    f"--max_predictions_per_seq={PREDICTIONS}", "--num_train_steps=2", "--train_batch_size=8",
+                    "--iterations_per_loop=2", "--num_warmup_steps=0")
+    assert explicit.returncode == 0, explicit.stderr[-3000:]
+
+
+def test_progress_comes_every_few_seconds_whatever_iterations_per_loop_is(data, tmp_path):
+    result = pretraining(data, tmp_path, f"--albert_config={data.config_file}", "--num_train_steps=400",
+                         "--iterations_per_loop=1000", "--save_checkpoints_steps=1000", "--max_seconds_per_loop=1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    progress = [line for line in result.stdout.splitlines() if line.startswith("step ")]
+    assert len(progress) >= 3, result.stdout  # one loop of 400 steps would print once
+    assert progress[-1].startswith("step 400/400")
