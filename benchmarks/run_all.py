@@ -83,6 +83,11 @@ BENCHMARKS = [
      "python benchmarks/serving_warmup.py",
      "An XLA serving export loaded in a fresh process, its first request per shape timed straight after loading "
      "(cold) and after replaying assets.extra/tf_serving_warmup_requests as TF Serving does at load time (warmed)."),
+    ("keras_hub_reads_export", "KerasHub reads albert_tf's Hugging Face export",
+     "python benchmarks/keras_hub_reads_export.py",
+     "A random-weight albert_tf model converted with `albert_tf.convert --to=huggingface` and loaded by KerasHub's "
+     "`AlbertBackbone.from_preset(<directory>)`: the two encoders' outputs on the same batch (two segments, padding). "
+     "This is a supported route from albert_tf to KerasHub."),
     ("finetune_glue", "Does pretraining help? SST-2 and MRPC",
      "python benchmarks/finetune_glue.py --pretrained=/tmp/albert_learning_curve/pretrain",
      "The learning curve's checkpoint vs the same model from random init, same flags; dev sets split in halves."),
