@@ -25,3 +25,11 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip(f"{SHARED_DATA} not present")
     return SHARED_DATA
+
+
+@pytest.fixture
+def umask_022():
+    """The usual umask for the test, whatever the runner's: file modes are asserted against it."""
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)

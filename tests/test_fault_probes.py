@@ -22,7 +22,7 @@ from albert_tf.models.model_dir import load_model, write_model_dir
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.tasks import glue
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
-from test_glue import write_task
+from test_glue import tiny_classifier_and_rows, write_task
 from text_fixtures import SPECIAL_LINES, train_small_spm, write_corpus
 
 TINY_TRAINING = ["--max_seq_length=32", "--train_step=6", "--warmup_step=1", "--train_batch_size=8",
@@ -223,22 +223,12 @@ def test_a_finetuning_divergence_keeps_no_exploded_model_and_exits_2(checkpoint,
 def test_finetune_names_the_last_checkpoint_whose_weights_passed(tmp_path):
     """In process: a loss that explodes at step 5 of 6 (the loss function itself scales up, a real
     runaway), checkpoints every 2 steps."""
-    import keras
     import tensorflow as tf
 
-    from albert_tf.models.albert_classifier import AlbertClassifier
-    from albert_tf.networks.albert_encoder import AlbertEncoder
     from albert_tf.training import TrainingDivergedError
     from albert_tf.training.finetuning import finetune
 
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "vocab_size": 60,
-                                     "num_hidden_layers": 1})
-    keras.utils.set_random_seed(0)
-    model = AlbertClassifier(AlbertEncoder(config), num_labels=2)
-    rng = np.random.default_rng(0)
-    arrays = {"input_word_ids": rng.integers(5, 60, (16, 8)).astype(np.int32),
-              "input_mask": np.ones((16, 8), np.int32), "input_type_ids": np.zeros((16, 8), np.int32),
-              "label_ids": rng.integers(0, 2, 16).astype(np.int32)}
+    model, _, arrays = tiny_classifier_and_rows()
     calls = tf.Variable(0)
 
     def loss_fn(batch, outputs):
@@ -353,13 +343,6 @@ def test_convert_resolves_and_checks_a_linked_vocabulary(checkpoint, tmp_path, u
     copied = tmp_path / "back" / "spm.model"
     assert not copied.is_symlink() and stat.S_IMODE(os.stat(copied).st_mode) == 0o644
     assert copied.read_bytes() == open(os.path.join(checkpoint, "spm.model"), "rb").read()
-
-
-@pytest.fixture
-def umask_022():
-    previous = os.umask(0o022)
-    yield
-    os.umask(previous)
 
 
 # --- 6. configs: required fields, sizes bounded before any allocation -----------------------------------

@@ -9,13 +9,6 @@ import pytest
 from albert_tf.file_utils import MANIFEST_FILE, staged_directory, write_json_atomically
 
 
-@pytest.fixture
-def umask_022():
-    previous = os.umask(0o022)
-    yield
-    os.umask(previous)
-
-
 def mode(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 

@@ -175,13 +175,11 @@ def test_task_models_round_trip_their_config_and_shapes():
     assert isinstance(classifier, keras.Model) and classifier.encoder.albert_config == config
 
 
-def test_finetune_resumes_and_keeps_the_best_checkpoint(tmp_path):
+def tiny_classifier_and_rows():
+    """A one-layer classifier (the loop is under test, and tracing a deeper model only costs time), its
+    config, and 16 random labelled rows of 8 tokens."""
     import keras
-    import tensorflow as tf
 
-    from albert_tf.training.finetuning import finetune
-
-    # One layer: the loop is under test, and tracing a deeper model only costs time.
     config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "vocab_size": 60,
                                      "num_hidden_layers": 1})
     keras.utils.set_random_seed(0)
@@ -190,6 +188,15 @@ def test_finetune_resumes_and_keeps_the_best_checkpoint(tmp_path):
     arrays = {"input_word_ids": rng.integers(5, 60, (16, 8)).astype(np.int32),
               "input_mask": np.ones((16, 8), np.int32), "input_type_ids": np.zeros((16, 8), np.int32),
               "label_ids": rng.integers(0, 2, 16).astype(np.int32)}
+    return model, config, arrays
+
+
+def test_finetune_resumes_and_keeps_the_best_checkpoint(tmp_path):
+    import tensorflow as tf
+
+    from albert_tf.training.finetuning import finetune
+
+    model, config, arrays = tiny_classifier_and_rows()
     scores, kernels = [0.5, 0.9, 0.1], []
 
     def evaluate(m):

@@ -98,11 +98,12 @@ def test_fit_predict_and_evaluate_take_raw_text_and_compile_with_the_recipe(pret
     texts = [f"{'good' if i % 2 else 'bad'} river town number {i}" for i in range(32)]
     labels = np.array([i % 2 for i in range(32)])
     before = [w.numpy().copy() for w in classifier.trainable_weights]
-    history = classifier.fit(x=texts, y=labels, batch_size=8, epochs=1, verbose=0)
+    history = classifier.fit(x=texts, y=labels, batch_size=8, epochs=1, verbose=0,
+                             validation_data=(texts[:8], labels[:8]))
     assert isinstance(classifier.optimizer, AdamWeightDecay)  # the original AdamW, compiled by fit
     schedule = classifier.optimizer._learning_rate  # the schedule the recipe built: 4 steps of 8 rows, 10% warmup
     assert (schedule.learning_rate, schedule.num_train_steps, schedule.num_warmup_steps) == (DEFAULT_LEARNING_RATE, 4, 0)
-    assert set(history.history) == {"loss", "accuracy"}
+    assert set(history.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
     assert any(not np.array_equal(a, b.numpy()) for a, b in zip(before, classifier.trainable_weights))
     logits = classifier.predict(["a good river", "a bad town", "x"], verbose=0)["logits"]
     assert logits.shape == (3, 2)

@@ -94,12 +94,12 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
     def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None, validation_data=None, shuffle=True,
             steps_per_epoch=None, **kwargs):
         """keras.Model.fit, also on raw strings (with a preprocessor) and compiling itself when uncompiled."""
-        built = self._is_text(x)
+        if isinstance(validation_data, (tuple, list)) and self._is_text(validation_data[0]):
+            texts, labels, *weights = validation_data
+            validation_data = self._text_dataset(texts, labels, weights[0] if weights else None, batch_size, False)[0]
         x, y, sample_weight, batch_size = self._text_dataset(x, y, sample_weight, batch_size, shuffle)
         # A dataset made here is shuffled already; Keras leaves any dataset's order to the dataset.
-        shuffle = shuffle and not built and not isinstance(x, tf.data.Dataset)
-        if isinstance(validation_data, (tuple, list)) and self._is_text(validation_data[0]):
-            validation_data = self._text_dataset(*validation_data, None, batch_size, False)[0]
+        shuffle = shuffle and not isinstance(x, tf.data.Dataset)
         if not self.compiled:
             steps = steps_per_epoch or _batches(x, batch_size)
             if steps is None:

@@ -242,11 +242,11 @@ def model_from_preset(model_class, preset, max_seq_length=None, **kwargs):
         model = model_class(load_encoder(preset), **arguments)
     directory = exported or resolve_checkpoint(preset)[0]
     if hasattr(model_class, "preprocessor") and spm_model_path(directory):
+        # What the directory records (a saved classifier's preprocessor, an export's length and casing).
         recorded = metadata.get("preprocessor", {})
-        model.preprocessor = _preprocessor(
-            directory, seq_length=max_seq_length or recorded.get("seq_length") or metadata.get("max_seq_length") or 128,
-            lower_case=recorded.get("lower_case", metadata.get("lower_case", True)),
-            keep_accents=recorded.get("keep_accents", False))
+        seq_length = max_seq_length or recorded.get("seq_length") or metadata.get("max_seq_length") or 128
+        lower_case = recorded.get("lower_case", metadata.get("lower_case", True))
+        model.preprocessor = _preprocessor(directory, seq_length, lower_case, recorded.get("keep_accents", False))
     return model
 
 
