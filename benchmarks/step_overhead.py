@@ -107,6 +107,7 @@ def end_to_end(args, output_dir):
                f"--max_seq_length={args.seq_length}", f"--max_predictions_per_seq={PREDICTIONS}",
                f"--train_batch_size={args.batch_size}", "--optimizer=adamw", "--learning_rate=5e-4",
                "--num_warmup_steps=100", f"--num_train_steps={steps}", f"--iterations_per_loop={LOOP}",
+               "--max_seconds_per_loop=0",  # one progress line per LOOP steps: the timing below counts on it
                f"--save_checkpoints_steps={steps}", *(["--jit_compile"] if args.jit_compile else [])]
     env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
