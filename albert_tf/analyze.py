@@ -124,6 +124,11 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.checkpoint:
         raise ValueError("--checkpoint required (one or more albert_tf checkpoint directories)")
+    try:  # checked before the work, not when its figures are drawn
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ImportError("albert-analyze draws its figures with matplotlib, which the [plots] extra installs: "
+                          "pip install 'albert_tf[plots]'") from None
     from albert_tf.models.model_dir import find_spm_model, load_encoder
     from albert_tf.params import format_rows, parameter_breakdown, shape_only_pretrainer
     from albert_tf.text.albert_tokenizer import AlbertTokenizer

@@ -248,3 +248,15 @@ def test_progress_comes_every_few_seconds_whatever_iterations_per_loop_is(data, 
     progress = [line for line in result.stdout.splitlines() if line.startswith("step ")]
     assert len(progress) >= 3, result.stdout  # one loop of 400 steps would print once
     assert progress[-1].startswith("step 400/400")
+
+
+def test_a_tool_missing_its_extra_says_which_in_one_line(tmp_path):
+    """A plain install without [plots] or [beam] (the packaging test installs [plots]): the module is hidden."""
+    for module, entry, extra in (("matplotlib", "from albert_tf.analyze import console_main as run", "plots"),
+                                 ("apache_beam", "from albert_tf_pipelines.console import "
+                                                 "beam_create_pretraining_data as run", "beam")):
+        code = f"import sys; sys.modules[{module!r}] = None; sys.argv = ['tool', '--checkpoint=x']; {entry}; run()"
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=120)
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert f"pip install 'albert_tf[{extra}]'" in result.stderr.strip().splitlines()[-1]
