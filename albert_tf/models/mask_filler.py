@@ -15,6 +15,8 @@ Google or Hugging Face checkpoint), or an `albert_tf.export` directory (its enco
 SavedModel's `mlm` signature).
 """
 
+import os
+
 import numpy as np
 
 from albert_tf.models.model_dir import exported_encoder_dir, find_spm_model, load_pretrainer
@@ -58,7 +60,7 @@ def _fill_one(text, mask_index, piece):
 class MaskFiller:
     """Top-k pieces for each [MASK], from a model directory or an export directory (see the module)."""
 
-    def __init__(self, model_path, spm_model_file=None):
+    def __init__(self, model_path: str | os.PathLike, spm_model_file: str | None = None):
         self.export = exported_encoder_dir(model_path)
         if self.export:
             import tensorflow as tf
@@ -71,7 +73,7 @@ class MaskFiller:
             self.model = load_pretrainer(model_path)
         self.tokenizer = AlbertTokenizer(find_spm_model(self.export or model_path, spm_model_file))
 
-    def __call__(self, texts, top_k=5, max_seq_length=128):
+    def __call__(self, texts: str | list[str], top_k: int = 5, max_seq_length: int = 128) -> list:
         """The candidates for every [MASK] of `texts` (a string, or a list of them), as the module says."""
         single = isinstance(texts, str)
         answers = []

@@ -257,7 +257,7 @@ def _run(task, output_dir):
 
     final_best_dir = os.path.join(output_dir, BEST_SUBDIR)
     summary = []
-    with run_outputs(output_dir, names, FLAGS.overwrite) as run_dir:
+    with run_outputs(output_dir, FLAGS.overwrite, record) as run_dir:
         write_json_atomically(os.path.join(run_dir, RUN_CONFIG_FILE),
                               next_record(None if FLAGS.overwrite else record, task.tool, names, training))
         best_dir = os.path.join(run_dir, BEST_SUBDIR)

@@ -108,15 +108,15 @@ def record_divergence(output_dir, message):
 
 
 @contextlib.contextmanager
-def run_outputs(output_dir, names, overwrite):
-    """Yields the directory a run writes its `names` into: `output_dir` itself, or with `overwrite` a staging
-    directory whose entries replace the earlier run's outputs (only those) once the block has finished."""
+def run_outputs(output_dir, overwrite, previous):
+    """Yields the directory a run writes into: `output_dir` itself, or with `overwrite` a staging directory
+    whose entries replace the earlier run's outputs (the `outputs` of its record `previous`, and nothing
+    else) once the block has finished."""
     remove_stale_staging(output_dir, STAGING_PREFIX)
     remove_stale_staging(output_dir, _RETIRED_PREFIX)
     if not overwrite:
         yield output_dir
         return
-    previous = read_run_config(output_dir)
     staging = make_owned_staging(output_dir, STAGING_PREFIX)
     try:
         yield staging
