@@ -76,7 +76,7 @@ _SERVING_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 def check_serving_name(name):
     """ValueError unless `name` is one plain directory name: no separator, no '..', not absolute, so the
     serving model stays inside OUTPUT_DIR/serving."""
-    if not isinstance(name, str) or not _SERVING_NAME.fullmatch(name) or ".." in name:
+    if not isinstance(name, str) or not _SERVING_NAME.fullmatch(name):
         raise ValueError(f"--serving_name={name!r}: must be one directory name of letters, digits, '.', '_' and '-' "
                          "(not starting with '.' or '-'); the model goes to OUTPUT_DIR/serving/NAME/VERSION")
 
