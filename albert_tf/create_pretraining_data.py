@@ -9,6 +9,12 @@ settings, exact statistics and per-shard counts). The features and their names
 are the original's, so files made by google-research/albert's script and by this
 one are interchangeable.
 
+--output_format=documents writes the tokenized documents once instead (a small
+fraction of the disk of --dupe_factor copies): run_pretraining then makes new
+sentence-order pairs and masks every epoch. --heldout_every=N also writes
+PREFIX-heldout: every Nth document of each file, never trained on, as static
+instances for evaluating during training (run_pretraining --eval_input_file).
+
 Streaming and parallel: documents are read one at a time and handed to
 --num_workers processes in small units; memory stays bounded by one unit per
 worker and, at the end, one output shard. The same --random_seed gives
@@ -77,6 +83,13 @@ def define_data_flags():
     flags.DEFINE_integer("max_line_bytes", 1 << 20, "Lines longer than this are skipped (and counted).")
     flags.DEFINE_integer("max_document_sentences", 100_000, "Documents longer than this many sentences (e.g. a "
                          "file without blank lines) are cut into parts (and counted).")
+    flags.DEFINE_enum("output_format", "instances", ["instances", "documents"], "instances: masked pairs, every "
+                      "document --dupe_factor times (the original's format). documents: the tokenized documents once "
+                      "(no dupe factor; a fraction of the disk); run_pretraining makes new pairs and masks from them "
+                      "every epoch with this run's settings, epoch 0 exactly as instances at --dupe_factor=1.")
+    flags.DEFINE_integer("heldout_every", 0, "Also write a held-out set: every Nth document of each input file "
+                         "(index N-1, 2N-1, ...) is left out of the training output and made into instances once, "
+                         "at PREFIX-heldout-*, for run_pretraining --eval_input_file. 0: none.")
     flags.DEFINE_bool("overwrite", False, "Replace existing outputs with this prefix.")
 
 
@@ -93,15 +106,15 @@ def _init_worker(model_proto, config, spool_directory):
 
 
 def _process_unit(unit):
+    """(training set stats, held-out set stats) of one unit, whose records are in this worker's spool."""
     from albert_tf.data.pretraining_instances import InstanceStats
 
-    stats = InstanceStats()
+    stats, heldout_stats = InstanceStats(), InstanceStats()
     spool = _worker["spool"]
-    for shard, sort_tuple, example in _worker["processor"].process(unit, stats):
-        spool.write(shard, sort_tuple, example)
-    for f in spool._files:
-        f.flush()  # the data must be on disk before the parent hears the unit is done
-    return stats
+    for output_set, shard, sort_tuple, example in _worker["processor"].process(unit, stats, heldout_stats):
+        spool.write(output_set, shard, sort_tuple, example)
+    spool.flush()  # the data must be on disk before the parent hears the unit is done
+    return stats, heldout_stats
 
 
 class WorkerDiedError(ChildProcessError):
@@ -128,22 +141,33 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
     tokenizer = AlbertTokenizer(spm_model_file, lower_case=config.lower_case)  # validates the model early
-    previous = job.existing_outputs(output_prefix)
-    if previous and not overwrite:
-        raise FileExistsError(f"{previous[0]} (and {len(previous) - 1} more) exist: choose another --output_file "
+    prefixes = [output_prefix] + ([job.heldout_prefix(output_prefix)] if config.heldout_every else [])
+    previous = [job.existing_outputs(prefix) for prefix in prefixes]
+    if any(previous) and not overwrite:
+        found = [path for paths in previous for path in paths]
+        raise FileExistsError(f"{found[0]} (and {len(found) - 1} more) exist: choose another --output_file "
                               "or pass --overwrite")
     output_dir = os.path.dirname(os.path.abspath(output_prefix))
     os.makedirs(output_dir, exist_ok=True)
     for stale in remove_stale_staging(output_dir, STAGING_PREFIX):
         print(f"Removed {stale}, left by a run that was killed.", flush=True)
     total_bytes = sum(os.path.getsize(path) for path in input_paths)
-    corpus_stats, instance_stats = CorpusStats(), InstanceStats()
+    corpus_stats = CorpusStats()
+    set_stats = [InstanceStats(), InstanceStats()]  # training set, held-out set
     done_bytes = 0
 
     def describe(done, elapsed):
-        rate = instance_stats.instances / elapsed if elapsed else 0.0
-        return (f"{done / 1e6:,.1f}/{total_bytes / 1e6:,.1f} MB of text, {instance_stats.instances:,} instances "
-                f"({rate:,.0f}/s)")
+        made = sum(stats.instances for stats in set_stats)
+        parts = [f"{done / 1e6:,.1f}/{total_bytes / 1e6:,.1f} MB of text"]
+        if config.output_format == "documents":
+            parts.append(f"{set_stats[0].documents:,} documents")
+        if made or config.output_format == "instances":
+            parts.append(f"{made:,} instances ({made / elapsed if elapsed else 0.0:,.0f}/s)")
+        return ", ".join(parts)
+
+    def merge(unit_stats):
+        for mine, theirs in zip(set_stats, unit_stats):
+            mine.merge(theirs)
 
     meter = Progress(total_bytes, describe) if progress else None
     units = job.group_into_units(job.iter_corpus(input_paths, config, corpus_stats), config.instances)
@@ -153,7 +177,7 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
         if num_workers <= 1:
             _init_worker(tokenizer.model_proto, config, staging)
             for unit in units:
-                instance_stats.merge(_process_unit(unit))
+                merge(_process_unit(unit))
                 done_bytes += _unit_bytes(unit)
                 meter and meter.update(done_bytes)
             _worker.pop("spool").close()
@@ -171,11 +195,11 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
                     # Bounded: the reader never runs more than two units per worker ahead.
                     while len(in_flight) >= 2 * num_workers:
                         result, size = in_flight.pop(0)
-                        instance_stats.merge(result.result())
+                        merge(result.result())
                         done_bytes += size
                         meter and meter.update(done_bytes)
                 for result, size in in_flight:
-                    instance_stats.merge(result.result())
+                    merge(result.result())
                     done_bytes += size
                     meter and meter.update(done_bytes)
             except concurrent.futures.process.BrokenProcessPool:
@@ -186,30 +210,35 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
             pool = None
         if meter:
             meter.finish(total_bytes)
-        if instance_stats.instances == 0:
-            raise ValueError(f"no instances could be made from {', '.join(input_paths)}: "
-                             + ("; ".join(corpus_stats.problems()) or "no text"))
+        job.check_outputs_made(config, set_stats, input_paths, corpus_stats)
 
-        final_paths = data_set_files.shard_paths(output_prefix, config.num_output_shards, config.compression)
-        counts = []
-        for shard, final_path in enumerate(final_paths):
-            records = []
-            for spool_path in sorted(p for p in os.listdir(staging) if p.startswith("spool-") and p.endswith(f"-{shard:05d}")):
-                records.extend(job.read_spool(os.path.join(staging, spool_path)))
-            counts.append(job.write_shard(records, os.path.join(staging, os.path.basename(final_path)),
-                                          config.compression))
-        sizes = [os.path.getsize(os.path.join(staging, os.path.basename(path))) for path in final_paths]
-        metadata = job.build_metadata(config, tokenizer.model_proto, tokenizer.vocab_size, input_paths,
-                                      corpus_stats, instance_stats, counts, final_paths, sizes)
-        # The new set is complete in staging; only now is the old one touched. The metadata first
-        # says "incomplete", so a kill during the renames leaves a set readers refuse, never a mix.
-        write_json_atomically(output_prefix + data_set_files.METADATA_SUFFIX, job.incomplete_marker(output_prefix))
-        for final_path in final_paths:
-            os.replace(os.path.join(staging, os.path.basename(final_path)), final_path)
-        for path in set(previous) - set(final_paths) - {output_prefix + data_set_files.METADATA_SUFFIX}:
-            os.remove(path)
-        write_json_atomically(output_prefix + data_set_files.METADATA_SUFFIX, metadata)
-        return metadata
+        set_configs = [config, config.heldout_config]
+        written = []  # (prefix, final paths, metadata) of every output set
+        for output_set, prefix in enumerate(prefixes):
+            final_paths = data_set_files.shard_paths(prefix, config.num_output_shards, config.compression)
+            counts = []
+            for shard, final_path in enumerate(final_paths):
+                records = []
+                for spool_path in job.spool_files_of(staging, output_set, shard):
+                    records.extend(job.read_spool(spool_path))
+                counts.append(job.write_shard(records, os.path.join(staging, os.path.basename(final_path)),
+                                              config.compression))
+            sizes = [os.path.getsize(os.path.join(staging, os.path.basename(path))) for path in final_paths]
+            metadata = job.build_metadata(set_configs[output_set], tokenizer.model_proto, tokenizer.vocab_size,
+                                          input_paths, corpus_stats, set_stats[output_set], counts, final_paths, sizes)
+            written.append((prefix, final_paths, metadata))
+        job.link_heldout_set(written)
+        # Every new set is complete in staging; only now are the old ones touched. Their metadata first
+        # says "incomplete", so a kill during the renames leaves sets readers refuse, never a mix.
+        for prefix, _, _ in written:
+            write_json_atomically(prefix + data_set_files.METADATA_SUFFIX, job.incomplete_marker(prefix))
+        for (prefix, final_paths, metadata), old_paths in zip(written, previous):
+            for final_path in final_paths:
+                os.replace(os.path.join(staging, os.path.basename(final_path)), final_path)
+            for path in set(old_paths) - set(final_paths) - {prefix + data_set_files.METADATA_SUFFIX}:
+                os.remove(path)
+            write_json_atomically(prefix + data_set_files.METADATA_SUFFIX, metadata)
+        return written[0][2]
     finally:
         if pool is not None:
             for process in list(getattr(pool, "_processes", {}).values()):
@@ -250,6 +279,8 @@ def config_from_flags(FLAGS):
         lower_case=FLAGS.do_lower_case,
         max_line_bytes=FLAGS.max_line_bytes,
         max_document_sentences=FLAGS.max_document_sentences,
+        output_format=FLAGS.output_format,
+        heldout_every=FLAGS.heldout_every,
     )
 
 
@@ -259,21 +290,30 @@ def summary_lines(metadata, output_prefix, seconds):
     stats = metadata["statistics"]
     corpus = metadata["corpus"]
     peak = psutil.Process().memory_info().rss
+    shards = f"{len(metadata['shards'])} shard(s) {output_prefix}-*-of-{len(metadata['shards']):05d}*"
+    if "documents" in stats:
+        what = (f"{stats['documents']:,} tokenized documents ({stats['sentences']:,} sentences, {stats['tokens']:,} "
+                f"tokens; run_pretraining makes their pairs and masks anew every epoch)")
+    else:
+        what = (f"{stats['instances']:,} instances ({stats['tokens']:,} tokens, {stats['masked_tokens']:,} masked) "
+                f"from {corpus['documents']:,} documents")
+    size = sum(shard["bytes"] for shard in metadata["shards"])
     lines = [
-        f"Wrote {stats['instances']:,} instances ({stats['tokens']:,} tokens, {stats['masked_tokens']:,} masked) "
-        f"from {corpus['documents']:,} documents in {corpus['files']} file(s) into "
-        f"{len(metadata['shards'])} shard(s) {output_prefix}-*-of-{len(metadata['shards']):05d}* "
-        f"in {seconds:.1f}s ({stats['instances'] / max(seconds, 1e-9):,.0f} instances/s; main process "
-        f"RSS {peak / 2**20:,.0f} MiB).",
-        f"Metadata and statistics: {output_prefix}.metadata.json (python -m albert_tf.data_stats "
-        f"{output_prefix} for the full report).",
+        f"Wrote {what} in {corpus['files']} file(s) into {shards} ({size / 2**20:,.1f} MiB) in {seconds:.1f}s "
+        f"(main process RSS {peak / 2**20:,.0f} MiB).",
+        f"Metadata and statistics: {output_prefix}.metadata.json"
+        + ("." if "documents" in stats else f" (python -m albert_tf.data_stats {output_prefix} for the full report)."),
     ]
+    if "heldout" in metadata:
+        heldout = os.path.join(os.path.dirname(output_prefix), metadata["heldout"]["output_file"])
+        lines.append(f"Held out every {metadata['heldout']['every']}th document of each file: {heldout}-* "
+                     f"(instances, once each), for run_pretraining --eval_input_file={heldout}.")
     from albert_tf.data.corpus_reader import CorpusStats
 
     problems = CorpusStats(skipped_files=corpus["skipped_files"], documents_cut=corpus["documents_cut"])
     problems.skipped_lines.update(corpus["skipped_lines"])
     lines += [f"  {problem}" for problem in problems.problems()]
-    if stats["skipped_chunks"]:
+    if stats.get("skipped_chunks"):
         lines.append(f"  skipped {stats['skipped_chunks']:,} one-token chunk(s) that cannot form a pair")
     return lines
 

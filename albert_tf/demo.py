@@ -9,10 +9,12 @@ rerun or scale it; a stage whose output exists is reused, so a second
   1. corpus      the standard library's docstring prose (present in every Python
                  installation), or your --input_file; every 10th document is held out
   2. vocabulary  python -m albert_tf.train_sentencepiece
-  3. data        python -m albert_tf.create_pretraining_data (masked n-grams + SOP),
-                 for the training and the held-out documents
-  4. pretrain    python -m albert_tf.run_pretraining (albert_tiny, LAMB), evaluated
-                 on the held-out documents (--do_eval)
+  3. data        python -m albert_tf.create_pretraining_data: the training documents,
+                 tokenized once (pairs and masks are made anew every epoch while
+                 training), and the held-out documents as masked n-gram + SOP instances
+  4. pretrain    python -m albert_tf.run_pretraining (albert_tiny, LAMB), evaluated on
+                 the held-out documents every quarter of the run, with the learning
+                 phase each evaluation shows, and at the end (--do_eval)
   5. export      python -m albert_tf.export (encoder, preprocessing and serving SavedModels)
   6. predict     fill-in-the-mask and sentence similarity from the exported SavedModels,
                  and what the run learned, measured on the held-out documents
@@ -59,7 +61,9 @@ def define_flags():
     flags.DEFINE_integer("vocab_size", 4000, "SentencePiece vocabulary size (ALBERT: 30000; small here for speed).")
     flags.DEFINE_integer("max_seq_length", 64, "Sequence length of the data and the model (ALBERT: 512).")
     flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions per sequence.")
-    flags.DEFINE_integer("dupe_factor", 2, "Passes over the corpus with different masks.")
+    flags.DEFINE_enum("data_format", "documents", ["documents", "instances"], "documents: new pairs and masks "
+                      "every epoch; instances: --dupe_factor static copies (the original's format).")
+    flags.DEFINE_integer("dupe_factor", 2, "Copies of the corpus with different masks, for --data_format=instances.")
     flags.DEFINE_integer("train_batch_size", 32, "Pretraining batch size (paper: 4096).")
     flags.DEFINE_integer("num_train_steps", 800, "Pretraining steps (paper: 125000).")
     # LAMB's trust ratio makes the learning rate a relative step per layer (lr x |w|); at batch 32 the
@@ -129,11 +133,13 @@ def main(argv):
     data = os.path.join(out, "data", "train")
     shapes = [f"--max_seq_length={FLAGS.max_seq_length}", f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq}"]
     heldout = os.path.join(out, "data", "heldout")
-    for prefix, text, dupe_factor, shards in ((data, corpus, FLAGS.dupe_factor, 4), (heldout, heldout_text, 1, 1)):
+    for prefix, text, dupe_factor, shards, output_format in (
+            (data, corpus, FLAGS.dupe_factor, 4, FLAGS.data_format), (heldout, heldout_text, 1, 1, "instances")):
         if not reuse(prefix + ".metadata.json", f"the {os.path.basename(prefix)} data"):
             run_tool("albert_tf.create_pretraining_data", f"--input_file={text}", f"--input_format={corpus_format}",
                      f"--output_file={prefix}", f"--spm_model_file={spm}.model", f"--dupe_factor={dupe_factor}",
-                     f"--num_workers={FLAGS.num_workers}", f"--num_output_shards={shards}", *shapes)
+                     f"--num_workers={FLAGS.num_workers}", f"--num_output_shards={shards}",
+                     f"--output_format={output_format}", *shapes)
 
     step(4, "pretraining (albert_tiny, LAMB)")
     config = demo_config(os.path.join(out, "albert_tiny_demo.json"), vocab_size)
@@ -145,7 +151,7 @@ def main(argv):
              f"--num_warmup_steps={FLAGS.num_train_steps // 10}", f"--learning_rate={FLAGS.learning_rate}",
              f"--save_checkpoints_steps={FLAGS.num_train_steps // 4}", "--iterations_per_loop=50", "--do_eval",
              f"--eval_input_file={heldout}", f"--eval_batch_size={EVAL_BATCH_SIZE}", "--max_eval_steps=100000",
-             *shapes)
+             f"--eval_every_steps={max(1, FLAGS.num_train_steps // 4)}", *shapes)
 
     step(5, "export")
     export = os.path.join(out, "export")
@@ -221,6 +227,15 @@ def report_learning(checkpoint, heldout, held_out):
     print(f"What {int(metrics['global_step'])} steps learned, on the {where}: the model fills "
           f"{at_mask:.1%} of the words hidden behind [MASK] (always answering the most frequent piece fills "
           f"{level:.1%}) and puts {order:.1%} of the sentence pairs in the right order (chance: 50%).")
+    history_path = os.path.join(checkpoint, "eval_history.jsonl")
+    if os.path.exists(history_path):
+        with open(history_path) as f:
+            history = [json.loads(line) for line in f if line.strip()]
+        if history:
+            phases = " -> ".join(f"{record['phase']} (step {record['step']})" for record in history)
+            print(f"Phase reached during training: {history[-1]['phase']} ({history[-1]['phase_reason']}). "
+                  f"Evaluations: {phases}. What each phase means and what to change: "
+                  "docs/pretraining_from_scratch.md.")
     # Said so that a user does not mistake an undertrained model for a broken pipeline, or the reverse.
     if at_mask >= level + LEARNED_MARGIN:
         verdict = "It has begun to predict from the context, well short of what a long run reaches."

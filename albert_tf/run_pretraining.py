@@ -8,6 +8,13 @@ r"""Pretrains ALBERT (masked n-gram LM + sentence-order prediction) on create_pr
   python -m albert_tf.run_pretraining --tpu=local --mixed_precision=bf16 \
       --input_file=gs://bucket/data/albert-* --output_dir=gs://bucket/albert_base ...
 
+  # Small corpus: documents once (new pairs and masks every epoch), a held-out split evaluated every
+  # 500 steps with the learning phase it shows, and a 3-hour budget the schedule is fitted to
+  python -m albert_tf.create_pretraining_data --input_file=corpus.txt --output_file=data/docs \
+      --spm_model_file=spm.model --output_format=documents --heldout_every=10 --max_seq_length=128
+  python -m albert_tf.run_pretraining --input_file=data/docs --eval_input_file=data/docs-heldout \
+      --spm_model_file=spm.model --eval_every_steps=500 --train_budget_hours=3 ...
+
 The defaults are the paper's recipe (LAMB, lr 0.00176, batch 4096, 125k steps,
 3125 warmup steps, seq 512). Run the same command again to resume: the latest
 `ckpt-N` in --output_dir restores the model, optimizer, step and the input
@@ -52,7 +59,17 @@ def define_flags():
                         "--output_dir as spm.model so the checkpoint can be exported and fine-tuned on its own.")
     flags.DEFINE_bool("do_train", True, "Train for --num_train_steps (resuming if a checkpoint exists).")
     flags.DEFINE_bool("do_eval", False, "After training, evaluate the four metrics on --eval_input_file.")
-    flags.DEFINE_string("eval_input_file", None, "Held-out TFRecords for --do_eval (same forms as --input_file).")
+    flags.DEFINE_string("eval_input_file", None, "Held-out TFRecords for --do_eval and --eval_every_steps (same forms "
+                        "as --input_file), e.g. the PREFIX-heldout set of create_pretraining_data --heldout_every.")
+    flags.DEFINE_integer("eval_every_steps", 0, "Evaluate --eval_input_file every this many steps during training "
+                         "(at most --max_eval_steps batches): printed with the learning phase it shows, written to "
+                         "TensorBoard's eval/ and to OUTPUT_DIR/eval_history.jsonl. 0: only --do_eval, at the end.")
+    flags.DEFINE_float("train_budget_hours", 0.0, "Train for this long: after the first steps the step time is "
+                       "measured and the step count fixed so that the run (evaluations included) ends at the budget, "
+                       "with the learning rate decaying to 0 there; --num_train_steps becomes an upper bound. The plan "
+                       "is recorded in run_config.json and a resumed run keeps it. 0: train --num_train_steps.")
+    flags.DEFINE_integer("input_workers", 2, "Threads making instances from a documents data set "
+                         "(create_pretraining_data --output_format=documents); the order does not depend on it.")
     flags.DEFINE_integer("train_batch_size", 4096, "Sequences per optimizer step, over all devices and "
                          "accumulation micro-batches (paper: 4096).")
     flags.DEFINE_integer("eval_batch_size", 8, "Sequences per evaluation batch (original: 8).")
@@ -116,8 +133,13 @@ def _validate_flags():
         raise ValueError(f"--learning_rate must be > 0, got {FLAGS.learning_rate}")
     if FLAGS.sentence_loss_weight < 0:
         raise ValueError(f"--sentence_loss_weight must be >= 0, got {FLAGS.sentence_loss_weight}")
-    if FLAGS.do_eval and not FLAGS.eval_input_file:
-        raise ValueError("--do_eval needs --eval_input_file")
+    if (FLAGS.do_eval or FLAGS.eval_every_steps) and not FLAGS.eval_input_file:
+        raise ValueError("--do_eval and --eval_every_steps need --eval_input_file")
+    for name in ("eval_every_steps", "train_budget_hours"):
+        if FLAGS[name].value < 0:
+            raise ValueError(f"--{name} must be >= 0, got {FLAGS[name].value}")
+    if FLAGS.input_workers < 1:
+        raise ValueError(f"--input_workers must be >= 1, got {FLAGS.input_workers}")
     if FLAGS.spm_model_file and not os.path.isfile(FLAGS.spm_model_file):
         raise FileNotFoundError(f"{FLAGS.spm_model_file}: no such SentencePiece model (--spm_model_file)")
 
@@ -148,6 +170,7 @@ def main(argv):
     import tensorflow as tf
 
     from albert_tf.data import pretraining_dataset as data
+    from albert_tf.data.pretraining_data_job import DOCUMENTS_FORMAT
     from albert_tf.training import pretraining_run
     from albert_tf.training.strategies import create_strategy, is_chief
 
@@ -155,9 +178,17 @@ def main(argv):
     train_files = data.expand_data_files(FLAGS.input_file)
     data.check_pretraining_files(train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, config.vocab_size,
                                  spm_model_file=FLAGS.spm_model_file)
+    data_format, _ = data.data_set_format(train_files)
+    if data_format == DOCUMENTS_FORMAT and not FLAGS.spm_model_file:
+        raise ValueError(f"{FLAGS.input_file} holds tokenized documents, made into instances while training: pass "
+                         "--spm_model_file, the SentencePiece model the data was made with (its word boundaries and "
+                         "ordinary pieces drive the masking)")
     eval_files = []
-    if FLAGS.do_eval:
+    if FLAGS.do_eval or FLAGS.eval_every_steps:
         eval_files = data.expand_data_files(FLAGS.eval_input_file)
+        if data.data_set_format(eval_files)[0] == DOCUMENTS_FORMAT:
+            raise ValueError(f"--eval_input_file={FLAGS.eval_input_file} holds tokenized documents; evaluation reads "
+                             "fixed instances, such as the PREFIX-heldout set of create_pretraining_data --heldout_every")
         data.check_pretraining_files(eval_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, config.vocab_size)
     if FLAGS.max_seq_length > config.max_position_embeddings:
         raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the config's max_position_embeddings "

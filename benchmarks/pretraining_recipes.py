@@ -58,9 +58,13 @@ MODELS = {"tiny": "albert_tiny", "small": "albert_small"}
 # Each recipe: model, sequence length, masked positions, dupe factor, batch, optimizer, peak lr, warmup, steps.
 # `run` names its output directory under WORK_DIR/runs.
 # `jit_compile`: XLA for the forward and backward pass (1.24x albert_small's step on a 2-core AVX2 CPU).
+# `data_format`: "instances" (static, dupe_factor copies) or "documents" (new pairs and masks every epoch,
+# made by run_pretraining's input pipeline; dupe_factor unused), evaluated on the held-out set while training.
+# `budget_hours`: run_pretraining --train_budget_hours (the step count and schedule fitted to it after the first
+# steps; `steps` is then only an upper bound).
 Recipe = collections.namedtuple(
-    "Recipe", "model seq_length predictions dupe_factor batch optimizer learning_rate warmup steps run note jit_compile",
-    defaults=(False,))
+    "Recipe", "model seq_length predictions dupe_factor batch optimizer learning_rate warmup steps run note jit_compile "
+    "data_format budget_hours", defaults=(False, "instances", 0.0))
 RECIPES = {
     "tiny_adamw": Recipe("tiny", 64, 10, 10, 64, "adamw", 2e-3, 400, 20000, "tinyA",
                          "AdamW at a high rate: collapses to one constant prediction"),
@@ -71,6 +75,12 @@ RECIPES = {
     "small_adamw_6k": Recipe("small", 64, 10, 10, 64, "adamw", 5e-4, 1000, 6000, "smallA6k",
                              "small_adamw with XLA and a schedule that decays to 0 within 2 hours on a 2-core "
                              "AVX2 CPU (about 1 step/s)", True),
+    "small_adamw_6k_dynamic": Recipe("small", 64, 10, 1, 64, "adamw", 5e-4, 1000, 6000, "smallA6kD",
+                                     "small_adamw_6k on documents: new pairs and masks every epoch", True,
+                                     "documents"),
+    "small_adamw_3h_dynamic": Recipe("small", 64, 10, 1, 64, "adamw", 5e-4, 1000, 200000, "smallA3hD",
+                                     "small_adamw on documents, its schedule fitted to a 3-hour budget", True,
+                                     "documents", 3.0),
 }
 
 
@@ -101,7 +111,10 @@ def prepare(work, corpus):
 
 
 def data_prefix(work, recipe, name, nsp=False):
-    """WORK/dSEQ/train<dupe> and WORK/dSEQ/heldout; `nsp` data sets (next-sentence pairs) end in _nsp."""
+    """WORK/dSEQ/train<dupe>, WORK/dSEQ/documents and WORK/dSEQ/heldout; `nsp` data sets (next-sentence pairs)
+    end in _nsp."""
+    if name == "train" and recipe.data_format == "documents":
+        return os.path.join(work, f"d{recipe.seq_length}", "documents")
     suffix = (f"{recipe.dupe_factor}" if name == "train" else "") + ("_nsp" if nsp else "")
     return os.path.join(work, f"d{recipe.seq_length}", name + suffix)
 
@@ -114,7 +127,8 @@ def make_data(work, recipe, texts, spm, nsp=False):
             tool("albert_tf.create_pretraining_data", f"--input_file={text}", "--input_format=paragraphs",
                  f"--output_file={prefix}", f"--spm_model_file={spm}", f"--dupe_factor={dupe}", "--num_workers=2",
                  f"--num_output_shards={8 if name == 'train' else 1}", f"--max_seq_length={recipe.seq_length}",
-                 f"--max_predictions_per_seq={recipe.predictions}", *(["--random_next_sentence"] if nsp else []))
+                 f"--max_predictions_per_seq={recipe.predictions}", *(["--random_next_sentence"] if nsp else []),
+                 f"--output_format={recipe.data_format if name == 'train' else 'instances'}")
 
 
 def train(work, recipe, spm, data=None, albert_config=None, output_dir=None, steps=None, save_checkpoints_steps=500,
@@ -130,7 +144,10 @@ def train(work, recipe, spm, data=None, albert_config=None, output_dir=None, ste
                 f"--learning_rate={recipe.learning_rate}", f"--num_warmup_steps={min(recipe.warmup, steps // 2)}",
                 f"--num_train_steps={steps}", f"--save_checkpoints_steps={save_checkpoints_steps}",
                 "--keep_checkpoint_max=200", "--iterations_per_loop=100",
-                *(["--jit_compile"] if recipe.jit_compile else []), *extra_flags)
+                *(["--jit_compile"] if recipe.jit_compile else []),
+                *([f"--eval_input_file={data_prefix(work, recipe, 'heldout')}", "--eval_every_steps=500"]
+                  if recipe.data_format == "documents" else []),
+                *([f"--train_budget_hours={recipe.budget_hours}"] if recipe.budget_hours else []), *extra_flags)
 
 
 def evaluated_curve(run_dir, evaluate_steps):
@@ -186,8 +203,18 @@ def evaluate_cloze(work, recipe, curve):
     return result
 
 
-def summarize(name, recipe, curve, level):
+def planned_steps(work, recipe):
+    """The recipe's step count: its own, or the one its run fitted to its time budget (once measured)."""
+    path = os.path.join(work, "runs", recipe.run, "run_config.json")
+    if recipe.budget_hours and os.path.exists(path):
+        with open(path) as f:
+            return json.load(f).get("train_budget", {}).get("num_train_steps", recipe.steps)
+    return recipe.steps
+
+
+def summarize(name, recipe, curve, level, steps=None):
     row = {"recipe": name, **recipe._asdict(), "frequent_piece_level": level, "steps_done": 0}
+    row["steps"] = steps or recipe.steps
     if not curve:
         return row
     last = curve[-1]
@@ -300,7 +327,7 @@ def main():
         else:  # trained on another machine (the checkpoints are not kept): its recorded figures stand
             curve, clozes[name] = recorded["curves"].get(name, []), recorded["cloze"].get(name)
         curves[name] = (recipe, curve)
-        rows.append(summarize(name, recipe, curve, levels[heldout]))
+        rows.append(summarize(name, recipe, curve, levels[heldout], planned_steps(work, recipe)))
     write_results(rows, curves, clozes)
 
 

@@ -41,6 +41,13 @@ BENCHMARKS = [
      "`--evaluate_only` rebuilds the table from the checkpoints so far; the newest checkpoint of each recipe also "
      "fills 60 cloze sentences drawn from held-out documents (benchmarks/cloze.py). "
      "Plot: results/pretraining_recipes.png."),
+    ("dynamic_input", "Dynamic instances: disk, and does the step wait on input?",
+     "python benchmarks/dynamic_input.py --work_dir=/tmp/albert_recipes",
+     "The recipes' training text (the 14 MB corpus less every 10th document) as static dupe-10 instances and as "
+     "documents (create_pretraining_data --output_format=documents): their size on disk; the documents reader of "
+     "run_pretraining alone (instances/s, 1 and 2 input workers); and run_pretraining's own sequences/s on each "
+     "input, median of its progress lines after the compiling first loop. The reader's threads share the 2 cores "
+     "with the step, so any input cost shows in the last column."),
     ("paper_experiments", "The paper's experiments at small scale: sharing (Table 4), SOP vs NSP vs none (Table 5), "
      "Figure 2",
      "python benchmarks/paper_experiments.py --variants=all,none,attention,ffn,nsp,mlm_only --downstream",

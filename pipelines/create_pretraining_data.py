@@ -90,9 +90,10 @@ def read_units(indexed_path, config):
 
 # Declared: Beam would otherwise infer the main output's type from a generator
 # that also yields the tagged statistics.
-@beam.typehints.with_output_types(typing.Tuple[int, typing.Any])
+@beam.typehints.with_output_types(typing.Tuple[typing.Tuple[int, int], typing.Any])
 class ProcessUnit(beam.DoFn):
-    """A work unit -> (shard, (sort tuple, example)) records, plus its InstanceStats (tagged)."""
+    """A work unit -> ((output set, shard), (sort tuple, example)) records, plus its [training, held-out]
+    InstanceStats (tagged)."""
 
     def __init__(self, model_proto, config):
         self.model_proto = model_proto
@@ -102,10 +103,10 @@ class ProcessUnit(beam.DoFn):
         self.processor = UnitProcessor(self.model_proto, self.config)
 
     def process(self, unit):
-        stats = InstanceStats()
-        for shard, sort_tuple, example in self.processor.process(unit, stats):
-            yield shard, (sort_tuple, example)
-        yield beam.pvalue.TaggedOutput("instance_stats", stats)
+        stats, heldout_stats = InstanceStats(), InstanceStats()
+        for output_set, shard, sort_tuple, example in self.processor.process(unit, stats, heldout_stats):
+            yield (output_set, shard), (sort_tuple, example)
+        yield beam.pvalue.TaggedOutput("instance_stats", (stats, heldout_stats))
 
 
 def _merge_all(items, make):
@@ -115,45 +116,64 @@ def _merge_all(items, make):
     return merged
 
 
+class _SetStats:
+    """[training set, held-out set] InstanceStats, merged pairwise (a Beam combine's accumulator)."""
+
+    def __init__(self):
+        self.sets = [InstanceStats(), InstanceStats()]
+
+    def merge(self, other):
+        for mine, theirs in zip(self.sets, getattr(other, "sets", other)):
+            mine.merge(theirs)
+
+
 def write_shard_to_temp(shard_records, final_paths, compression, attempt):
-    """(shard, records) -> (shard, temporary path, count)."""
-    shard, records = shard_records
-    temporary = f"{final_paths[shard]}.beam-temp-{attempt}"
+    """((output set, shard), records) -> (output set, shard, temporary path, count)."""
+    (output_set, shard), records = shard_records
+    temporary = f"{final_paths[output_set][shard]}.beam-temp-{attempt}"
     count = job.write_shard(list(records), temporary, compression, create=_create)
-    return shard, temporary, count
+    return output_set, shard, temporary, count
 
 
-def finalize(_, written, instance_stats, corpus_stats, final_paths, output_prefix, config, model_proto, vocab_size,
+def finalize(_, written, set_stats, corpus_stats, final_paths, prefixes, config, model_proto, vocab_size,
              input_paths, overwrite):
-    """Renames every shard into place (writing empty shards no instance went to), then the metadata."""
-    if instance_stats.instances == 0:
-        raise ValueError(f"no instances could be made from {', '.join(input_paths)}: "
-                         + ("; ".join(corpus_stats.problems()) or "no text"))
-    counts = [0] * len(final_paths)
-    temporaries = {}
-    for shard, temporary, count in written:
-        counts[shard] = count
-        temporaries[shard] = temporary
-    previous = existing_outputs(output_prefix)
-    if previous and not overwrite:
-        raise FileExistsError(f"{previous[0]} exists: choose another --output_file or pass --overwrite")
-    for shard, final_path in enumerate(final_paths):
-        if shard not in temporaries:
-            temporaries[shard] = f"{final_path}.beam-temp-empty"
-            job.write_shard([], temporaries[shard], config.compression, create=_create)
-    ordered = [temporaries[s] for s in range(len(final_paths))]
-    sizes = [m.size_in_bytes for result in FileSystems.match(ordered) for m in result.metadata_list]
-    metadata = job.build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, instance_stats,
-                                  counts, final_paths, sizes)
-    # Every new shard is written; the old set is replaced only now, behind an "incomplete" marker
+    """Renames every shard of every output set into place (writing empty shards no record went to), then the
+    metadata; returns the training set's metadata."""
+    job.check_outputs_made(config, set_stats.sets, input_paths, corpus_stats)
+    previous = [existing_outputs(prefix) for prefix in prefixes]
+    if any(previous) and not overwrite:
+        raise FileExistsError(f"{[p for paths in previous for p in paths][0]} exists: choose another --output_file "
+                              "or pass --overwrite")
+    set_configs = [config, config.heldout_config]
+    staged = []  # (prefix, temporaries, final paths, metadata) of every output set
+    for output_set, prefix in enumerate(prefixes):
+        paths = final_paths[output_set]
+        counts, temporaries = [0] * len(paths), {}
+        for written_set, shard, temporary, count in written:
+            if written_set == output_set:
+                counts[shard] = count
+                temporaries[shard] = temporary
+        for shard, final_path in enumerate(paths):
+            if shard not in temporaries:
+                temporaries[shard] = f"{final_path}.beam-temp-empty"
+                job.write_shard([], temporaries[shard], config.compression, create=_create)
+        ordered = [temporaries[s] for s in range(len(paths))]
+        sizes = [m.size_in_bytes for result in FileSystems.match(ordered) for m in result.metadata_list]
+        metadata = job.build_metadata(set_configs[output_set], model_proto, vocab_size, input_paths, corpus_stats,
+                                      set_stats.sets[output_set], counts, paths, sizes)
+        staged.append((prefix, ordered, paths, metadata))
+    job.link_heldout_set([(prefix, paths, metadata) for prefix, _, paths, metadata in staged])
+    # Every new shard is written; the old sets are replaced only now, behind "incomplete" markers
     # that readers refuse, so an interrupted swap never passes for a whole data set.
-    _write_metadata(output_prefix, job.incomplete_marker(output_prefix))
-    FileSystems.rename(ordered, list(final_paths))
-    stale = sorted(set(previous) - set(final_paths) - {output_prefix + data_set_files.METADATA_SUFFIX})
-    if stale:
-        FileSystems.delete(stale)
-    _write_metadata(output_prefix, metadata)
-    return metadata
+    for prefix, _, _, _ in staged:
+        _write_metadata(prefix, job.incomplete_marker(prefix))
+    for (prefix, ordered, paths, metadata), old_paths in zip(staged, previous):
+        FileSystems.rename(ordered, list(paths))
+        stale = sorted(set(old_paths) - set(paths) - {prefix + data_set_files.METADATA_SUFFIX})
+        if stale:
+            FileSystems.delete(stale)
+        _write_metadata(prefix, metadata)
+    return staged[0][3]
 
 
 def _write_metadata(output_prefix, metadata):
@@ -166,7 +186,9 @@ def _write_metadata(output_prefix, metadata):
 def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, overwrite=False):
     """Adds the whole job to `pipeline`; returns the PCollection holding the final metadata."""
     vocab_size = AlbertTokenizer(model_proto=model_proto, lower_case=config.lower_case).vocab_size
-    final_paths = data_set_files.shard_paths(output_prefix, config.num_output_shards, config.compression)
+    prefixes = [output_prefix] + ([job.heldout_prefix(output_prefix)] if config.heldout_every else [])
+    final_paths = [data_set_files.shard_paths(prefix, config.num_output_shards, config.compression)
+                   for prefix in prefixes]
     read = (
         pipeline
         | "Files" >> beam.Create(list(enumerate(input_paths)))
@@ -182,7 +204,7 @@ def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, ov
         | "GroupByShard" >> beam.GroupByKey()
         | "WriteShards" >> beam.Map(write_shard_to_temp, final_paths, config.compression, uuid.uuid4().hex)
     )
-    instance_stats = processed.instance_stats | "InstanceStats" >> beam.CombineGlobally(_merge_all, InstanceStats)
+    set_stats = processed.instance_stats | "InstanceStats" >> beam.CombineGlobally(_merge_all, _SetStats)
     corpus_stats = read.corpus_stats | "CorpusStats" >> beam.CombineGlobally(_merge_all, CorpusStats)
     return (
         pipeline
@@ -190,10 +212,10 @@ def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, ov
         | "Finalize" >> beam.Map(
             finalize,
             written=beam.pvalue.AsList(written),
-            instance_stats=beam.pvalue.AsSingleton(instance_stats),
+            set_stats=beam.pvalue.AsSingleton(set_stats),
             corpus_stats=beam.pvalue.AsSingleton(corpus_stats),
             final_paths=final_paths,
-            output_prefix=output_prefix,
+            prefixes=prefixes,
             config=config,
             model_proto=model_proto,
             vocab_size=vocab_size,
@@ -216,6 +238,8 @@ def run(argv, beam_args):
     config = config_from_flags(FLAGS)
     input_paths = expand_patterns(FLAGS.input_file)
     existing = existing_outputs(FLAGS.output_file)
+    if config.heldout_every:
+        existing += existing_outputs(job.heldout_prefix(FLAGS.output_file))
     if existing and not FLAGS.overwrite:  # checked again when renaming; this saves a wasted run
         raise FileExistsError(f"{existing[0]} exists: choose another --output_file or pass --overwrite")
     with FileSystems.open(FLAGS.spm_model_file) as f:
@@ -223,7 +247,8 @@ def run(argv, beam_args):
     with beam.Pipeline(options=options) as pipeline:
         build_pipeline(pipeline, input_paths, FLAGS.output_file, model_proto, config, FLAGS.overwrite)
     print(f"Wrote {FLAGS.output_file}-*-of-{config.num_output_shards:05d}* and "
-          f"{FLAGS.output_file}.metadata.json with the {runner}.")
+          f"{FLAGS.output_file}.metadata.json with the {runner}"
+          + (f"; held-out set {job.heldout_prefix(FLAGS.output_file)}-*." if config.heldout_every else "."))
     return 0
 
 

@@ -22,7 +22,7 @@ class PretrainingData:
         return sorted(str(p) for p in self.directory.glob("train-*-of-*.tfrecord"))
 
 
-def make_pretraining_data(tmp_path_factory, num_documents=60, shards=2):
+def make_pretraining_data(tmp_path_factory, num_documents=60, shards=2, output_format="instances", heldout_every=0):
     from albert_tf.create_pretraining_data import create_pretraining_data
     from albert_tf.data.masking import MaskingConfig
     from albert_tf.data.pretraining_data_job import CreationConfig
@@ -36,6 +36,8 @@ def make_pretraining_data(tmp_path_factory, num_documents=60, shards=2):
         instances=InstanceConfig(max_seq_length=SEQ_LENGTH, dupe_factor=2,
                                  masking=MaskingConfig(max_predictions_per_seq=PREDICTIONS)),
         num_output_shards=shards,
+        output_format=output_format,
+        heldout_every=heldout_every,
     )
     prefix = str(directory / "train")
     create_pretraining_data([str(corpus)], prefix, str(spm_model), config, progress=False)

@@ -48,6 +48,23 @@ def test_beam_output_equals_the_local_tool(tmp_path, inputs):
     assert local == from_beam
 
 
+@pytest.mark.parametrize("output_format", ["instances", "documents"])
+def test_beam_writes_the_held_out_set_and_the_documents_format_as_the_local_tool(tmp_path, inputs, output_format):
+    import dataclasses
+
+    paths, spm_model = inputs
+    config = dataclasses.replace(CONFIG, output_format=output_format, heldout_every=3)
+    create_pretraining_data(paths, str(tmp_path / "local" / "data"), spm_model, config, progress=False)
+    options = PipelineOptions(["--runner=FnApiRunner", "--direct_num_workers=2",
+                               "--direct_running_mode=multi_threading"])
+    with beam.Pipeline(options=options) as pipeline:
+        build_pipeline(pipeline, paths, str(tmp_path / "beam" / "data"), open(spm_model, "rb").read(), config)
+    local, from_beam = outputs(tmp_path / "local"), outputs(tmp_path / "beam")
+    assert "data-heldout-00000-of-00004.tfrecord.gz" in local and "data-heldout.metadata.json" in local
+    assert len(local) == 10
+    assert local == from_beam
+
+
 def test_cli_requires_a_named_runner_and_passes_beam_options(tmp_path, inputs):
     paths, spm_model = inputs
     corpus = [path for path in paths if "part0" in path][0]

@@ -107,3 +107,15 @@ def test_global_norm_clipping():
     optimizer.apply([tf.constant([30.0, 40.0])], [variable])
     # beta 0, epsilon 1: the step is g / (|g| + 1), with g clipped to norm 1 first.
     np.testing.assert_allclose(variable.numpy(), [-0.6 / 1.6, -0.8 / 1.8], rtol=1e-6)
+
+
+def test_schedule_length_can_be_a_variable_set_after_tracing():
+    """run_pretraining --train_budget_hours sets T once the step time is measured, in a loop already compiled."""
+    total = tf.Variable(1000, dtype=tf.int64)
+    schedule = WarmupPolynomialDecay(1e-3, num_train_steps=total, num_warmup_steps=10)
+    rate = tf.function(lambda step: schedule(step))
+    np.testing.assert_allclose(float(rate(tf.constant(50))), 1e-3 * (1 - 50 / 1000), rtol=1e-6)
+    total.assign(100)
+    np.testing.assert_allclose(float(rate(tf.constant(50))), 1e-3 * (1 - 50 / 100), rtol=1e-6)
+    assert float(rate(tf.constant(100))) == 0.0
+    assert schedule.get_config()["num_train_steps"] == 100

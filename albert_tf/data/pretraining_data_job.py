@@ -14,6 +14,17 @@ How the same seed gives byte-identical output whatever the number of workers
      shard's records are sorted and written under a temporary name; all shards
      are renamed into place and the metadata file is written last.
 
+Two outputs per run, each a data set of its own (shards + metadata):
+  - the training set: static instances (`output_format="instances"`, the
+    original's format: every document made into pairs and masks `dupe_factor`
+    times), or the tokenized documents once (`output_format="documents"`), from
+    which run_pretraining makes new pairs and masks every epoch
+    (albert_tf.data.dynamic_instances);
+  - on request (`heldout_every=N`), a held-out set: every N-th document of each
+    file (document index N-1, 2N-1, ...) kept out of training and made into
+    static instances once, so that evaluations during and after training read
+    the same records, of text the model never saw.
+
 Memory: one work unit per worker (about `unit_bytes` of text, or one document
 if larger) plus, at the end, one output shard: use more --num_output_shards for
 bigger corpora.
@@ -25,12 +36,15 @@ import hashlib
 import os
 import struct
 
+import numpy as np
+
 from albert_tf.data.corpus_reader import (
     DEFAULT_MAX_DOCUMENT_SENTENCES,
     DEFAULT_MAX_LINE_BYTES,
     iter_documents,
     open_local,
 )
+from albert_tf.data.masking import MaskingConfig
 from albert_tf.data.pretraining_instances import (
     FLOAT_FEATURES,
     INT_FEATURES,
@@ -43,6 +57,14 @@ from albert_tf.data.tfrecord_io import ExampleEncoder, TFRecordWriter
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
 FORMAT_VERSION = 1
+INSTANCES_FORMAT = "albert_tf.pretraining_data"
+DOCUMENTS_FORMAT = "albert_tf.pretraining_documents"
+OUTPUT_FORMATS = ("instances", "documents")
+# The features of a record of the documents format: the document's pieces, its
+# sentences' starts in them (and the end), and (file index, document index),
+# which seed the document's instances in every epoch.
+DOCUMENT_FEATURES = ("token_ids", "sentence_offsets", "document_id")
+TRAIN, HELDOUT = 0, 1  # the output sets of a run
 _SPOOL_HEADER = struct.Struct("<QIIII")  # sort key, file, document, ordinal, data length
 
 
@@ -58,8 +80,17 @@ class CreationConfig:
     lower_case: bool = True
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     max_document_sentences: int = DEFAULT_MAX_DOCUMENT_SENTENCES
+    output_format: str = "instances"
+    heldout_every: int = 0  # 0: no held-out set
 
     def __post_init__(self):
+        if self.output_format not in OUTPUT_FORMATS:
+            raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}, got {self.output_format!r}")
+        if self.heldout_every == 1 or self.heldout_every < 0:
+            raise ValueError(f"heldout_every must be 0 (no held-out set) or >= 2, got {self.heldout_every}")
+        if self.output_format == "documents" and self.instances.uses_other_documents:
+            raise ValueError("the documents format makes sentence-order pairs from one document at a time; "
+                             "NSP (random_next_sentence) and single_segment='other_document' need the instances format")
         if self.num_output_shards < 1:
             raise ValueError(f"num_output_shards must be at least 1, got {self.num_output_shards}")
         if self.compression not in ("none", "gzip"):
@@ -67,6 +98,32 @@ class CreationConfig:
 
     def to_json(self):
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, values):
+        """The config a data set's metadata records (fields it predates take their defaults)."""
+        values = dict(values)
+        instances = dict(values.pop("instances"))
+        masking = MaskingConfig(**instances.pop("masking"))
+        known = {field.name for field in dataclasses.fields(cls)}
+        return cls(instances=InstanceConfig(**instances, masking=masking),
+                   **{name: value for name, value in values.items() if name in known})
+
+    @property
+    def heldout_config(self):
+        """The held-out set's config: static instances, each document made into pairs once."""
+        return dataclasses.replace(self, output_format="instances", heldout_every=0,
+                                   instances=dataclasses.replace(self.instances, dupe_factor=1))
+
+
+def is_heldout(document, every):
+    """Whether `document` belongs to the held-out set: every `every`-th document of its file."""
+    return every > 0 and document.document_index % every == every - 1
+
+
+def heldout_prefix(output_prefix):
+    """Where the held-out set of a run writing `output_prefix` goes."""
+    return output_prefix + "-heldout"
 
 
 def output_patterns(output_prefix):
@@ -119,7 +176,7 @@ def group_into_units(documents, instance_config, unit_bytes=1 << 20):
 
 
 class UnitProcessor:
-    """Turns a work unit into (shard, sort tuple, serialized Example) records.
+    """Turns a work unit into (output set, shard, sort tuple, serialized Example) records.
 
     Created once per worker process (it holds the tokenizer and lookup tables).
     """
@@ -127,10 +184,11 @@ class UnitProcessor:
     def __init__(self, model_proto, config):
         self.config = config
         self.tokenizer = AlbertTokenizer(model_proto=model_proto, lower_case=config.lower_case)
-        self.builder = InstanceBuilder(
-            config.instances, self.tokenizer.word_start_table, self.tokenizer.normal_piece_ids, config.seed
-        )
+        tables = (self.tokenizer.word_start_table, self.tokenizer.normal_piece_ids, config.seed)
+        self.builder = InstanceBuilder(config.instances, *tables)
+        self.heldout_builder = InstanceBuilder(config.heldout_config.instances, *tables)
         self.encoder = ExampleEncoder(INT_FEATURES, FLOAT_FEATURES)
+        self.document_encoder = ExampleEncoder(DOCUMENT_FEATURES)
 
     def tokenize(self, unit):
         sentences = [sentence for document in unit for sentence in document.sentences]
@@ -142,34 +200,85 @@ class UnitProcessor:
             start = end
         return [document for document in tokenized if document.num_sentences]
 
-    def process(self, unit, stats):
-        """Yields (shard, (sort key, file, document, ordinal), example bytes); counts into `stats`."""
+    def process(self, unit, stats, heldout_stats=None):
+        """Yields (output set, shard, (sort key, file, document, ordinal), example bytes).
+
+        Counts the training set into `stats` and the held-out set into `heldout_stats`.
+        Held-out documents are no other document's pool: none of their text reaches training.
+        """
         documents = self.tokenize(unit)
+        every = self.config.heldout_every
+        heldout = [document for document in documents if is_heldout(document, every)]
+        kept = [document for document in documents if not is_heldout(document, every)] if heldout else documents
+        for document in kept:
+            if self.config.output_format == "documents":
+                yield self._document_record(document, stats)
+            else:
+                yield from self._instance_records(TRAIN, self.builder, document, kept, stats)
+        for document in heldout:
+            yield from self._instance_records(HELDOUT, self.heldout_builder, document, heldout, heldout_stats)
+
+    def _instance_records(self, output_set, builder, document, pool, stats):
         num_shards = self.config.num_output_shards
-        for document in documents:
-            ordinal = 0
-            for sort_keys, int_features, float_features in self.builder.build(document, documents, stats):
-                examples = self.encoder.encode_batch(int_features, float_features)
-                for sort_key, example in zip(sort_keys.tolist(), examples):
-                    yield sort_key % num_shards, (sort_key, document.file_index, document.document_index, ordinal), example
-                    ordinal += 1
+        ordinal = 0
+        for sort_keys, int_features, float_features in builder.build(document, pool, stats):
+            examples = self.encoder.encode_batch(int_features, float_features)
+            for sort_key, example in zip(sort_keys.tolist(), examples):
+                yield (output_set, sort_key % num_shards, (sort_key, document.file_index, document.document_index,
+                                                           ordinal), example)
+                ordinal += 1
+
+    def _document_record(self, document, stats):
+        """One document as a record; its sort key (shard and place) comes from its own seeded stream."""
+        seed_sequence = np.random.SeedSequence([self.config.seed, document.file_index, document.document_index],
+                                               spawn_key=(DOCUMENT_ORDER_STREAM,))
+        sort_key = int(np.random.Generator(np.random.PCG64(seed_sequence)).integers(0, 1 << 63))
+        [example] = self.document_encoder.encode_batch({
+            "token_ids": document.tokens[None, :],
+            "sentence_offsets": document.offsets[None, :],
+            "document_id": np.array([[document.file_index, document.document_index]]),
+        })
+        stats.documents += 1
+        stats.sentences += document.num_sentences
+        stats.tokens += len(document.tokens)
+        return (TRAIN, sort_key % self.config.num_output_shards,
+                (sort_key, document.file_index, document.document_index, 0), example)
+
+
+# A document record's sort key comes from a stream of its own (a SeedSequence spawn key no instance
+# stream uses), so the order of documents in the files says nothing about their instances' draws.
+DOCUMENT_ORDER_STREAM = 1
 
 
 # --- Spooling and finalization ------------------------------------------------------
 
 
+def spool_name(output_set, owner, shard):
+    return f"spool-{output_set}-{owner}-{shard:05d}"
+
+
+def spool_files_of(directory, output_set, shard):
+    """Every process's spool file of one output set's shard, in a fixed order."""
+    pattern = spool_name(output_set, "*", shard)
+    return sorted(glob.glob(os.path.join(glob.escape(directory), pattern)))
+
+
 class ShardSpool:
-    """Per-process spool files, one per output shard, of (sort tuple, example) records."""
+    """Per-process spool files, one per output set and shard, of (sort tuple, example) records."""
 
-    def __init__(self, directory, num_shards, owner):
-        self.paths = [os.path.join(directory, f"spool-{owner}-{shard:05d}") for shard in range(num_shards)]
-        self._files = [open(path, "ab") for path in self.paths]
+    def __init__(self, directory, num_shards, owner, num_sets=2):
+        self._files = {(output_set, shard): open(os.path.join(directory, spool_name(output_set, owner, shard)), "ab")
+                       for output_set in range(num_sets) for shard in range(num_shards)}
 
-    def write(self, shard, sort_tuple, data):
-        self._files[shard].write(_SPOOL_HEADER.pack(*sort_tuple, len(data)) + data)
+    def write(self, output_set, shard, sort_tuple, data):
+        self._files[output_set, shard].write(_SPOOL_HEADER.pack(*sort_tuple, len(data)) + data)
+
+    def flush(self):
+        for f in self._files.values():
+            f.flush()
 
     def close(self):
-        for f in self._files:
+        for f in self._files.values():
             f.close()
 
 
@@ -199,7 +308,7 @@ def build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, i
                    shard_bytes):
     """The data set's metadata; `shard_bytes` are the shards' final sizes, which readers check."""
     return {
-        "format": "albert_tf.pretraining_data",
+        "format": DOCUMENTS_FORMAT if config.output_format == "documents" else INSTANCES_FORMAT,
         "format_version": FORMAT_VERSION,
         "config": config.to_json(),
         "max_seq_length": config.instances.max_seq_length,
@@ -217,13 +326,37 @@ def build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, i
             "skipped_lines": dict(sorted(corpus_stats.skipped_lines.items())),
         },
         "statistics": instance_stats.to_json(),
-        "shards": [{"file": os.path.basename(path), "instances": count, "bytes": size}
+        "shards": [{"file": os.path.basename(path), ("documents" if config.output_format == "documents" else
+                                                     "instances"): count, "bytes": size}
                    for path, count, size in zip(paths, shard_counts, shard_bytes)],
     }
 
 
+def check_outputs_made(config, set_stats, input_paths, corpus_stats):
+    """Fails, before anything is written, when the training set or a requested held-out set would be empty."""
+    train, heldout = set_stats
+    if train.instances == 0 and train.documents == 0:
+        raise ValueError(f"no instances could be made from {', '.join(input_paths)}: "
+                         + ("; ".join(corpus_stats.problems()) or "no text"))
+    if config.heldout_every and heldout.instances == 0:
+        raise ValueError(f"no document was held out: holding out every {config.heldout_every}th document of a file "
+                         f"needs files of at least {config.heldout_every} documents (blank-line separated); "
+                         f"{corpus_stats.documents} document(s) in {corpus_stats.files} file(s)")
+
+
+def link_heldout_set(written):
+    """Names each set of a run in the other's metadata. `written`: [(prefix, paths, metadata)], training set first."""
+    if len(written) < 2:
+        return
+    (train_prefix, _, train), (heldout_prefix_, _, heldout) = written
+    every = train["config"]["heldout_every"]
+    train["heldout"] = {"output_file": os.path.basename(heldout_prefix_), "every": every,
+                        "rule": f"document index % {every} == {every - 1} within each input file"}
+    heldout["heldout_of"] = os.path.basename(train_prefix)
+
+
 def incomplete_marker(output_prefix):
     """The metadata a data set holds while its shards are being replaced: readers refuse it."""
-    return {"format": "albert_tf.pretraining_data", "format_version": FORMAT_VERSION, "complete": False,
+    return {"format": INSTANCES_FORMAT, "format_version": FORMAT_VERSION, "complete": False,
             "note": f"{os.path.basename(output_prefix)} is being (re)written; a reader that sees this file "
                     "found a run that stopped while replacing the shards"}

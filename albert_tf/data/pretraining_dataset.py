@@ -66,6 +66,24 @@ def expand_data_files(pattern):
     return files
 
 
+def data_set_format(files):
+    """(format, metadata) of the data set `files` belong to: the metadata's "format" (static instances or
+    tokenized documents), or the instances format with metadata None for files without metadata (the
+    original script's). Files of both formats together are refused."""
+    from albert_tf.data.pretraining_data_job import INSTANCES_FORMAT
+
+    found = {}
+    for path in files:
+        prefix = shard_prefix(path)
+        metadata = read_metadata(prefix) if prefix else None
+        found.setdefault(metadata["format"] if metadata else INSTANCES_FORMAT, (path, metadata))
+    if len(found) > 1:
+        examples = ", ".join(f"{path} ({name})" for name, (path, _) in sorted(found.items()))
+        raise ValueError(f"the input files mix data set formats: {examples}; train on one kind at a time")
+    [(data_format, (_, metadata))] = found.items()
+    return data_format, metadata
+
+
 def compression_of(path):
     return "GZIP" if path.endswith(".gz") else ""
 
@@ -206,11 +224,13 @@ def make_pretraining_dataset(files, batch_size, max_seq_length, max_predictions_
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def frequent_piece_level(data_files, batch_size=256):
+def frequent_piece_level(data_files, batch_size=256, max_batches=None):
     """Masked-LM accuracy at [MASK] inputs of always answering the data's most frequent masked piece.
 
     The level a model reaches from word frequencies alone: accuracy above it needs the context.
-    `data_files`: as for `expand_data_files`; the shapes come from the data's metadata or first record.
+    `data_files`: a list of files, or a pattern as for `expand_data_files`; the shapes come from
+    the data's metadata or first record. `max_batches`: read only the first batches (those an
+    evaluation of at most that many batches reads).
     """
     import collections
 
@@ -218,9 +238,11 @@ def frequent_piece_level(data_files, batch_size=256):
 
     from albert_tf.text.albert_tokenizer import MASK_ID
 
-    files = expand_data_files(data_files)
+    files = list(data_files) if isinstance(data_files, (list, tuple)) else expand_data_files(data_files)
     counts = collections.Counter()
     dataset = make_pretraining_dataset(files, batch_size, *infer_shapes(files), is_training=False)
+    if max_batches:
+        dataset = dataset.take(max_batches)
     for batch in dataset.as_numpy_iterator():
         inputs = np.take_along_axis(batch["input_word_ids"], batch["masked_lm_positions"], axis=1)
         at_mask = (inputs == MASK_ID) & (batch["masked_lm_weights"] > 0)

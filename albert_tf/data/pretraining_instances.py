@@ -22,7 +22,9 @@ Decisions of this project (docs/reference.md, "Pretraining data"):
     needs the whole corpus in memory.
   - Every random draw comes from a generator seeded by (seed, file index,
     document index): a document's instances do not depend on which process
-    makes them, nor on what else is being made.
+    makes them, nor on what else is being made. Instances made afresh for
+    training epoch e > 0 (albert_tf.data.dynamic_instances) add e to that seed;
+    epoch 0 draws exactly what the static tool draws at dupe_factor 1.
 """
 
 import collections
@@ -109,6 +111,8 @@ class InstanceStats:
 
     instances: int = 0
     tokens: int = 0
+    documents: int = 0  # document records written (the documents format)
+    sentences: int = 0
     masked: int = 0
     short_targets: int = 0
     single_segment_splits: int = 0
@@ -130,6 +134,8 @@ class InstanceStats:
         def keyed(counter):
             return {str(key): counter[key] for key in sorted(counter)}
 
+        if self.documents:
+            return {"documents": self.documents, "sentences": self.sentences, "tokens": self.tokens}
         return {
             "instances": self.instances,
             "tokens": self.tokens,
@@ -193,17 +199,18 @@ class InstanceBuilder:
         self.seed = seed
         self.cumulative = config.masking.ngram_cumulative_probabilities()
 
-    def document_rng(self, document):
-        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(
-            [self.seed, document.file_index, document.document_index])))
+    def document_rng(self, document, epoch=0):
+        entropy = [self.seed, document.file_index, document.document_index] + ([epoch] if epoch else [])
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
 
-    def build(self, document, pool, stats):
+    def build(self, document, pool, stats, epoch=0):
         """Yields (sort keys [n], int features, float features) batches of `document`'s instances.
 
         All dupe rounds; `pool` holds the documents other-document segments come from.
         Features are padded arrays in the original names (see INT_FEATURES).
+        `epoch` > 0 draws another set of pairs and masks (dynamic instances).
         """
-        rng = self.document_rng(document)
+        rng = self.document_rng(document, epoch)
         pairs = []
         for _ in range(self.config.dupe_factor):
             pairs.extend(self._one_round(document, pool, stats, rng))

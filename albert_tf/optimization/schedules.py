@@ -7,6 +7,10 @@
 As in the original `optimization.py`, the decay is measured from step 0, not
 from the end of warmup: at step W the rate is lr * (1 - W / T), not lr. With the
 paper's recipe (W = 3125, T = 125k) that is 2.5% below the peak.
+
+T may be a variable (an int tf.Variable): a run with a time budget
+(run_pretraining --train_budget_hours) sets it once its step time is measured,
+without retracing the compiled training loop that reads it.
 """
 
 import keras
@@ -18,19 +22,21 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     def __init__(self, learning_rate, num_train_steps, num_warmup_steps=0, end_learning_rate=0.0, power=1.0):
         if learning_rate <= 0:
             raise ValueError(f"learning_rate must be > 0, got {learning_rate}")
-        if num_train_steps < 1:
-            raise ValueError(f"num_train_steps must be >= 1, got {num_train_steps}")
-        if not 0 <= num_warmup_steps <= num_train_steps:
-            raise ValueError(f"num_warmup_steps must be in [0, num_train_steps={num_train_steps}], got {num_warmup_steps}")
+        steps = int(num_train_steps)  # a variable's value, when it is one
+        if steps < 1:
+            raise ValueError(f"num_train_steps must be >= 1, got {steps}")
+        if not 0 <= num_warmup_steps <= steps:
+            raise ValueError(f"num_warmup_steps must be in [0, num_train_steps={steps}], got {num_warmup_steps}")
         self.learning_rate = float(learning_rate)
-        self.num_train_steps = int(num_train_steps)
+        self.num_train_steps = num_train_steps if hasattr(num_train_steps, "assign") else steps
         self.num_warmup_steps = int(num_warmup_steps)
         self.end_learning_rate = float(end_learning_rate)
         self.power = float(power)
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
-        progress = ops.minimum(step, float(self.num_train_steps)) / float(self.num_train_steps)
+        total = ops.cast(self.num_train_steps, "float32")
+        progress = ops.minimum(step, total) / total
         decayed = (self.learning_rate - self.end_learning_rate) * ops.power(1.0 - progress, self.power)
         decayed = decayed + self.end_learning_rate
         if not self.num_warmup_steps:
@@ -41,7 +47,7 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     def get_config(self):
         return {
             "learning_rate": self.learning_rate,
-            "num_train_steps": self.num_train_steps,
+            "num_train_steps": int(self.num_train_steps),
             "num_warmup_steps": self.num_warmup_steps,
             "end_learning_rate": self.end_learning_rate,
             "power": self.power,

@@ -5,6 +5,12 @@ config and data files, creates the distribution strategy and takes the output
 directory's lock, then calls `train_and_evaluate` with `settings`: the flag
 values by name (`settings.train_batch_size`, ...).
 
+Held-out evaluation while training (`eval_every_steps`): every N steps the
+held-out records are evaluated (at most `max_eval_steps` batches), printed
+beside the progress line with the learning phase they show
+(albert_tf.training.learning_phase), written to TensorBoard's eval/ and
+appended to OUTPUT_DIR/eval_history.jsonl.
+
 Resuming: the newest intact `ckpt-N` restores model, optimizer, step and input
 position; run_config.json holds what a resumed run must share with the run that
 wrote the checkpoints (the resolved model config, batch, lengths, optimizer,
@@ -27,25 +33,30 @@ import tensorflow as tf
 from albert_tf.models import model_dir
 from albert_tf.models.model_dir import build_model, copy_weights, read_metadata, resolve_checkpoint, restore_weights
 from albert_tf.data import pretraining_dataset as data
+from albert_tf.data.dynamic_instances import EpochInstanceMaker, make_dynamic_dataset
+from albert_tf.data.pretraining_data_job import DOCUMENTS_FORMAT, CreationConfig
 from albert_tf.data.pretraining_dataset import read_error
 from albert_tf.file_utils import file_sha256, write_json
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.optimization import create_optimizer
 from albert_tf.progress import format_duration
-from albert_tf.text.albert_tokenizer import copy_spm_model
+from albert_tf.text.albert_tokenizer import AlbertTokenizer, copy_spm_model
 from albert_tf.training import TrainingDivergedError
 from albert_tf.training.divergence import DivergenceGuard, rerun_advice
 from albert_tf.tasks.pretraining_losses import metrics_from_sums
-from albert_tf.training.pretraining_trainer import PretrainingTrainer
+from albert_tf.training.learning_phase import learning_phase
+from albert_tf.training.pretraining_trainer import SUM_KEYS, PretrainingTrainer
 from albert_tf.training.strategies import worker_layout
+from albert_tf.training.train_budget import BudgetPlan, StepTimer, plan_budget
 
 PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 RUN_CONFIG_FILE = "run_config.json"
+EVAL_HISTORY_FILE = "eval_history.jsonl"
 # Flags a resumed run must share with the run that wrote the checkpoints.
 _RESUME_INVARIANTS = ("albert_config", "train_batch_size", "max_seq_length", "max_predictions_per_seq", "optimizer",
-                      "gradient_accumulation_steps", "seed", "sentence_loss_weight")
+                      "gradient_accumulation_steps", "seed", "sentence_loss_weight", "train_budget_hours")
 # What a run_config.json written before an invariant existed implies for it.
-_INVARIANT_DEFAULTS = {"sentence_loss_weight": 1.0}
+_INVARIANT_DEFAULTS = {"sentence_loss_weight": 1.0, "train_budget_hours": 0.0}
 PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM, what schedulers expect of a terminated job
 
 
@@ -187,13 +198,20 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
 
     keras.mixed_precision.set_global_policy(PRECISIONS[settings.mixed_precision])
 
+    budget_plan = _recorded_budget_plan(output_dir) if settings.train_budget_hours else None
+
     def build_training_state():
         keras.utils.set_random_seed(settings.seed)
         with strategy.scope():
             model = AlbertPretrainer(config, seq_length=settings.max_seq_length,
                                      max_predictions_per_seq=settings.max_predictions_per_seq)
+            schedule_steps = settings.num_train_steps
+            if settings.train_budget_hours:
+                # A variable the compiled step reads, so the measured plan can set it without a retrace.
+                planned = budget_plan.num_train_steps if budget_plan else settings.num_train_steps
+                schedule_steps = tf.Variable(planned, dtype=tf.int64, trainable=False, name="schedule_steps")
             optimizer = create_optimizer(
-                settings.learning_rate, settings.num_train_steps, settings.num_warmup_steps, optimizer=settings.optimizer,
+                settings.learning_rate, schedule_steps, settings.num_warmup_steps, optimizer=settings.optimizer,
                 weight_decay_rate=settings.weight_decay_rate, clipnorm=settings.clip_norm, gradients_are_aggregated=True)
             if settings.mixed_precision == "fp16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
@@ -202,9 +220,9 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
                                          sentence_loss_weight=settings.sentence_loss_weight)
         iterator = iter(_worker_dataset(settings, strategy, train_files))
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=trainer.step, iterator=iterator)
-        return model, trainer, iterator, checkpoint
+        return model, trainer, iterator, checkpoint, schedule_steps
 
-    model, trainer, iterator, checkpoint = build_training_state()
+    model, trainer, iterator, checkpoint, schedule_steps = build_training_state()
     candidates = model_dir.checkpoints_newest_first(output_dir)
     _check_or_write_run_config(settings, output_dir, resuming=bool(candidates), chief=chief, config=config,
                                train_files=train_files)
@@ -213,9 +231,9 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
         def restore(prefix):
             # A damaged checkpoint may fail halfway through its restore: each attempt gets fresh objects,
             # so nothing of it survives into the run.
-            nonlocal model, trainer, iterator, checkpoint
+            nonlocal model, trainer, iterator, checkpoint, schedule_steps
             if prefix != candidates[0]:
-                model, trainer, iterator, checkpoint = build_training_state()
+                model, trainer, iterator, checkpoint, schedule_steps = build_training_state()
             checkpoint.restore(prefix).assert_existing_objects_matched()
 
         resume_from = model_dir.restore_newest_intact(restore, candidates)
@@ -236,8 +254,12 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
     try:
         if settings.do_train:
             loop_seconds = getattr(settings, "max_seconds_per_loop", 0) if per_step_stop else 0
+            heldout = (HeldoutEvaluation(settings, trainer, strategy, eval_files, output_dir, chief)
+                       if settings.eval_every_steps else None)
+            budget = (BudgetKeeper(settings, schedule_steps, output_dir, chief, budget_plan)
+                      if settings.train_budget_hours else None)
             status = _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files,
-                            loop_seconds)
+                            loop_seconds, heldout, budget)
         if status == 0 and settings.do_eval:
             _evaluate(settings, trainer, strategy, eval_files, output_dir, chief)
     finally:
@@ -252,6 +274,14 @@ def _worker_dataset(settings, strategy, train_files):
     workers, worker_index = worker_layout(strategy)
     context = tf.distribute.InputContext(num_input_pipelines=workers, input_pipeline_id=worker_index,
                                         num_replicas_in_sync=strategy.num_replicas_in_sync)
+    data_format, metadata = data.data_set_format(train_files)
+    if data_format == DOCUMENTS_FORMAT:
+        tokenizer = AlbertTokenizer(settings.spm_model_file, lower_case=metadata["config"]["lower_case"])
+        maker = EpochInstanceMaker(CreationConfig.from_json(metadata["config"]), tokenizer.word_start_table,
+                                   tokenizer.normal_piece_ids, settings.seed)
+        return make_dynamic_dataset(train_files, settings.train_batch_size // workers, maker, settings.seed,
+                                    input_context=context if workers > 1 else None,
+                                    shuffle_buffer=settings.shuffle_buffer_size, num_workers=settings.input_workers)
     return data.make_pretraining_dataset(train_files, settings.train_batch_size // workers, settings.max_seq_length,
                                          settings.max_predictions_per_seq, seed=settings.seed, is_training=True,
                                          input_context=context if workers > 1 else None,
@@ -284,15 +314,148 @@ def _loop_timer(trainer, seconds):
     return timer
 
 
-def _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files, loop_seconds=0):
-    total_steps = settings.num_train_steps
+class HeldoutEvaluation:
+    """Evaluates the held-out records every `eval_every_steps` during training, and says the learning phase.
+
+    Each evaluation reads the first `max_eval_steps` batches of `eval_batch_size` (the same
+    records every time), prints one line, writes TensorBoard's eval/ and appends a line to
+    OUTPUT_DIR/eval_history.jsonl: step, elapsed seconds, the held-out metrics, the training
+    metrics since the previous evaluation, the phase and its reason.
+    """
+
+    def __init__(self, settings, trainer, strategy, eval_files, output_dir, chief):
+        self.settings = settings
+        self.trainer = trainer
+        self.every = settings.eval_every_steps
+        self.chief = chief
+        self.dataset = _eval_dataset(settings, strategy, eval_files)
+        self.level = data.frequent_piece_level(eval_files, batch_size=settings.eval_batch_size,
+                                               max_batches=settings.max_eval_steps)
+        self.history_path = os.path.join(output_dir, EVAL_HISTORY_FILE)
+        self.writer = (tf.summary.create_file_writer(os.path.join(output_dir, "eval")) if chief
+                       else tf.summary.create_noop_writer())
+        self.training_totals = None
+        self.phase = None
+        self.last_seconds = 0.0
+        self.last_step = None
+
+    def start(self, step):
+        """Drops history lines of steps after `step` (a run resumed from an earlier checkpoint redoes them)."""
+        if not (self.chief and tf.io.gfile.exists(self.history_path)):
+            return
+        with tf.io.gfile.GFile(self.history_path) as f:
+            lines = [line for line in f if line.strip()]
+        kept = [line for line in lines if json.loads(line)["step"] <= step]
+        if len(kept) != len(lines):
+            with tf.io.gfile.GFile(self.history_path + ".tmp", "w") as f:
+                f.writelines(kept)
+            tf.io.gfile.rename(self.history_path + ".tmp", self.history_path, overwrite=True)
+
+    def add_training(self, totals):
+        if self.training_totals is None:
+            self.training_totals = {key: 0.0 for key in SUM_KEYS}
+        for key in SUM_KEYS:
+            self.training_totals[key] += float(totals[key])
+
+    def due(self, step, total_steps):
+        return step != self.last_step and (step % self.every == 0 or step >= total_steps)
+
+    def run(self, step, elapsed):
+        start = time.monotonic()
+        totals = self.trainer.evaluate(self.dataset, max_steps=self.settings.max_eval_steps)
+        if totals["sequences"] == 0:
+            raise ValueError(f"{self.settings.eval_input_file}: fewer than --eval_batch_size="
+                             f"{self.settings.eval_batch_size} records")
+        heldout = metrics_from_sums(totals)
+        heldout["loss"] = heldout["masked_lm_loss"] + heldout["sentence_order_loss"]
+        training = metrics_from_sums(self.training_totals) if self.training_totals else None
+        self.training_totals = None
+        self.phase = learning_phase(heldout, training, self.level)
+        self.last_seconds = time.monotonic() - start
+        self.last_step = step
+        print(f"eval step {step}  held-out {_format_metrics(heldout)}  phase: {self.phase.name} "
+              f"({self.phase.reason})", flush=True)
+        with self.writer.as_default(step=step):
+            for name, value in heldout.items():
+                tf.summary.scalar(name, value)
+            tf.summary.scalar("phase", self.phase.index)
+            tf.summary.scalar("frequent_piece_level", self.level)
+            tf.summary.text("phase", f"{self.phase.name}: {self.phase.reason}")
+        self.writer.flush()
+        if self.chief:
+            record = {"step": step, "elapsed_seconds": round(elapsed, 1), "heldout": heldout, "training": training,
+                      "phase": self.phase.name, "phase_reason": self.phase.reason,
+                      "frequent_piece_level": self.level}
+            with tf.io.gfile.GFile(self.history_path, "a") as f:
+                f.write(json.dumps(record, sort_keys=True) + "\n")
+        return heldout
+
+
+class BudgetKeeper:
+    """Measures the step time, then fixes the step count and the schedule to end at --train_budget_hours."""
+
+    def __init__(self, settings, schedule_steps, output_dir, chief, plan):
+        self.settings = settings
+        self.schedule_steps = schedule_steps  # the variable the learning-rate schedule reads its T from
+        self.path = os.path.join(output_dir, RUN_CONFIG_FILE)
+        self.chief = chief
+        self.plan = plan
+        self.timer = StepTimer()
+
+    def total_steps(self, default):
+        return self.plan.num_train_steps if self.plan else default
+
+    def after_loop(self, step, num_steps, seconds, elapsed, heldout):
+        """Returns the plan once, when the step time has just been measured."""
+        if self.plan:
+            return None
+        self.timer.add(num_steps, seconds)
+        if not self.timer.ready:
+            return None
+        eval_seconds = 0.0
+        if heldout:  # its cost counts in the budget: measure one evaluation now
+            heldout.run(step, elapsed)
+            eval_seconds = heldout.last_seconds
+            elapsed += eval_seconds
+        settings = self.settings
+        self.plan = plan_budget(settings.train_budget_hours, elapsed, step, self.timer.step_seconds, eval_seconds,
+                                settings.eval_every_steps, settings.num_train_steps, settings.num_warmup_steps)
+        self.schedule_steps.assign(self.plan.num_train_steps)
+        if self.chief:
+            with tf.io.gfile.GFile(self.path) as f:
+                run_config = json.load(f)
+            run_config["train_budget"] = self.plan.to_json()
+            write_json(self.path, run_config)
+        print(self.plan.describe(), flush=True)
+        return self.plan
+
+
+def _recorded_budget_plan(output_dir):
+    """The budget plan a run that was interrupted after measuring its step time recorded, or None."""
+    path = os.path.join(output_dir, RUN_CONFIG_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        recorded = json.load(f).get("train_budget")
+    return BudgetPlan.from_json(recorded) if recorded else None
+
+
+def _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files, loop_seconds=0,
+           heldout=None, budget=None):
+    total_steps = budget.total_steps(settings.num_train_steps) if budget else settings.num_train_steps
     step = int(trainer.step.numpy())
     if step >= total_steps:
-        print(f"Already trained for {step} steps (--num_train_steps={total_steps}).", flush=True)
+        print(f"Already trained for {step} steps (of {total_steps}).", flush=True)
         return 0
     start_step, start_time = step, time.monotonic()
     print(f"Training from step {step} to {total_steps}: {strategy.num_replicas_in_sync} replica(s), "
-          f"batch {settings.train_batch_size}, seq {settings.max_seq_length}.", flush=True)
+          f"batch {settings.train_batch_size}, seq {settings.max_seq_length}."
+          + (" (The step count is provisional until the step time is measured.)" if budget and not budget.plan else ""),
+          flush=True)
+    if heldout:
+        heldout.start(step)
+        print(f"Held-out evaluation every {heldout.every} steps on {settings.eval_input_file}; its frequent-piece "
+              f"level (MLM accuracy at [MASK] from piece frequencies alone): {heldout.level:.4f}.", flush=True)
     preempted = False
     saved_step = step if step else None  # a resumed run starts from a checkpoint of its first step
     guard = DivergenceGuard(model.trainable_variables)
@@ -304,8 +467,9 @@ def _train(settings, model, trainer, strategy, iterator, manager, writer, preemp
         _save(manager, step)
 
     while step < total_steps:
-        to_checkpoint = settings.save_checkpoints_steps - step % settings.save_checkpoints_steps
-        num_steps = min(settings.iterations_per_loop, total_steps - step, to_checkpoint)
+        boundaries = [settings.save_checkpoints_steps] + ([heldout.every] if heldout else [])
+        to_boundary = min(every - step % every for every in boundaries)
+        num_steps = min(settings.iterations_per_loop, total_steps - step, to_boundary)
         loop_start = time.monotonic()
         timer = _loop_timer(trainer, loop_seconds) if loop_seconds and not preemption.raised else None
         try:
@@ -324,7 +488,8 @@ def _train(settings, model, trainer, strategy, iterator, manager, writer, preemp
                 preempted = True
                 break
             continue  # the timer ran out while the loop was being traced: the next call starts at once
-        metrics = metrics_from_sums({k: v.numpy() for k, v in totals.items()})
+        totals = {k: v.numpy() for k, v in totals.items()}
+        metrics = metrics_from_sums(totals)
         loss = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
         steps = f"{step - num_steps + 1}-{step}"
         problem = guard.loss_problem(loss, float(gradient_norm))
@@ -332,10 +497,15 @@ def _train(settings, model, trainer, strategy, iterator, manager, writer, preemp
             raise _diverged(problem, steps, manager)
         sequences_per_second = num_steps * settings.train_batch_size / max(seconds, 1e-9)
         elapsed = time.monotonic() - start_time
-        eta = elapsed / (step - start_step) * (total_steps - step)
+        if heldout:
+            heldout.add_training(totals)
+        if budget and budget.after_loop(step, num_steps, seconds, elapsed, heldout):
+            total_steps = budget.plan.num_train_steps
+        eta = elapsed / (step - start_step) * max(0, total_steps - step)
+        phase = f"  phase: {heldout.phase.name}" if heldout and heldout.phase else ""
         print(f"step {step}/{total_steps}  {_format_metrics(metrics)}  lr {float(learning_rate):.3g}  "
               f"grad_norm {float(gradient_norm):.3g}  {sequences_per_second:.1f} seq/s  "
-              f"elapsed {format_duration(elapsed)}  ETA {format_duration(eta)}", flush=True)
+              f"elapsed {format_duration(elapsed)}  ETA {format_duration(eta)}{phase}", flush=True)
         with writer.as_default(step=step):
             for name, value in metrics.items():
                 tf.summary.scalar(name, value)
@@ -344,7 +514,9 @@ def _train(settings, model, trainer, strategy, iterator, manager, writer, preemp
             tf.summary.scalar("gradient_norm", float(gradient_norm))
             tf.summary.scalar("sequences_per_second", sequences_per_second)
         writer.flush()
-        if step % settings.save_checkpoints_steps == 0 or step == total_steps:
+        if heldout and heldout.due(step, total_steps):
+            heldout.run(step, time.monotonic() - start_time)
+        if step % settings.save_checkpoints_steps == 0 or step >= total_steps:
             save_if_good(steps)
             saved_step = step
         if _any_worker_preempted(strategy, preemption):
@@ -370,7 +542,8 @@ def _save(manager, step):
                       "space or fix the directory, then rerun the same command to resume from it") from None
 
 
-def _evaluate(settings, trainer, strategy, eval_files, output_dir, chief):
+def _eval_dataset(settings, strategy, eval_files):
+    """The held-out records, distributed over the replicas (the same records on every pass)."""
     def eval_dataset_fn(input_context):
         per_replica = input_context.get_per_replica_batch_size(settings.eval_batch_size)
         return data.make_pretraining_dataset(eval_files, per_replica, settings.max_seq_length,
@@ -380,7 +553,11 @@ def _evaluate(settings, trainer, strategy, eval_files, output_dir, chief):
     if settings.eval_batch_size % strategy.num_replicas_in_sync:
         raise ValueError(f"--eval_batch_size={settings.eval_batch_size} must be divisible by the number of replicas "
                          f"({strategy.num_replicas_in_sync})")
-    dataset = strategy.distribute_datasets_from_function(eval_dataset_fn)
+    return strategy.distribute_datasets_from_function(eval_dataset_fn)
+
+
+def _evaluate(settings, trainer, strategy, eval_files, output_dir, chief):
+    dataset = _eval_dataset(settings, strategy, eval_files)
     totals = trainer.evaluate(dataset, max_steps=settings.max_eval_steps)
     if totals["sequences"] == 0:
         raise ValueError(f"{settings.eval_input_file}: fewer than --eval_batch_size={settings.eval_batch_size} records")

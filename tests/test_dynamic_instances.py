@@ -1,0 +1,226 @@
+"""The documents format, the held-out split, and instances made afresh every epoch in the input pipeline."""
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.create_pretraining_data import create_pretraining_data
+from albert_tf.data import pretraining_data_job as job
+from albert_tf.data.corpus_reader import expand_input_patterns
+from albert_tf.data.dynamic_instances import EpochInstanceMaker, make_dynamic_dataset
+from albert_tf.data.masking import MaskingConfig
+from albert_tf.data.pretraining_data_job import CreationConfig
+from albert_tf.data.pretraining_dataset import expand_data_files, feature_spec
+from albert_tf.data.pretraining_instances import FLOAT_FEATURES, INT_FEATURES, InstanceConfig
+from albert_tf.data.tfrecord_io import ExampleEncoder
+from albert_tf.text.albert_tokenizer import AlbertTokenizer
+from text_fixtures import train_small_spm, write_corpus
+
+CONFIG = CreationConfig(
+    instances=InstanceConfig(max_seq_length=48, dupe_factor=1, masking=MaskingConfig(max_predictions_per_seq=8)),
+    num_output_shards=2,
+)
+HELDOUT_EVERY = 5
+
+
+@pytest.fixture(scope="module")
+def spm_model(tmp_path_factory):
+    return str(train_small_spm(tmp_path_factory))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("corpus")
+    write_corpus(directory / "a.txt", num_documents=22, seed=5)
+    write_corpus(directory / "b.txt", num_documents=11, seed=6, paragraphs=True)
+    return expand_input_patterns(str(directory / "*.txt"))
+
+
+@pytest.fixture(scope="module")
+def data_sets(tmp_path_factory, corpus, spm_model):
+    """Static instances at dupe_factor 1 and documents, both with a held-out split, from one corpus and seed."""
+    directory = tmp_path_factory.mktemp("sets")
+    made = {}
+    for output_format in ("instances", "documents"):
+        prefix = str(directory / output_format)
+        config = dataclasses.replace(CONFIG, output_format=output_format, heldout_every=HELDOUT_EVERY)
+        made[output_format] = (prefix, create_pretraining_data(corpus, prefix, spm_model, config, progress=False))
+    return made
+
+
+def records(prefix):
+    return [record.numpy() for record in tf.data.TFRecordDataset(expand_data_files(prefix))]
+
+
+def maker_for(spm_model, seed=CONFIG.seed):
+    tokenizer = AlbertTokenizer(spm_model, lower_case=CONFIG.lower_case)
+    return EpochInstanceMaker(CONFIG, tokenizer.word_start_table, tokenizer.normal_piece_ids, seed)
+
+
+def epoch_instances(prefix, maker, epoch):
+    """Every instance the maker makes from the documents set in `epoch`, serialized as the static tool does."""
+    encoder = ExampleEncoder(INT_FEATURES, FLOAT_FEATURES)
+    examples = []
+    for record in records(prefix):
+        document = tf.train.Example.FromString(record).features.feature
+        features = maker.instances(epoch, *(np.array(document[name].int64_list.value)
+                                            for name in ("token_ids", "sentence_offsets", "document_id")))
+        examples += encoder.encode_batch({name: features[name] for name in INT_FEATURES},
+                                         {name: features[name] for name in FLOAT_FEATURES})
+    return examples
+
+
+def test_epoch_zero_is_the_static_tools_output_byte_for_byte(data_sets, spm_model):
+    static_prefix, _ = data_sets["instances"]
+    documents_prefix, _ = data_sets["documents"]
+    static = records(static_prefix)
+    dynamic = epoch_instances(documents_prefix, maker_for(spm_model), epoch=0)
+    assert len(static) > 50
+    assert sorted(dynamic) == sorted(static)
+
+
+def test_later_epochs_draw_new_pairs_and_masks_from_the_same_documents(data_sets, spm_model):
+    documents_prefix, _ = data_sets["documents"]
+    maker = maker_for(spm_model)
+    epoch0, epoch1 = (set(epoch_instances(documents_prefix, maker, epoch)) for epoch in (0, 1))
+    assert len(epoch1 & epoch0) < 0.05 * len(epoch0)
+    assert epoch_instances(documents_prefix, maker, 1) == epoch_instances(documents_prefix, maker_for(spm_model), 1)
+    # Another run seed is another stream, even in epoch 0.
+    assert set(epoch_instances(documents_prefix, maker_for(spm_model, seed=7), 0)).isdisjoint(epoch0)
+
+
+def test_documents_and_heldout_sets_hold_every_document_once_and_the_metadata_says_so(data_sets, corpus, spm_model):
+    documents_prefix, metadata = data_sets["documents"]
+    assert metadata["format"] == job.DOCUMENTS_FORMAT
+    ids = [tuple(tf.train.Example.FromString(r).features.feature["document_id"].int64_list.value)
+           for r in records(documents_prefix)]
+    assert len(ids) == len(set(ids)) == metadata["statistics"]["documents"]
+    assert sum(shard["documents"] for shard in metadata["shards"]) == len(ids)
+    # Held-out documents (index 4, 9, ... of each file) never reach the training set, and are the held-out set.
+    assert all(document % HELDOUT_EVERY != HELDOUT_EVERY - 1 for _, document in ids)
+    heldout_prefix = job.heldout_prefix(documents_prefix)
+    heldout_metadata = json.load(open(heldout_prefix + ".metadata.json"))
+    assert metadata["heldout"]["output_file"] == os.path.basename(heldout_prefix)
+    assert heldout_metadata["heldout_of"] == os.path.basename(documents_prefix)
+    assert heldout_metadata["format"] == job.INSTANCES_FORMAT and heldout_metadata["config"]["instances"]["dupe_factor"] == 1
+    spec = feature_spec(CONFIG.instances.max_seq_length, CONFIG.instances.masking.max_predictions_per_seq)
+    heldout_records = records(heldout_prefix)
+    assert len(heldout_records) == heldout_metadata["statistics"]["instances"] > 0
+    # The held-out set does not depend on the training set's format.
+    assert heldout_records == records(job.heldout_prefix(data_sets["instances"][0]))
+    tf.io.parse_example(heldout_records, spec)  # readable as ordinary instances
+    # 22 + 11 documents; every 5th of each file held out: 4 + 2.
+    assert metadata["statistics"]["documents"] == 33 - 6
+    # Smaller on disk than even one static copy of the pairs.
+    documents_bytes = sum(shard["bytes"] for shard in metadata["shards"])
+    static_bytes = sum(shard["bytes"] for shard in data_sets["instances"][1]["shards"])
+    assert documents_bytes < static_bytes / 3
+
+
+def test_documents_output_is_byte_identical_for_one_and_two_workers(tmp_path, corpus, spm_model):
+    config = dataclasses.replace(CONFIG, output_format="documents", heldout_every=HELDOUT_EVERY)
+    outputs = []
+    for workers in (1, 2):
+        prefix = str(tmp_path / f"w{workers}" / "data")
+        create_pretraining_data(corpus, prefix, spm_model, config, num_workers=workers, progress=False)
+        outputs.append([open(p, "rb").read() for p in expand_data_files(prefix) + expand_data_files(prefix + "-heldout")]
+                       + [open(prefix + ".metadata.json").read()])
+    assert outputs[0] == outputs[1]
+
+
+def test_cli_writes_documents_and_a_heldout_set_and_says_where(tmp_path, corpus, spm_model):
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.create_pretraining_data", f"--input_file={','.join(corpus)}",
+         f"--output_file={tmp_path / 'd'}", f"--spm_model_file={spm_model}", "--max_seq_length=48",
+         "--output_format=documents", "--heldout_every=5", "--num_workers=1"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "27 tokenized documents" in result.stdout
+    assert f"--eval_input_file={tmp_path / 'd'}-heldout" in result.stdout
+    assert expand_data_files(str(tmp_path / "d")) and expand_data_files(str(tmp_path / "d") + "-heldout")
+
+
+def test_heldout_and_format_settings_are_checked(tmp_path, corpus, spm_model):
+    with pytest.raises(ValueError, match="heldout_every must be 0"):
+        CreationConfig(heldout_every=1)
+    with pytest.raises(ValueError, match="need the instances format"):
+        CreationConfig(output_format="documents", instances=InstanceConfig(random_next_sentence=True))
+    # Too few documents per file to hold any out: refused before anything is written.
+    config = dataclasses.replace(CONFIG, heldout_every=1000)
+    with pytest.raises(ValueError, match="no document was held out"):
+        create_pretraining_data(corpus, str(tmp_path / "x"), spm_model, config, progress=False)
+    assert [name for name in os.listdir(tmp_path) if not name.startswith(".")] == []
+
+
+def test_creation_config_round_trips_through_metadata(data_sets):
+    _, metadata = data_sets["documents"]
+    config = CreationConfig.from_json(metadata["config"])
+    assert config == dataclasses.replace(CONFIG, output_format="documents", heldout_every=HELDOUT_EVERY)
+
+
+def batches_of(dataset, count):
+    return [{name: value.numpy() for name, value in batch.items()} for batch in dataset.take(count)]
+
+
+# The features a model input batch holds, in the original names (token_boundary is not a model input).
+MODEL_FEATURES = [name for name in INT_FEATURES if name != "token_boundary"]
+MODEL_INPUT_NAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids",
+                     "next_sentence_labels": "sentence_order_labels"}
+
+
+def as_examples(features):
+    """Serialized examples of model-input features (original names), comparable across both routes."""
+    return ExampleEncoder(MODEL_FEATURES, FLOAT_FEATURES).encode_batch(
+        {name: np.reshape(features[name], (len(features[name]), -1)) for name in MODEL_FEATURES}, features)
+
+
+def from_model_inputs(batch):
+    return {name: batch[MODEL_INPUT_NAMES.get(name, name)] for name in MODEL_FEATURES + list(FLOAT_FEATURES)}
+
+
+def test_input_pipeline_yields_epoch_zero_then_new_epochs_deterministically(data_sets, spm_model):
+    documents_prefix, _ = data_sets["documents"]
+    files = expand_data_files(documents_prefix)
+    maker = maker_for(spm_model)
+    expected = []
+    for record in records(documents_prefix):
+        document = tf.train.Example.FromString(record).features.feature
+        expected += as_examples(maker.instances(0, *(np.array(document[name].int64_list.value)
+                                                     for name in ("token_ids", "sentence_offsets", "document_id"))))
+    per_epoch = len(expected)
+    first = batches_of(make_dynamic_dataset(files, 1, maker, seed=CONFIG.seed, shuffle_buffer=1, num_workers=2),
+                       per_epoch + 20)
+    got = [example for batch in first[:per_epoch] for example in as_examples(from_model_inputs(batch))]
+    assert sorted(got) == sorted(expected)
+    # The next epoch is not a repeat, and the stream is the same with another number of input workers.
+    second_epoch = {example for batch in first[per_epoch:] for example in as_examples(from_model_inputs(batch))}
+    assert not second_epoch & set(expected)
+    again = batches_of(make_dynamic_dataset(files, 1, maker, seed=CONFIG.seed, shuffle_buffer=1, num_workers=1),
+                       per_epoch + 20)
+    assert all(np.array_equal(a[name], b[name]) for a, b in zip(first, again) for name in a)
+
+
+def test_iterator_checkpoint_resumes_at_the_same_instance(data_sets, spm_model, tmp_path):
+    files = expand_data_files(data_sets["documents"][0])
+    maker = maker_for(spm_model)
+
+    def dataset():
+        return make_dynamic_dataset(files, 4, maker, seed=3, shuffle_buffer=64, num_workers=2)
+
+    uninterrupted = batches_of(dataset(), 60)
+    iterator = iter(dataset())
+    for _ in range(25):
+        next(iterator)
+    checkpoint_path = tf.train.Checkpoint(iterator=iterator).save(str(tmp_path / "ckpt"))
+    restored = iter(dataset())
+    tf.train.Checkpoint(iterator=restored).restore(checkpoint_path).assert_consumed()
+    resumed = [{name: value.numpy() for name, value in next(restored).items()} for _ in range(35)]
+    for expected, got in zip(uninterrupted[25:], resumed):
+        for name in expected:
+            np.testing.assert_array_equal(expected[name], got[name])

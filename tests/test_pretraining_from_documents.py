@@ -1,0 +1,137 @@
+"""run_pretraining on a documents data set: fresh instances every epoch, held-out evaluation while training
+with the learning phase, exact resume, and a time budget that fixes the schedule."""
+
+import json
+import re
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from albert_tf.training.learning_phase import FREQUENT_PIECE, LEARNING, MEMORIZING, learning_phase
+from albert_tf.training.train_budget import plan_budget
+from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
+from test_run_pretraining import REPO_ROOT, environment, fingerprint, run, wait_for, weights
+
+STEPS = 40
+EVAL_EVERY = 10
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_pretraining_data(tmp_path_factory, output_format="documents", heldout_every=5)
+
+
+def command(data, output_dir, *extra, steps=STEPS):
+    return [sys.executable, "-m", "albert_tf.run_pretraining", f"--input_file={data.prefix}",
+            f"--eval_input_file={data.prefix}-heldout", f"--eval_every_steps={EVAL_EVERY}", "--eval_batch_size=8",
+            "--max_eval_steps=3", f"--albert_config={data.config_file}", f"--output_dir={output_dir}",
+            f"--spm_model_file={data.spm_model}", "--train_batch_size=8", f"--max_seq_length={SEQ_LENGTH}",
+            f"--max_predictions_per_seq={PREDICTIONS}", f"--num_train_steps={steps}", "--num_warmup_steps=4",
+            "--learning_rate=2e-3", "--iterations_per_loop=3", "--save_checkpoints_steps=10",
+            "--shuffle_buffer_size=50", *extra]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(data, tmp_path_factory):
+    output_dir = tmp_path_factory.mktemp("uninterrupted")
+    result = run(command(data, output_dir))
+    assert result.returncode == 0, result.stderr
+    return output_dir, result.stdout
+
+
+def history(output_dir):
+    return [json.loads(line) for line in (output_dir / "eval_history.jsonl").read_text().splitlines()]
+
+
+def test_held_out_figures_and_the_phase_come_during_training(uninterrupted):
+    output_dir, stdout = uninterrupted
+    records = history(output_dir)
+    assert [record["step"] for record in records] == [10, 20, 30, 40]
+    for record in records:
+        assert 0 <= record["heldout"]["masked_lm_accuracy_at_mask"] <= 1
+        assert record["training"]["sentence_order_accuracy"] >= 0
+        assert record["phase"] in (FREQUENT_PIECE, LEARNING, MEMORIZING) and record["phase_reason"]
+        assert 0 < record["frequent_piece_level"] < 1
+    assert stdout.count("eval step ") == 4 and "frequent-piece level (MLM accuracy" in stdout
+    # Progress lines after the first evaluation name the phase.
+    after_first_eval = stdout.split("eval step 10", 1)[1].splitlines()[1:]
+    progress = [line for line in after_first_eval if line.startswith("step ")]
+    assert progress and all("  phase: " in line for line in progress), stdout
+    assert list((output_dir / "eval").glob("events.out.tfevents.*"))
+    run_config = json.loads((output_dir / "run_config.json").read_text())
+    assert run_config["input_files"] and "train_budget" not in run_config
+
+
+def test_sigkill_then_restart_ends_with_the_uninterrupted_weights_and_one_history(data, uninterrupted, tmp_path):
+    process = subprocess.Popen(command(data, tmp_path), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=environment(), cwd=REPO_ROOT)
+    wait_for(tmp_path / "ckpt-20.index", process)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (tmp_path / f"ckpt-{STEPS}.index").exists(), "killed before the end"
+    result = run(command(data, tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "Resuming from" in result.stdout
+    assert fingerprint(result.stdout) == fingerprint(uninterrupted[1])
+    for a, b in zip(weights(tmp_path), weights(uninterrupted[0])):
+        np.testing.assert_array_equal(a, b)
+    # Steps redone after the restart replace their history lines instead of adding to them.
+    assert [record["step"] for record in history(tmp_path)] == [10, 20, 30, 40]
+    expected = {record["step"]: record["heldout"] for record in history(uninterrupted[0])}
+    assert {record["step"]: record["heldout"] for record in history(tmp_path)} == expected
+
+
+def test_a_time_budget_fixes_the_step_count_records_it_and_a_resumed_run_keeps_it(data, tmp_path):
+    args = command(data, tmp_path, "--train_budget_hours=0.003", steps=100000)
+    result = run(args)
+    assert result.returncode == 0, result.stderr
+    plan = json.loads((tmp_path / "run_config.json").read_text())["train_budget"]
+    assert "Time budget 0.003 h" in result.stdout and plan["step_seconds"] > 0 and plan["eval_seconds"] > 0
+    assert plan["planned_at_step"] >= 20 and plan["planned_at_step"] <= plan["num_train_steps"] < 100000
+    final = plan["num_train_steps"]
+    assert (tmp_path / f"ckpt-{final}.index").exists()
+    last = [line for line in result.stdout.splitlines() if line.startswith("step ")][-1]
+    assert last.startswith(f"step {final}/{final} ")
+    # The schedule decays to 0 at the planned step (the provisional one ended at step 100,000).
+    assert float(re.search(r"  lr ([-\d.e]+)  ", last).group(1)) < 2e-3 * 3 / final
+    again = run(args)
+    assert again.returncode == 0 and f"Already trained for {final} steps" in again.stdout
+    changed = run(command(data, tmp_path, "--train_budget_hours=5", steps=100000))
+    assert changed.returncode != 0 and "--train_budget_hours=5" in changed.stderr
+
+
+def test_budget_plan_counts_evaluations_and_refuses_a_budget_shorter_than_warmup():
+    plan = plan_budget(1.0, elapsed_seconds=600, step=100, step_seconds=0.5, eval_seconds=30, eval_every_steps=300,
+                       max_steps=10**6, num_warmup_steps=50)
+    # 3000 s left at 0.5 s + 30 s / 300 = 0.6 s per step.
+    assert plan.num_train_steps == 100 + 5000
+    assert plan_budget(1.0, 600, 100, 0.5, 0, 0, max_steps=2000, num_warmup_steps=50).num_train_steps == 2000
+    with pytest.raises(ValueError, match="fewer than --num_warmup_steps=9000"):
+        plan_budget(1.0, 600, 100, 0.5, 0, 0, max_steps=10**6, num_warmup_steps=9000)
+
+
+def metrics(at_mask=0.3, sop=0.7, mlm_loss=4.0):
+    return {"masked_lm_accuracy_at_mask": at_mask, "sentence_order_accuracy": sop, "masked_lm_loss": mlm_loss}
+
+
+def test_the_phase_rule():
+    assert learning_phase(metrics(at_mask=0.06), metrics(), 0.05).name == FREQUENT_PIECE
+    assert learning_phase(metrics(at_mask=0.2), metrics(), 0.05).name == LEARNING
+    assert learning_phase(metrics(at_mask=0.2), None, 0.05).name == LEARNING
+    memorizing = learning_phase(metrics(at_mask=0.2, sop=0.6), metrics(sop=0.82), 0.05)
+    assert memorizing.name == MEMORIZING and "0.820" in memorizing.reason
+    assert learning_phase(metrics(mlm_loss=5.0), metrics(mlm_loss=4.0), 0.05).name == MEMORIZING
+
+
+def test_documents_need_the_vocabulary_and_evaluation_needs_instances(data, tmp_path):
+    args = command(data, tmp_path / "a")
+    without_spm = [arg for arg in args if not arg.startswith("--spm_model_file")]
+    result = run(without_spm)
+    assert result.returncode == 1 and "pass --spm_model_file" in result.stderr
+    documents_as_eval = [arg if not arg.startswith("--eval_input_file") else f"--eval_input_file={data.prefix}"
+                         for arg in args]
+    result = run(documents_as_eval)
+    assert result.returncode == 1 and "holds tokenized documents" in result.stderr
