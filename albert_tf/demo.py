@@ -40,7 +40,6 @@ EVAL_BATCH_SIZE = 32
 # Accuracy at [MASK] this far above the frequent-piece level counts as using the context (as the
 # pretraining-recipe benchmark judges "left the frequent-piece level").
 LEARNED_MARGIN = 0.05
-REPO_CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
 FILL_MASK_EXAMPLES = (
     "Return a new [MASK] containing the items of the iterable.",
     "This module provides functions for working with [MASK] and directories.",
@@ -93,11 +92,13 @@ def reuse(path, what):
 
 
 def demo_config(path, vocab_size):
-    with open(os.path.join(REPO_CONFIGS, "albert_tiny.json")) as f:
-        config = json.load(f)
-    config["vocab_size"] = vocab_size
-    with open(path, "w") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
+    """albert_tiny with the demo vocabulary's size, as a config file the printed commands can name.
+
+    From the preset, not the checkout's configs/: the installed wheel has no checkout.
+    """
+    from albert_tf.albert_config import AlbertConfig
+
+    AlbertConfig.from_preset("albert_tiny", vocab_size=vocab_size).to_json_file(path)
     return path
 
 

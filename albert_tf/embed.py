@@ -23,7 +23,8 @@ def define_flags():
     flags.DEFINE_enum("pooling", "mean", ["mean", "pooled"], "mean: the average of the last layer's token vectors "
                       "(better for similarity); pooled: the pooler's tanh([CLS]) vector.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the one stored with --model).")
-    flags.DEFINE_integer("max_seq_length", 128, "Tokens per text; longer texts are cut.")
+    flags.DEFINE_integer("max_seq_length", None, "Tokens per text; longer texts are cut. Default: the length the "
+                         "model records (an export's is fixed), else 128.")
     flags.DEFINE_string("output", None, "Also save the embeddings here (.npy, one row per text).")
 
 
@@ -45,9 +46,14 @@ def cosine_similarities(embeddings):
 
 
 class Embedder:
-    def __init__(self, model_path, spm_model_file=None, max_seq_length=128):
-        self.max_seq_length = max_seq_length
-        from albert_tf.models.model_dir import exported_encoder_dir
+    def __init__(self, model_path, spm_model_file=None, max_seq_length=None):
+        from albert_tf.models.model_dir import exported_encoder_dir, model_metadata
+        from albert_tf.models.preprocessing_contract import resolve_preprocessing
+
+        # The casing and default length the model records (albert_tf.models.preprocessing_contract).
+        self.preprocessing = resolve_preprocessing(model_metadata(model_path), max_seq_length=max_seq_length,
+                                                   source=str(model_path))
+        self.max_seq_length = self.preprocessing.max_seq_length
 
         # An export directory (encoder/ + preprocessing/), or an albert_tf checkpoint directory.
         self.export = exported_encoder_dir(model_path) == os.path.join(model_path, "encoder")
@@ -62,7 +68,8 @@ class Embedder:
             from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
             self.encoder = load_encoder(model_path)
-            self.tokenizer = AlbertTokenizer(find_spm_model(model_path, spm_model_file))
+            self.tokenizer = AlbertTokenizer(find_spm_model(model_path, spm_model_file),
+                                             lower_case=self.preprocessing.lower_case)
 
     def inputs(self, texts):
         if self.export:

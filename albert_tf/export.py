@@ -41,9 +41,14 @@ def define_flags():
                         "classifier or span_labeler (python -m albert_tf.convert makes one from other formats).")
     flags.DEFINE_string("output_dir", None, "Directory to write; must not exist or be empty unless --overwrite.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model. Default: the spm.model stored in --checkpoint.")
-    flags.DEFINE_integer("max_seq_length", 128, "Tokens per input row of the preprocessing and serving models "
-                         "(default 128; at least 3, at most the model's max_position_embeddings).")
-    flags.DEFINE_bool("do_lower_case", True, "Lowercase as the model's training data was (default true, as ALBERT v2).")
+    flags.DEFINE_integer("max_seq_length", None, "Tokens per input row of the preprocessing and serving models. "
+                         "Default: the length the checkpoint records (trained or fine-tuned at), else 128. Longer "
+                         "than that works up to max_position_embeddings, with a warning: those positions were never "
+                         "trained.")
+    flags.DEFINE_bool("do_lower_case", None, "Lowercase requests. Default: as the checkpoint records its training text "
+                      "was (lowercase when it records nothing, as ALBERT v2); another casing than the recorded one "
+                      "needs --force.")
+    flags.DEFINE_bool("force", False, "Export with a --do_lower_case that contradicts the checkpoint's record.")
     flags.DEFINE_string("serving_name", "albert", "Model name in the TF Serving layout serving/NAME/VERSION "
                         "(default albert).")
     flags.DEFINE_integer("serving_version", 1, "Model version in the TF Serving layout (default 1).")
@@ -81,14 +86,16 @@ def check_serving_name(name):
                          "(not starting with '.' or '-'); the model goes to OUTPUT_DIR/serving/NAME/VERSION")
 
 
-def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lower_case=True, serving_name="albert",
+def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, lower_case=None, serving_name="albert",
            serving_version=1, overwrite=False, serving_xla=False, serving_outputs=None,
-           serving_warmup_batch_sizes=DEFAULT_WARMUP_BATCH_SIZES):
-    """Writes the three SavedModels; returns {part: path}. `serving_xla`, `serving_outputs`,
-    `serving_warmup_batch_sizes`: see the flags."""
+           serving_warmup_batch_sizes=DEFAULT_WARMUP_BATCH_SIZES, force=False):
+    """Writes the three SavedModels; returns {part: path}. `max_seq_length`, `lower_case`: None takes what
+    the checkpoint records (albert_tf.models.preprocessing_contract). `serving_xla`, `serving_outputs`,
+    `serving_warmup_batch_sizes`, `force`: see the flags."""
     import tensorflow as tf
 
     from albert_tf.models.model_dir import METADATA_FILE, SPM_MODEL_FILE, find_spm_model, load_model
+    from albert_tf.models.preprocessing_contract import resolve_preprocessing
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.export_lib.preprocessing_module import Preprocessor
     from albert_tf.export_lib.serving_module import EMBEDDING_KINDS, SERVED_KINDS, ServingModule
@@ -107,6 +114,10 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=128, lowe
         raise ValueError(f"{checkpoint}: holds a {metadata['model']!r} model; export supports {', '.join(SERVED_KINDS)}")
     spm = find_spm_model(checkpoint, spm_model_file)
     config = model.albert_config
+    preprocessing = resolve_preprocessing(metadata, lower_case, max_seq_length, force=force, source=checkpoint)
+    for warning in preprocessing.warnings:
+        print(f"Warning: {warning}.", flush=True)
+    max_seq_length, lower_case = preprocessing.max_seq_length, preprocessing.lower_case
     if not 3 <= max_seq_length <= config.max_position_embeddings:
         raise ValueError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] [SEP] [SEP]) and at most the "
                          f"model's max_position_embeddings ({config.max_position_embeddings})")
@@ -157,9 +168,12 @@ def main(argv):
         raise ValueError("--checkpoint and --output_dir required")
     paths = export(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.spm_model_file, FLAGS.max_seq_length,
                    FLAGS.do_lower_case, FLAGS.serving_name, FLAGS.serving_version, FLAGS.overwrite,
-                   FLAGS.serving_xla, FLAGS.serving_outputs, FLAGS.serving_warmup_batch_sizes)
+                   FLAGS.serving_xla, FLAGS.serving_outputs, FLAGS.serving_warmup_batch_sizes, FLAGS.force)
+    from albert_tf.models.model_dir import read_metadata
+
+    written = read_metadata(FLAGS.output_dir)
     print(f"Exported {FLAGS.checkpoint} to {os.path.abspath(FLAGS.output_dir)} (max_seq_length "
-          f"{FLAGS.max_seq_length}): the TF Hub-style encoder in {paths['encoder']}, raw-text preprocessing in "
+          f"{written['max_seq_length']}, {'lowercased' if written['lower_case'] else 'cased'} text): the TF Hub-style encoder in {paths['encoder']}, raw-text preprocessing in "
           f"{paths['preprocessing']}, and the TF Serving model in {paths['serving']} (signatures serving_default: "
           "text, optional text_b; serve_examples: serialized tf.Example). Check them with "
           f"`saved_model_cli show --all --dir {paths['serving']}`.")

@@ -74,8 +74,10 @@ def define_flags():
                          "accumulation micro-batches (paper: 4096).")
     flags.DEFINE_integer("eval_batch_size", 8, "Sequences per evaluation batch (original: 8).")
     flags.DEFINE_integer("max_eval_steps", 100, "Evaluation batches at most (original: 100).")
-    flags.DEFINE_integer("max_seq_length", 512, "Sequence length of the data (checked against the files).")
-    flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence in the data (checked).")
+    flags.DEFINE_integer("max_seq_length", None, "Sequence length of the data. Default: the data's (its metadata, or "
+                         "its first record); given, it is checked against the files.")
+    flags.DEFINE_integer("max_predictions_per_seq", None, "Masked positions per sequence in the data. Default: the "
+                         "data's; given, it is checked against the files.")
     flags.DEFINE_integer("num_train_steps", 125000, "Optimizer steps in total (paper: 125k).")
     flags.DEFINE_integer("num_warmup_steps", 3125, "Linear warmup steps from 0 to --learning_rate (paper: 3125).")
     flags.DEFINE_float("learning_rate", 0.00176, "Peak learning rate; decays linearly to 0 at --num_train_steps "
@@ -121,7 +123,7 @@ def _validate_flags():
     positive = ("train_batch_size", "eval_batch_size", "max_seq_length", "max_predictions_per_seq", "num_train_steps",
                 "save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop", "gradient_accumulation_steps")
     for name in positive:
-        if FLAGS[name].value < 1:
+        if FLAGS[name].value is not None and FLAGS[name].value < 1:
             raise ValueError(f"--{name} must be >= 1, got {FLAGS[name].value}")
     if FLAGS.num_warmup_steps < 0 or FLAGS.num_warmup_steps > FLAGS.num_train_steps:
         raise ValueError(f"--num_warmup_steps must be in [0, --num_train_steps={FLAGS.num_train_steps}]")
@@ -176,6 +178,11 @@ def main(argv):
 
     config = _model_config()
     train_files = data.expand_data_files(FLAGS.input_file)
+    if FLAGS.max_seq_length is None or FLAGS.max_predictions_per_seq is None:
+        # Settings travel with the data: its lengths, unless the command says them (then they are checked).
+        seq_length, predictions = data.infer_shapes(train_files)
+        FLAGS.max_seq_length = FLAGS.max_seq_length or seq_length
+        FLAGS.max_predictions_per_seq = FLAGS.max_predictions_per_seq or predictions
     data.check_pretraining_files(train_files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, config.vocab_size,
                                  spm_model_file=FLAGS.spm_model_file)
     data_format, _ = data.data_set_format(train_files)

@@ -22,7 +22,8 @@ class PretrainingData:
         return sorted(str(p) for p in self.directory.glob("train-*-of-*.tfrecord"))
 
 
-def make_pretraining_data(tmp_path_factory, num_documents=60, shards=2, output_format="instances", heldout_every=0):
+def make_pretraining_data(tmp_path_factory, num_documents=60, shards=2, output_format="instances", heldout_every=0,
+                          lower_case=True):
     from albert_tf.create_pretraining_data import create_pretraining_data
     from albert_tf.data.masking import MaskingConfig
     from albert_tf.data.pretraining_data_job import CreationConfig
@@ -38,6 +39,7 @@ def make_pretraining_data(tmp_path_factory, num_documents=60, shards=2, output_f
         num_output_shards=shards,
         output_format=output_format,
         heldout_every=heldout_every,
+        lower_case=lower_case,
     )
     prefix = str(directory / "train")
     create_pretraining_data([str(corpus)], prefix, str(spm_model), config, progress=False)

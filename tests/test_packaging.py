@@ -165,3 +165,16 @@ print(albert_tf.MaskFiller({str(root / 'export')!r})("the [MASK] river", top_k=2
     shape, filled_sentence = api.stdout.strip().splitlines()[-2:]
     assert shape == "(1, 2) ['accuracy', 'loss']"
     assert filled_sentence.startswith("the") and filled_sentence.endswith(" river") and "[MASK]" not in filled_sentence
+
+
+def test_the_demo_runs_from_the_installed_wheel_away_from_the_checkout(installed):
+    """`albert-demo` finds its preset inside the wheel (no configs/ folder here), trains on documents
+    with held-out evaluation, exports and predicts; a tiny budget keeps it to about a minute."""
+    venv, root = installed
+    result = run_in(installed, str(venv / "bin" / "albert-demo"), f"--output_dir={root / 'demo'}",
+                    "--corpus_bytes=150000", "--vocab_size=300", "--max_seq_length=32", "--max_predictions_per_seq=5",
+                    "--train_batch_size=8", "--num_train_steps=8", "--num_workers=1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "=== 6/6" in result.stdout and "Phase reached during training:" in result.stdout
+    assert (root / "demo" / "export" / "serving" / "albert_demo" / "1" / "saved_model.pb").exists()
+    assert not (root / "configs").exists()

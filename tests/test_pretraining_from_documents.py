@@ -13,7 +13,7 @@ import pytest
 from albert_tf.training.learning_phase import FREQUENT_PIECE, LEARNING, MEMORIZING, learning_phase
 from albert_tf.training.train_budget import plan_budget
 from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
-from test_run_pretraining import REPO_ROOT, environment, fingerprint, run, wait_for, weights
+from test_run_pretraining import REPO_ROOT, environment, fingerprint, free_port, run, wait_for, weights
 
 STEPS = 40
 EVAL_EVERY = 10
@@ -82,6 +82,23 @@ def test_sigkill_then_restart_ends_with_the_uninterrupted_weights_and_one_histor
     assert [record["step"] for record in history(tmp_path)] == [10, 20, 30, 40]
     expected = {record["step"]: record["heldout"] for record in history(uninterrupted[0])}
     assert {record["step"]: record["heldout"] for record in history(tmp_path)} == expected
+
+
+def test_two_workers_read_their_own_documents_and_train_identically(data, tmp_path):
+    cluster = {"worker": [f"localhost:{free_port()}" for _ in range(2)]}
+    processes = []
+    for index in range(2):
+        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+        args = command(data, tmp_path / f"worker{index}", "--strategy=multi_worker", steps=10)
+        processes.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                          env=environment(TF_CONFIG=tf_config), cwd=REPO_ROOT))
+    outputs = [process.communicate(timeout=300) for process in processes]
+    for process, (stdout, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stderr
+    assert "2 replica(s)" in outputs[0][0] and "eval step 10" in outputs[0][0]
+    assert fingerprint(outputs[0][0]) == fingerprint(outputs[1][0])
+    assert [record["step"] for record in history(tmp_path / "worker0")] == [10]
+    assert not (tmp_path / "worker1" / "eval_history.jsonl").exists()
 
 
 def test_a_time_budget_fixes_the_step_count_records_it_and_a_resumed_run_keeps_it(data, tmp_path):

@@ -279,3 +279,16 @@ def write_huggingface_dir(config, tensors, directory, with_heads):
     with open(os.path.join(directory, HF_CONFIG_FILE), "w") as f:
         json.dump(albert_config_to_huggingface(config, with_heads), f, indent=2, sort_keys=True)
         f.write("\n")
+
+
+def recorded_casing(directory):
+    """{"lower_case": bool} from a Hugging Face directory's tokenizer_config.json (its do_lower_case), or {}."""
+    path = os.path.join(directory, "tokenizer_config.json")
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f).get("do_lower_case")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as error:
+        raise ValueError(f"{path}: not a readable tokenizer config ({error})") from None
+    return {"lower_case": value} if isinstance(value, bool) else {}

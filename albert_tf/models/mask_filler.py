@@ -19,7 +19,8 @@ import os
 
 import numpy as np
 
-from albert_tf.models.model_dir import exported_encoder_dir, find_spm_model, load_pretrainer
+from albert_tf.models.model_dir import exported_encoder_dir, find_spm_model, load_pretrainer, model_metadata
+from albert_tf.models.preprocessing_contract import resolve_preprocessing
 from albert_tf.text.albert_tokenizer import MASK_ID, SPIECE_UNDERLINE, AlbertTokenizer
 from albert_tf.text.packing import pack
 
@@ -71,10 +72,14 @@ class MaskFiller:
                 raise ValueError(f"{self.export}: exported without pretraining heads (no `mlm` signature)")
         else:
             self.model = load_pretrainer(model_path)
-        self.tokenizer = AlbertTokenizer(find_spm_model(self.export or model_path, spm_model_file))
+        # The casing and default length the model records (albert_tf.models.preprocessing_contract).
+        self.preprocessing = resolve_preprocessing(model_metadata(model_path), source=str(model_path))
+        self.tokenizer = AlbertTokenizer(find_spm_model(self.export or model_path, spm_model_file),
+                                         lower_case=self.preprocessing.lower_case)
 
-    def __call__(self, texts: str | list[str], top_k: int = 5, max_seq_length: int = 128) -> list:
-        """The candidates for every [MASK] of `texts` (a string, or a list of them), as the module says."""
+    def __call__(self, texts: str | list[str], top_k: int = 5, max_seq_length: int | None = None) -> list:
+        """The candidates for every [MASK] of `texts` (a string, or a list of them), as the module says.
+        `max_seq_length`: default, the length the model records (else 128)."""
         single = isinstance(texts, str)
         answers = []
         for text in [texts] if single else texts:
@@ -91,7 +96,7 @@ class MaskFiller:
             text = _fill_one(text, 0, self.tokenizer.id_to_piece(candidates[0]["token"]))
         return text
 
-    def fill(self, text, top_k=5, max_seq_length=128):
+    def fill(self, text, top_k=5, max_seq_length=None):
         """[(position, [(piece, probability), ...])] per mask, best first: the raw SentencePiece pieces."""
         return [(position, [(self.tokenizer.id_to_piece(token), probability) for token, probability in candidates])
                 for position, candidates in self._top(text, top_k, max_seq_length)]
@@ -110,7 +115,7 @@ class MaskFiller:
         return np.array(outputs["mlm_logits"])[0, : len(positions)]
 
     def _top(self, text, top_k, max_seq_length):
-        inputs, positions = encode_with_masks(text, self.tokenizer, max_seq_length)
+        inputs, positions = encode_with_masks(text, self.tokenizer, max_seq_length or self.preprocessing.max_seq_length)
         logits = self._logits(inputs, positions)
         logits[:, :_SPECIAL_IDS] = -np.inf
         probabilities = np.exp(logits - logits.max(-1, keepdims=True))

@@ -272,6 +272,17 @@ def load_encoder(path: str | os.PathLike) -> "AlbertEncoder":
     return getattr(model, "encoder", model)
 
 
+def model_metadata(path):
+    """The albert_tf.json of a checkpoint directory, a ckpt-N prefix, or an albert_tf.export directory
+    (its root's, which records the export's length and casing) or its encoder SavedModel."""
+    exported = exported_encoder_dir(path)
+    if exported:
+        root = os.path.dirname(os.path.normpath(exported))
+        return read_metadata(root if os.path.isfile(os.path.join(root, METADATA_FILE)) else
+                             os.path.join(exported, "assets"))
+    return read_metadata(resolve_checkpoint(path)[0])
+
+
 def exported_encoder_dir(path):
     """The encoder SavedModel of an albert_tf.export directory (given the export or the SavedModel), or None."""
     for candidate in (os.path.join(path, "encoder"), path):

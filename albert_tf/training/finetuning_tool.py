@@ -57,9 +57,12 @@ def define_flags(task):
     flags.DEFINE_string("output_dir", None, "Where checkpoints/, best/, eval_results.json, TensorBoard summaries and "
                         "predictions go.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the checkpoint's spm.model).")
-    flags.DEFINE_bool("do_lower_case", True, "Lowercase as the pretraining data was.")
-    flags.DEFINE_integer("max_seq_length", task.max_seq_length,
-                         f"Tokens per sequence (original: {task.max_seq_length}).")
+    flags.DEFINE_bool("do_lower_case", None, "Lowercase the input. Default: as --init_checkpoint records its "
+                      "training text was (lowercase when it records nothing); another casing needs --force.")
+    flags.DEFINE_integer("max_seq_length", None, f"Tokens per sequence. Default: {task.max_seq_length} (the "
+                         "original's), or the length --init_checkpoint records when that is shorter; longer than the "
+                         "recorded length works with a warning, beyond max_position_embeddings not at all.")
+    flags.DEFINE_bool("force", False, "Fine-tune with a --do_lower_case that contradicts --init_checkpoint's record.")
     flags.DEFINE_bool("do_train", False, "Fine-tune on the training data.")
     flags.DEFINE_bool("do_eval", False, task.do_eval_help)
     flags.DEFINE_bool("do_predict", False, task.do_predict_help)
@@ -111,7 +114,37 @@ def validate_flags(task):
         raise ValueError(f"--warmup_proportion must be in [0, 1], got {FLAGS.warmup_proportion}")
     if FLAGS.spm_model_file and not os.path.isfile(FLAGS.spm_model_file):
         raise FileNotFoundError(f"{FLAGS.spm_model_file}: no such file (--spm_model_file)")
+    resolve_preprocessing_flags(task)
     task.validate(FLAGS)
+
+
+def resolve_preprocessing_flags(task):
+    """Sets --do_lower_case and --max_seq_length from the starting model's record where the command line
+    leaves them out, and refuses contradictions (albert_tf.models.preprocessing_contract)."""
+    from albert_tf.albert_config import AlbertConfig
+    from albert_tf.models.model_dir import model_metadata
+    from albert_tf.models.preprocessing_contract import resolve_preprocessing
+
+    if FLAGS.init_checkpoint:
+        try:
+            metadata, source = model_metadata(FLAGS.init_checkpoint), FLAGS.init_checkpoint
+        except (FileNotFoundError, ValueError):
+            # Unreadable: loading it names the problem, after the flags' own checks have had their say.
+            FLAGS.max_seq_length = FLAGS.max_seq_length or task.max_seq_length
+            FLAGS.do_lower_case = True if FLAGS.do_lower_case is None else FLAGS.do_lower_case
+            return
+    else:
+        config = AlbertConfig.from_name_or_path(FLAGS.albert_config)
+        metadata, source = {"albert_config": config.to_dict()}, f"--albert_config={FLAGS.albert_config}"
+    length = FLAGS.max_seq_length
+    recorded = metadata.get("max_seq_length")
+    if length is None and recorded:
+        length = min(task.max_seq_length, recorded)  # the task's length, never beyond what the model was trained at
+    preprocessing = resolve_preprocessing(metadata, FLAGS.do_lower_case, length, task.max_seq_length, FLAGS.force,
+                                          source)
+    for warning in preprocessing.warnings:
+        print(f"Warning: {warning}.", flush=True)
+    FLAGS.do_lower_case, FLAGS.max_seq_length = preprocessing.lower_case, preprocessing.max_seq_length
 
 
 def training_schedule(recipe, num_rows, flags=FLAGS):
@@ -269,7 +302,7 @@ def _run(task, output_dir):
                 result = finetune(
                     model, train, task.loss, steps, batch_size, learning_rate, warmup,
                     os.path.join(run_dir, CHECKPOINT_SUBDIR), task.model_kind,
-                    metadata={**task.metadata(FLAGS), "train_steps": steps},
+                    metadata={**task.metadata(FLAGS), "train_steps": steps, "lower_case": FLAGS.do_lower_case},
                     save_checkpoints_steps=FLAGS.save_checkpoints_steps, keep_checkpoint_max=FLAGS.keep_checkpoint_max,
                     seed=FLAGS.seed, evaluate=(lambda m: task.evaluate(m, eval_data, FLAGS)) if FLAGS.do_eval else None,
                     best_metric=best_metric if FLAGS.do_eval else None, best_dir=best_dir, spm_model_file=spm,

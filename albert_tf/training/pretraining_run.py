@@ -152,9 +152,13 @@ def _check_spm_model_file(settings, output_dir, resuming):
                          f"with ({stored}); pass that one, or train into a new --output_dir")
 
 
-def _write_model_metadata(settings, output_dir, config):
+def _write_model_metadata(settings, output_dir, config, train_files):
+    # The preprocessing contract (albert_tf.models.preprocessing_contract): the length, and the casing the
+    # data was made with (data without metadata, such as the original script's, records none).
+    _, data_metadata = data.data_set_format(train_files)
+    casing = {"lower_case": data_metadata["config"]["lower_case"]} if data_metadata else {}
     model_dir.write_metadata(output_dir, "pretrainer", config, max_seq_length=settings.max_seq_length,
-                             max_predictions_per_seq=settings.max_predictions_per_seq)
+                             max_predictions_per_seq=settings.max_predictions_per_seq, **casing)
     if not settings.spm_model_file:
         return
     stored = os.path.join(output_dir, model_dir.SPM_MODEL_FILE)
@@ -243,7 +247,7 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=settings.keep_checkpoint_max,
                                          step_counter=trainer.step, checkpoint_name="ckpt")
     if chief:
-        _write_model_metadata(settings, output_dir, config)
+        _write_model_metadata(settings, output_dir, config, train_files)
 
     writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train")) if chief
               else tf.summary.create_noop_writer())

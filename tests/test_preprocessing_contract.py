@@ -1,0 +1,118 @@
+"""Casing and sequence length travel with a model: recorded from the data onward, the default of every tool
+that reads the model, and a contradicting setting refused (or warned about) with the reason."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from albert_tf.albert_config import AlbertConfig
+from albert_tf.models.albert_pretrainer import AlbertPretrainer
+from albert_tf.models.mask_filler import MaskFiller
+from albert_tf.models.model_dir import read_metadata, write_model_dir
+from albert_tf.models.preprocessing_contract import resolve_preprocessing
+from albert_tf.text.albert_tokenizer import AlbertTokenizer
+from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
+from test_glue import write_task
+from text_fixtures import train_small_spm
+
+CONFIG = {"albert_config": {"max_position_embeddings": 64}}
+
+
+def test_recorded_settings_are_the_defaults_and_contradictions_are_named():
+    assert resolve_preprocessing(CONFIG) == resolve_preprocessing(CONFIG, True, 64)  # nothing recorded: old defaults
+    recorded = {**CONFIG, "lower_case": False, "max_seq_length": 32}
+    resolved = resolve_preprocessing(recorded, default_max_seq_length=128)
+    assert (resolved.lower_case, resolved.max_seq_length, resolved.warnings) == (False, 32, ())
+    with pytest.raises(ValueError, match=r"--do_lower_case=True contradicts m, trained on cased text .*--force"):
+        resolve_preprocessing(recorded, lower_case=True, source="m")
+    forced = resolve_preprocessing(recorded, lower_case=True, force=True)
+    assert forced.lower_case and "--force" in forced.warnings[0]
+    longer = resolve_preprocessing(recorded, max_seq_length=48)
+    assert longer.max_seq_length == 48 and "positions 32-47 were never trained" in longer.warnings[0]
+    with pytest.raises(ValueError, match="--max_seq_length=65 exceeds the max_position_embeddings"):
+        resolve_preprocessing(recorded, max_seq_length=65)
+
+
+@pytest.fixture(scope="module")
+def cased(tmp_path_factory):
+    """A pretrainer whose albert_tf.json says: cased text, sequences of 32."""
+    spm = train_small_spm(tmp_path_factory)
+    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(),
+                                     "vocab_size": AlbertTokenizer(str(spm)).vocab_size, "num_hidden_layers": 2})
+    return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("cased") / "model"), "pretrainer",
+                           files={"spm.model": str(spm)}, lower_case=False, max_seq_length=32)
+
+
+def tool(name, *flags):
+    return subprocess.run([sys.executable, "-m", f"albert_tf.{name}", *flags], capture_output=True, text=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
+
+
+def test_export_keeps_the_recorded_case_and_length_and_refuses_another_casing(cased, tmp_path):
+    result = tool("export", f"--checkpoint={cased}", f"--output_dir={tmp_path / 'export'}",
+                  "--serving_warmup_batch_sizes=")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "(max_seq_length 32, cased text)" in result.stdout
+    exported = read_metadata(str(tmp_path / "export"))
+    assert (exported["lower_case"], exported["max_seq_length"]) == (False, 32)
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    preprocessing = tf.saved_model.load(str(tmp_path / "export" / "preprocessing"))
+    upper, lower = (preprocessing(tf.constant([text]))["input_word_ids"].numpy() for text in ("The River", "the river"))
+    assert upper.shape == (1, 32) and (upper != lower).any()  # requests keep their case
+
+    refused = tool("export", f"--checkpoint={cased}", f"--output_dir={tmp_path / 'x'}", "--do_lower_case")
+    assert refused.returncode == 1 and "trained on cased text" in refused.stderr and not (tmp_path / "x").exists()
+    forced = tool("export", f"--checkpoint={cased}", f"--output_dir={tmp_path / 'forced'}", "--do_lower_case",
+                  "--force", "--max_seq_length=48", "--serving_warmup_batch_sizes=")
+    assert forced.returncode == 0, forced.stderr[-2000:]
+    assert "Warning: --force" in forced.stdout and "were never trained" in forced.stdout
+    too_long = tool("export", f"--checkpoint={cased}", f"--output_dir={tmp_path / 'y'}", "--max_seq_length=1000")
+    assert too_long.returncode == 1 and "exceeds the max_position_embeddings (512)" in too_long.stderr
+
+
+def test_inference_and_conversion_take_the_recorded_casing(cased, tmp_path):
+    assert MaskFiller(cased).tokenizer.lower_case is False
+    assert MaskFiller(cased).preprocessing.max_seq_length == 32
+    result = tool("convert", "--from=albert_tf", "--to=huggingface", f"--input={cased}",
+                  f"--output={tmp_path / 'hf'}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["do_lower_case"] is False
+    back = tool("convert", "--from=huggingface", "--to=albert_tf", f"--input={tmp_path / 'hf'}",
+                f"--output={tmp_path / 'back'}")
+    assert back.returncode == 0, back.stderr[-2000:]
+    assert read_metadata(str(tmp_path / "back"))["lower_case"] is False
+    refused = tool("convert", "--from=huggingface", "--to=albert_tf", f"--input={tmp_path / 'hf'}",
+                   f"--output={tmp_path / 'other'}", "--do_lower_case")
+    assert refused.returncode == 1 and "trained on cased text" in refused.stderr
+
+
+def test_finetuning_starts_from_the_recorded_case_and_length(cased, tmp_path):
+    mrpc = write_task(tmp_path / "MRPC", "mrpc", random.Random("mrpc"))
+    flags = ["--task_name=mrpc", f"--data_dir={mrpc}", f"--init_checkpoint={cased}", "--do_train",
+             "--train_step=2", "--warmup_step=1", "--train_batch_size=8", "--save_checkpoints_steps=2"]
+    result = tool("run_classifier", *flags, f"--output_dir={tmp_path / 'out'}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    training = json.loads((tmp_path / "out" / "run_config.json").read_text())["training"]
+    # The task's 512 gives way to the 32 the model was trained at; the casing is the model's.
+    assert (training["max_seq_length"], training["do_lower_case"]) == (32, False)
+    saved = read_metadata(str(tmp_path / "out" / "checkpoints"))
+    assert (saved["max_seq_length"], saved["lower_case"]) == (32, False)
+    refused = tool("run_classifier", *flags, f"--output_dir={tmp_path / 'other'}", "--do_lower_case")
+    assert refused.returncode == 1 and "trained on cased text" in refused.stderr
+
+
+def test_pretraining_takes_lengths_from_the_data_and_records_its_casing(tmp_path_factory, tmp_path):
+    data = make_pretraining_data(tmp_path_factory, num_documents=20, shards=1, lower_case=False)
+    result = tool("run_pretraining", f"--input_file={data.prefix}", f"--albert_config={data.config_file}",
+                  f"--output_dir={tmp_path}", f"--spm_model_file={data.spm_model}", "--train_batch_size=8",
+                  "--num_train_steps=2", "--num_warmup_steps=1", "--save_checkpoints_steps=2")
+    assert result.returncode == 0, result.stderr[-2000:]
+    recorded = read_metadata(str(tmp_path))
+    assert (recorded["max_seq_length"], recorded["max_predictions_per_seq"], recorded["lower_case"]) == (
+        SEQ_LENGTH, PREDICTIONS, False)
