@@ -102,12 +102,13 @@ def test_two_workers_read_their_own_documents_and_train_identically(data, tmp_pa
 
 
 def test_a_time_budget_fixes_the_step_count_records_it_and_a_resumed_run_keeps_it(data, tmp_path):
-    args = command(data, tmp_path, "--train_budget_hours=0.003", steps=100000)
+    # 43 seconds: the measuring (a compiling first loop, 20 steps, one evaluation) leaves most of it to plan.
+    args = command(data, tmp_path, "--train_budget_hours=0.012", steps=100000)
     result = run(args)
     assert result.returncode == 0, result.stderr
     plan = json.loads((tmp_path / "run_config.json").read_text())["train_budget"]
-    assert "Time budget 0.003 h" in result.stdout and plan["step_seconds"] > 0 and plan["eval_seconds"] > 0
-    assert plan["planned_at_step"] >= 20 and plan["planned_at_step"] <= plan["num_train_steps"] < 100000
+    assert "Time budget 0.012 h" in result.stdout and plan["step_seconds"] > 0 and plan["eval_seconds"] > 0
+    assert 20 <= plan["planned_at_step"] < plan["num_train_steps"] < 100000
     final = plan["num_train_steps"]
     assert (tmp_path / f"ckpt-{final}.index").exists()
     last = [line for line in result.stdout.splitlines() if line.startswith("step ")][-1]
