@@ -3,17 +3,15 @@ with the learning phase, exact resume, and a time budget that fixes the schedule
 
 import json
 import re
-import signal
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from albert_tf.training.learning_phase import FREQUENT_PIECE, LEARNING, MEMORIZING, learning_phase
 from albert_tf.training.train_budget import plan_budget
 from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
-from test_run_pretraining import REPO_ROOT, environment, fingerprint, free_port, run, wait_for, weights
+from test_run_pretraining import REPO_ROOT, environment, fingerprint, free_port, kill_then_resume, run
 
 STEPS = 40
 EVAL_EVERY = 10
@@ -66,18 +64,7 @@ def test_held_out_figures_and_the_phase_come_during_training(uninterrupted):
 
 
 def test_sigkill_then_restart_ends_with_the_uninterrupted_weights_and_one_history(data, uninterrupted, tmp_path):
-    process = subprocess.Popen(command(data, tmp_path), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=environment(), cwd=REPO_ROOT)
-    wait_for(tmp_path / "ckpt-20.index", process)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert not (tmp_path / f"ckpt-{STEPS}.index").exists(), "killed before the end"
-    result = run(command(data, tmp_path))
-    assert result.returncode == 0, result.stderr
-    assert "Resuming from" in result.stdout
-    assert fingerprint(result.stdout) == fingerprint(uninterrupted[1])
-    for a, b in zip(weights(tmp_path), weights(uninterrupted[0])):
-        np.testing.assert_array_equal(a, b)
+    kill_then_resume(command(data, tmp_path), tmp_path, "ckpt-20.index", f"ckpt-{STEPS}.index", uninterrupted)
     # Steps redone after the restart replace their history lines instead of adding to them.
     assert [record["step"] for record in history(tmp_path)] == [10, 20, 30, 40]
     expected = {record["step"]: record["heldout"] for record in history(uninterrupted[0])}

@@ -88,19 +88,25 @@ def wait_for(path, process, timeout=240):
         time.sleep(0.02)
 
 
-def test_sigkill_then_restart_ends_with_the_uninterrupted_weights(data, uninterrupted, tmp_path):
-    process = subprocess.Popen(command(data, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=environment(), cwd=REPO_ROOT)
-    wait_for(tmp_path / "ckpt-10.index", process)
+def kill_then_resume(args, output_dir, saved, final, uninterrupted):
+    """SIGKILLs the run of `args` once it has saved `saved` (before `final`), reruns it, and checks that
+    the resumed run ends with the uninterrupted run's weights; returns the rerun's result."""
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment(), cwd=REPO_ROOT)
+    wait_for(output_dir / saved, process)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    assert not (tmp_path / f"ckpt-{STEPS}.index").exists(), "killed before the end"
-    result = run(command(data, tmp_path))
+    assert not (output_dir / final).exists(), "killed before the end"
+    result = run(args)
     assert result.returncode == 0, result.stderr
     assert "Resuming from" in result.stdout
     assert fingerprint(result.stdout) == fingerprint(uninterrupted[1])
-    for a, b in zip(weights(tmp_path), weights(uninterrupted[0])):
+    for a, b in zip(weights(output_dir), weights(uninterrupted[0])):
         np.testing.assert_array_equal(a, b)
+    return result
+
+
+def test_sigkill_then_restart_ends_with_the_uninterrupted_weights(data, uninterrupted, tmp_path):
+    kill_then_resume(command(data, tmp_path), tmp_path, "ckpt-10.index", f"ckpt-{STEPS}.index", uninterrupted)
 
 
 def test_sigterm_saves_a_checkpoint_and_the_run_resumes_exactly(data, uninterrupted, tmp_path):
