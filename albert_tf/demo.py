@@ -170,7 +170,7 @@ def main(argv):
                        ("export", export)):
         print(f"  {name:13s} {path}")
     print(f"Serve it: docker run -p 8501:8501 -v {export}/serving:/models -e MODEL_NAME=albert_demo "
-          "tensorflow/serving  (README: TF Serving)")
+          "tensorflow/serving  (docs/pipeline.md: Export and serve)")
     return 0
 
 

@@ -24,8 +24,8 @@ the training batches alone cannot tell them apart:
                         0.82 against held-out 0.60).
 
 The thresholds are stated here, and the same ones are used by the progress
-output, TensorBoard (eval/phase) and the JSON-lines history; README's
-pretraining section says what to change in each phase.
+output, TensorBoard (eval/phase) and the JSON-lines history;
+docs/pretraining_from_scratch.md says what to change in each phase.
 """
 
 import dataclasses

@@ -27,7 +27,7 @@ def create_strategy(name="one_device", tpu=None):
     if name == "multi_worker":
         if "TF_CONFIG" not in os.environ:
             raise ValueError("--strategy=multi_worker needs TF_CONFIG describing the cluster and this task "
-                             "(see README: Multi-worker training)")
+                             "(see docs/pipeline.md: several machines)")
         try:
             json.loads(os.environ["TF_CONFIG"])
         except json.JSONDecodeError as error:
