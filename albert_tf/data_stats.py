@@ -179,11 +179,20 @@ def format_report(stats, metadata=None):
 
 def main(argv):
     from albert_tf.data.data_set_files import read_metadata, shard_prefix
-    from albert_tf.data.pretraining_dataset import expand_data_files
+    from albert_tf.data.pretraining_data_job import DOCUMENTS_FORMAT
+    from albert_tf.data.pretraining_dataset import data_set_format, expand_data_files
 
     if len(argv) != 2:
         raise ValueError("usage: python -m albert_tf.data_stats PREFIX_OR_GLOB")
     files = expand_data_files(argv[1])
+    data_format, documents = data_set_format(files)
+    if data_format == DOCUMENTS_FORMAT:  # no masks or pairs until run_pretraining makes them
+        counts = documents["statistics"]
+        print(f"{argv[1]}: tokenized documents (create_pretraining_data --output_format=documents): "
+              f"{counts['documents']:,} documents, {counts['sentences']:,} sentences, {counts['tokens']:,} tokens; "
+              "run_pretraining makes their pairs and masks every epoch. Masking and pair statistics: run this on "
+              "static instances, such as the held-out set (PREFIX-heldout).")
+        return 0
     stats = compute_stats(files, flags.FLAGS.max_instances)
     prefix = shard_prefix(files[0])
     metadata = read_metadata(prefix) if prefix else None

@@ -144,6 +144,9 @@ def test_cli_writes_documents_and_a_heldout_set_and_says_where(tmp_path, corpus,
     assert "27 tokenized documents" in result.stdout
     assert f"--eval_input_file={tmp_path / 'd'}-heldout" in result.stdout
     assert expand_data_files(str(tmp_path / "d")) and expand_data_files(str(tmp_path / "d") + "-heldout")
+    stats = subprocess.run([sys.executable, "-m", "albert_tf.data_stats", str(tmp_path / "d")], capture_output=True,
+                           text=True)
+    assert stats.returncode == 0 and "27 documents" in stats.stdout and "PREFIX-heldout" in stats.stdout
 
 
 def test_heldout_and_format_settings_are_checked(tmp_path, corpus, spm_model):
