@@ -119,3 +119,16 @@ def test_schedule_length_can_be_a_variable_set_after_tracing():
     np.testing.assert_allclose(float(rate(tf.constant(50))), 1e-3 * (1 - 50 / 100), rtol=1e-6)
     assert float(rate(tf.constant(100))) == 0.0
     assert schedule.get_config()["num_train_steps"] == 100
+
+
+def test_schedule_length_can_be_a_mirrored_variable():
+    """Under MirroredStrategy (two logical CPUs, conftest.py) the variable is distributed; the plan assigns it."""
+    strategy = tf.distribute.MirroredStrategy([d.name for d in tf.config.list_logical_devices("CPU")][:2])
+    with strategy.scope():
+        total = tf.Variable(1000, dtype=tf.int64, trainable=False)
+        schedule = WarmupPolynomialDecay(1e-3, num_train_steps=total, num_warmup_steps=10)
+    total.assign(100)  # cross-replica, as run_pretraining's budget plan does
+    rates = strategy.run(tf.function(lambda: schedule(tf.constant(50))))
+    for rate in strategy.experimental_local_results(rates):
+        np.testing.assert_allclose(float(rate), 1e-3 * 0.5, rtol=1e-6)
+    assert schedule.get_config()["num_train_steps"] == 100

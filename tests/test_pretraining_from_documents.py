@@ -71,21 +71,34 @@ def test_sigkill_then_restart_ends_with_the_uninterrupted_weights_and_one_histor
     assert {record["step"]: record["heldout"] for record in history(tmp_path)} == expected
 
 
-def test_two_workers_read_their_own_documents_and_train_identically(data, tmp_path):
+def two_workers(data, tmp_path, *extra, steps):
+    """Runs two MultiWorkerMirroredStrategy workers; returns their stdouts after checking they succeeded."""
     cluster = {"worker": [f"localhost:{free_port()}" for _ in range(2)]}
     processes = []
     for index in range(2):
         tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-        args = command(data, tmp_path / f"worker{index}", "--strategy=multi_worker", steps=10)
+        args = command(data, tmp_path / f"worker{index}", "--strategy=multi_worker", *extra, steps=steps)
         processes.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                           env=environment(TF_CONFIG=tf_config), cwd=REPO_ROOT))
     outputs = [process.communicate(timeout=300) for process in processes]
     for process, (stdout, stderr) in zip(processes, outputs):
         assert process.returncode == 0, stderr
-    assert "2 replica(s)" in outputs[0][0] and "eval step 10" in outputs[0][0]
-    assert fingerprint(outputs[0][0]) == fingerprint(outputs[1][0])
+    return [stdout for stdout, _ in outputs]
+
+
+def test_two_workers_read_their_own_documents_and_train_identically(data, tmp_path):
+    chief, other = two_workers(data, tmp_path, steps=10)
+    assert "2 replica(s)" in chief and "eval step 10" in chief
+    assert fingerprint(chief) == fingerprint(other)
     assert [record["step"] for record in history(tmp_path / "worker0")] == [10]
     assert not (tmp_path / "worker1" / "eval_history.jsonl").exists()
+
+
+def test_two_workers_plan_the_same_budget(data, tmp_path):
+    chief, other = two_workers(data, tmp_path, "--train_budget_hours=0.01", steps=100000)
+    plans = [line for line in (chief + other).splitlines() if line.startswith("Time budget")]
+    assert len(plans) == 2 and plans[0] == plans[1], plans
+    assert fingerprint(chief) == fingerprint(other)
 
 
 def test_a_time_budget_fixes_the_step_count_records_it_and_a_resumed_run_keeps_it(data, tmp_path):

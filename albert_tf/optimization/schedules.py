@@ -22,7 +22,7 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     def __init__(self, learning_rate, num_train_steps, num_warmup_steps=0, end_learning_rate=0.0, power=1.0):
         if learning_rate <= 0:
             raise ValueError(f"learning_rate must be > 0, got {learning_rate}")
-        steps = int(num_train_steps)  # a variable's value, when it is one
+        steps = _value(num_train_steps)
         if steps < 1:
             raise ValueError(f"num_train_steps must be >= 1, got {steps}")
         if not 0 <= num_warmup_steps <= steps:
@@ -47,8 +47,13 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     def get_config(self):
         return {
             "learning_rate": self.learning_rate,
-            "num_train_steps": int(self.num_train_steps),
+            "num_train_steps": _value(self.num_train_steps),
             "num_warmup_steps": self.num_warmup_steps,
             "end_learning_rate": self.end_learning_rate,
             "power": self.power,
         }
+
+
+def _value(steps):
+    """An int, or a variable's value (a distributed variable, under a strategy, has no __int__)."""
+    return int(steps.numpy()) if hasattr(steps, "numpy") else int(steps)

@@ -260,7 +260,7 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
             loop_seconds = getattr(settings, "max_seconds_per_loop", 0) if per_step_stop else 0
             heldout = (HeldoutEvaluation(settings, trainer, strategy, eval_files, output_dir, chief)
                        if settings.eval_every_steps else None)
-            budget = (BudgetKeeper(settings, schedule_steps, output_dir, chief, budget_plan)
+            budget = (BudgetKeeper(settings, schedule_steps, output_dir, chief, budget_plan, strategy)
                       if settings.train_budget_hours else None)
             status = _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files,
                             loop_seconds, heldout, budget)
@@ -398,8 +398,9 @@ class HeldoutEvaluation:
 class BudgetKeeper:
     """Measures the step time, then fixes the step count and the schedule to end at --train_budget_hours."""
 
-    def __init__(self, settings, schedule_steps, output_dir, chief, plan):
+    def __init__(self, settings, schedule_steps, output_dir, chief, plan, strategy=None):
         self.settings = settings
+        self.strategy = strategy
         self.schedule_steps = schedule_steps  # the variable the learning-rate schedule reads its T from
         self.path = os.path.join(output_dir, RUN_CONFIG_FILE)
         self.chief = chief
@@ -422,7 +423,10 @@ class BudgetKeeper:
             eval_seconds = heldout.last_seconds
             elapsed += eval_seconds
         settings = self.settings
-        self.plan = plan_budget(settings.train_budget_hours, elapsed, step, self.timer.step_seconds, eval_seconds,
+        # Every worker must plan the same step count: they plan from the workers' mean figures.
+        step_seconds, eval_seconds, elapsed = (_workers_mean(self.strategy, value)
+                                               for value in (self.timer.step_seconds, eval_seconds, elapsed))
+        self.plan = plan_budget(settings.train_budget_hours, elapsed, step, step_seconds, eval_seconds,
                                 settings.eval_every_steps, settings.num_train_steps, settings.num_warmup_steps)
         self.schedule_steps.assign(self.plan.num_train_steps)
         if self.chief:
@@ -432,6 +436,15 @@ class BudgetKeeper:
             write_json(self.path, run_config)
         print(self.plan.describe(), flush=True)
         return self.plan
+
+
+def _workers_mean(strategy, value):
+    """The mean of every worker's `value` under MultiWorkerMirroredStrategy (a collective: every worker gets
+    the same number); else `value`."""
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        per_replica = strategy.run(lambda: tf.constant(float(value), tf.float64))
+        return float(strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None))
+    return value
 
 
 def _recorded_budget_plan(output_dir):
