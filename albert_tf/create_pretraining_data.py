@@ -141,8 +141,8 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
     tokenizer = AlbertTokenizer(spm_model_file, lower_case=config.lower_case)  # validates the model early
-    prefixes = [output_prefix] + ([job.heldout_prefix(output_prefix)] if config.heldout_every else [])
-    previous = [job.existing_outputs(prefix) for prefix in prefixes]
+    sets = job.output_sets(config, output_prefix)
+    previous = [job.existing_outputs(prefix) for prefix, _ in sets]
     if any(previous) and not overwrite:
         found = [path for paths in previous for path in paths]
         raise FileExistsError(f"{found[0]} (and {len(found) - 1} more) exist: choose another --output_file "
@@ -212,9 +212,8 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
             meter.finish(total_bytes)
         job.check_outputs_made(config, set_stats, input_paths, corpus_stats)
 
-        set_configs = [config, config.heldout_config]
         written = []  # (prefix, final paths, metadata) of every output set
-        for output_set, prefix in enumerate(prefixes):
+        for output_set, (prefix, set_config) in enumerate(sets):
             final_paths = data_set_files.shard_paths(prefix, config.num_output_shards, config.compression)
             counts = []
             for shard, final_path in enumerate(final_paths):
@@ -224,7 +223,7 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
                 counts.append(job.write_shard(records, os.path.join(staging, os.path.basename(final_path)),
                                               config.compression))
             sizes = [os.path.getsize(os.path.join(staging, os.path.basename(path))) for path in final_paths]
-            metadata = job.build_metadata(set_configs[output_set], tokenizer.model_proto, tokenizer.vocab_size,
+            metadata = job.build_metadata(set_config, tokenizer.model_proto, tokenizer.vocab_size,
                                           input_paths, corpus_stats, set_stats[output_set], counts, final_paths, sizes)
             written.append((prefix, final_paths, metadata))
         job.link_heldout_set(written)

@@ -135,18 +135,17 @@ def write_shard_to_temp(shard_records, final_paths, compression, attempt):
     return output_set, shard, temporary, count
 
 
-def finalize(_, written, set_stats, corpus_stats, final_paths, prefixes, config, model_proto, vocab_size,
+def finalize(_, written, set_stats, corpus_stats, final_paths, sets, config, model_proto, vocab_size,
              input_paths, overwrite):
     """Renames every shard of every output set into place (writing empty shards no record went to), then the
     metadata; returns the training set's metadata."""
     job.check_outputs_made(config, set_stats.sets, input_paths, corpus_stats)
-    previous = [existing_outputs(prefix) for prefix in prefixes]
+    previous = [existing_outputs(prefix) for prefix, _ in sets]
     if any(previous) and not overwrite:
         raise FileExistsError(f"{[p for paths in previous for p in paths][0]} exists: choose another --output_file "
                               "or pass --overwrite")
-    set_configs = [config, config.heldout_config]
     staged = []  # (prefix, temporaries, final paths, metadata) of every output set
-    for output_set, prefix in enumerate(prefixes):
+    for output_set, (prefix, set_config) in enumerate(sets):
         paths = final_paths[output_set]
         counts, temporaries = [0] * len(paths), {}
         for written_set, shard, temporary, count in written:
@@ -159,7 +158,7 @@ def finalize(_, written, set_stats, corpus_stats, final_paths, prefixes, config,
                 job.write_shard([], temporaries[shard], config.compression, create=_create)
         ordered = [temporaries[s] for s in range(len(paths))]
         sizes = [m.size_in_bytes for result in FileSystems.match(ordered) for m in result.metadata_list]
-        metadata = job.build_metadata(set_configs[output_set], model_proto, vocab_size, input_paths, corpus_stats,
+        metadata = job.build_metadata(set_config, model_proto, vocab_size, input_paths, corpus_stats,
                                       set_stats.sets[output_set], counts, paths, sizes)
         staged.append((prefix, ordered, paths, metadata))
     job.link_heldout_set([(prefix, paths, metadata) for prefix, _, paths, metadata in staged])
@@ -186,9 +185,9 @@ def _write_metadata(output_prefix, metadata):
 def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, overwrite=False):
     """Adds the whole job to `pipeline`; returns the PCollection holding the final metadata."""
     vocab_size = AlbertTokenizer(model_proto=model_proto, lower_case=config.lower_case).vocab_size
-    prefixes = [output_prefix] + ([job.heldout_prefix(output_prefix)] if config.heldout_every else [])
+    sets = job.output_sets(config, output_prefix)
     final_paths = [data_set_files.shard_paths(prefix, config.num_output_shards, config.compression)
-                   for prefix in prefixes]
+                   for prefix, _ in sets]
     read = (
         pipeline
         | "Files" >> beam.Create(list(enumerate(input_paths)))
@@ -215,7 +214,7 @@ def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, ov
             set_stats=beam.pvalue.AsSingleton(set_stats),
             corpus_stats=beam.pvalue.AsSingleton(corpus_stats),
             final_paths=final_paths,
-            prefixes=prefixes,
+            sets=sets,
             config=config,
             model_proto=model_proto,
             vocab_size=vocab_size,
@@ -237,9 +236,7 @@ def run(argv, beam_args):
                          "DataflowRunner, FlinkRunner or SparkRunner")
     config = config_from_flags(FLAGS)
     input_paths = expand_patterns(FLAGS.input_file)
-    existing = existing_outputs(FLAGS.output_file)
-    if config.heldout_every:
-        existing += existing_outputs(job.heldout_prefix(FLAGS.output_file))
+    existing = [path for prefix, _ in job.output_sets(config, FLAGS.output_file) for path in existing_outputs(prefix)]
     if existing and not FLAGS.overwrite:  # checked again when renaming; this saves a wasted run
         raise FileExistsError(f"{existing[0]} exists: choose another --output_file or pass --overwrite")
     with FileSystems.open(FLAGS.spm_model_file) as f:

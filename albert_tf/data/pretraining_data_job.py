@@ -126,6 +126,14 @@ def heldout_prefix(output_prefix):
     return output_prefix + "-heldout"
 
 
+def output_sets(config, output_prefix):
+    """[(prefix, config)] of the data sets a run writes: the training set, then the held-out set if requested."""
+    sets = [(output_prefix, config)]
+    if config.heldout_every:
+        sets.append((heldout_prefix(output_prefix), config.heldout_config))
+    return sets
+
+
 def output_patterns(output_prefix):
     """Globs of every file a run with this prefix writes (any shard count, any compression)."""
     return [f"{output_prefix}-?????-of-?????.tfrecord", f"{output_prefix}-?????-of-?????.tfrecord.gz",
