@@ -71,6 +71,24 @@ def test_sigkill_then_restart_ends_with_the_uninterrupted_weights_and_one_histor
     assert {record["step"]: record["heldout"] for record in history(tmp_path)} == expected
 
 
+def test_a_run_resumed_from_an_earlier_checkpoint_rewrites_the_history_of_the_steps_it_redoes(data, uninterrupted,
+                                                                                              tmp_path):
+    import shutil
+
+    output_dir = tmp_path / "run"
+    shutil.copytree(uninterrupted[0], output_dir)
+    for path in list(output_dir.glob("ckpt-30.*")) + list(output_dir.glob("ckpt-40.*")):
+        path.unlink()
+    result = run(command(data, output_dir))
+    assert result.returncode == 0, result.stderr
+    assert "Resuming from" in result.stdout and "ckpt-20" in result.stdout
+    def without_times(records):
+        return [{key: value for key, value in record.items() if key != "elapsed_seconds"} for record in records]
+
+    assert [record["step"] for record in history(output_dir)] == [10, 20, 30, 40]
+    assert without_times(history(output_dir)) == without_times(history(uninterrupted[0]))
+
+
 def two_workers(data, tmp_path, *extra, steps):
     """Runs two MultiWorkerMirroredStrategy workers; returns their stdouts after checking they succeeded."""
     cluster = {"worker": [f"localhost:{free_port()}" for _ in range(2)]}

@@ -342,18 +342,21 @@ class HeldoutEvaluation:
         self.phase = None
         self.last_seconds = 0.0
         self.last_step = None
+        self.history = []  # the lines of eval_history.jsonl (the chief's)
 
     def start(self, step):
-        """Drops history lines of steps after `step` (a run resumed from an earlier checkpoint redoes them)."""
-        if not (self.chief and tf.io.gfile.exists(self.history_path)):
-            return
-        with tf.io.gfile.GFile(self.history_path) as f:
-            lines = [line for line in f if line.strip()]
-        kept = [line for line in lines if json.loads(line)["step"] <= step]
-        if len(kept) != len(lines):
-            with tf.io.gfile.GFile(self.history_path + ".tmp", "w") as f:
-                f.writelines(kept)
-            tf.io.gfile.rename(self.history_path + ".tmp", self.history_path, overwrite=True)
+        """Keeps the history lines of steps up to `step` (a run resumed from an earlier checkpoint redoes the rest)."""
+        self.history = []
+        if self.chief and tf.io.gfile.exists(self.history_path):
+            with tf.io.gfile.GFile(self.history_path) as f:
+                self.history = [line for line in f if line.strip() and json.loads(line)["step"] <= step]
+            self._write_history()
+
+    def _write_history(self):
+        # Rewritten whole through a temporary name, not appended: Cloud Storage files cannot be appended to.
+        with tf.io.gfile.GFile(self.history_path + ".tmp", "w") as f:
+            f.write("".join(self.history))
+        tf.io.gfile.rename(self.history_path + ".tmp", self.history_path, overwrite=True)
 
     def add_training(self, totals):
         if self.training_totals is None:
@@ -390,9 +393,8 @@ class HeldoutEvaluation:
             record = {"step": step, "elapsed_seconds": round(elapsed, 1), "heldout": heldout, "training": training,
                       "phase": self.phase.name, "phase_reason": self.phase.reason,
                       "frequent_piece_level": self.level}
-            with tf.io.gfile.GFile(self.history_path, "a") as f:
-                f.write(json.dumps(record, sort_keys=True) + "\n")
-        return heldout
+            self.history.append(json.dumps(record, sort_keys=True) + "\n")
+            self._write_history()
 
 
 class BudgetKeeper:
