@@ -156,10 +156,15 @@ def metrics(at_mask=0.3, sop=0.7, mlm_loss=4.0):
 def test_the_phase_rule():
     assert learning_phase(metrics(at_mask=0.06), metrics(), 0.05).name == FREQUENT_PIECE
     assert learning_phase(metrics(at_mask=0.2), metrics(), 0.05).name == LEARNING
-    assert learning_phase(metrics(at_mask=0.2), None, 0.05).name == LEARNING
-    memorizing = learning_phase(metrics(at_mask=0.2, sop=0.6), metrics(sop=0.82), 0.05)
+    assert learning_phase(metrics(at_mask=0.2), None, 0.05, metrics()).name == LEARNING
+    # Training pulling away while the held-out loss no longer falls: memorizing.
+    stalled = metrics(at_mask=0.2, sop=0.6)
+    memorizing = learning_phase(metrics(at_mask=0.2, sop=0.6), metrics(sop=0.82), 0.05, stalled)
     assert memorizing.name == MEMORIZING and "0.820" in memorizing.reason
-    assert learning_phase(metrics(mlm_loss=5.0), metrics(mlm_loss=4.0), 0.05).name == MEMORIZING
+    assert learning_phase(metrics(mlm_loss=5.0), metrics(mlm_loss=4.0), 0.05, metrics(mlm_loss=5.0)).name == MEMORIZING
+    # The same gaps while the held-out loss still falls, or at the first evaluation (no trend yet): learning.
+    assert learning_phase(metrics(mlm_loss=5.0), metrics(mlm_loss=4.0), 0.05, metrics(mlm_loss=5.1)).name == LEARNING
+    assert learning_phase(metrics(sop=0.6), metrics(sop=0.82), 0.05).name == LEARNING
 
 
 def test_documents_need_the_vocabulary_and_evaluation_needs_instances(data, tmp_path):

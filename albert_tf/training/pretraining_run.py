@@ -343,6 +343,7 @@ class HeldoutEvaluation:
         self.last_seconds = 0.0
         self.last_step = None
         self.history = []  # the lines of eval_history.jsonl (the chief's)
+        self.previous_heldout = None
 
     def start(self, step):
         """Keeps the history lines of steps up to `step` (a run resumed from an earlier checkpoint redoes the rest)."""
@@ -377,7 +378,8 @@ class HeldoutEvaluation:
         heldout["loss"] = heldout["masked_lm_loss"] + heldout["sentence_order_loss"]
         training = metrics_from_sums(self.training_totals) if self.training_totals else None
         self.training_totals = None
-        self.phase = learning_phase(heldout, training, self.level)
+        self.phase = learning_phase(heldout, training, self.level, self.previous_heldout)
+        self.previous_heldout = heldout
         self.last_seconds = time.monotonic() - start
         self.last_step = step
         print(f"eval step {step}  held-out {_format_metrics(heldout)}  phase: {self.phase.name} "
