@@ -77,11 +77,15 @@ class EpochInstanceMaker:
         features = {}
         for name in INT_FEATURES + FLOAT_FEATURES:
             parts = [ints.get(name, floats.get(name)) for _, ints, floats in batches]
-            width = {"next_sentence_labels": 1}.get(name, self.max_predictions_per_seq
-                                                    if name.startswith("masked_lm") else self.max_seq_length)
             dtype = np.float32 if name in FLOAT_FEATURES else np.int32
-            features[name] = np.concatenate(parts).astype(dtype) if parts else np.zeros((0, width), dtype)
+            features[name] = np.concatenate(parts).astype(dtype) if parts else np.zeros((0, self._width(name)), dtype)
         return features
+
+    def _width(self, name):
+        """The length of one instance's feature `name`."""
+        if name == "next_sentence_labels":
+            return 1
+        return self.max_predictions_per_seq if name.startswith("masked_lm") else self.max_seq_length
 
     def _numpy_call(self, epoch, token_ids, sentence_offsets, document_id):
         features = self.instances(epoch, token_ids, sentence_offsets, document_id)
@@ -96,9 +100,7 @@ class EpochInstanceMaker:
                                     stateful=False)
         features = {}
         for name, value in zip(names, outputs):
-            width = 1 if name == "next_sentence_labels" else (
-                self.max_predictions_per_seq if name.startswith("masked_lm") else self.max_seq_length)
-            features[name] = tf.ensure_shape(value, [None, width])
+            features[name] = tf.ensure_shape(value, [None, self._width(name)])
         return features
 
 
