@@ -29,6 +29,7 @@ _LAZY_EXPORTS = {
     "TFAlbertTokenizer": "albert_tf.text.tf_albert_tokenizer",
     "AlbertPreprocessor": "albert_tf.text.albert_preprocessor",
     "MaskFiller": "albert_tf.models.mask_filler",
+    "Embedder": "albert_tf.models.embedder",
     "create_optimizer": "albert_tf.optimization",
 }
 

@@ -175,7 +175,7 @@ def main(argv):
 
 
 def predict(export):
-    from albert_tf.embed import Embedder, cosine_similarities
+    from albert_tf.models.embedder import Embedder, cosine_similarities
     from albert_tf.models.mask_filler import MaskFiller
 
     filler = MaskFiller(export)

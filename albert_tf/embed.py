@@ -31,65 +31,6 @@ def define_flags():
 FLAGS = flags.FLAGS
 
 
-def mean_pool(sequence_output, input_mask):
-    import numpy as np
-
-    mask = np.asarray(input_mask, "float32")[..., None]
-    return (np.asarray(sequence_output) * mask).sum(1) / np.maximum(mask.sum(1), 1.0)
-
-
-def cosine_similarities(embeddings):
-    import numpy as np
-
-    unit = embeddings / np.maximum(np.linalg.norm(embeddings, axis=1, keepdims=True), 1e-12)
-    return unit @ unit.T
-
-
-class Embedder:
-    def __init__(self, model_path, spm_model_file=None, max_seq_length=None):
-        from albert_tf.models.model_dir import exported_encoder_dir, model_metadata
-        from albert_tf.models.preprocessing_contract import resolve_preprocessing
-
-        # The casing and default length the model records (albert_tf.models.preprocessing_contract).
-        self.preprocessing = resolve_preprocessing(model_metadata(model_path), max_seq_length=max_seq_length,
-                                                   source=str(model_path))
-        self.max_seq_length = self.preprocessing.max_seq_length
-
-        # An export directory (encoder/ + preprocessing/), or an albert_tf checkpoint directory.
-        self.export = exported_encoder_dir(model_path) == os.path.join(model_path, "encoder")
-        if self.export:
-            import tensorflow as tf
-            import tensorflow_text  # noqa: F401  (registers the ops of exported graphs)
-
-            self.preprocessing = tf.saved_model.load(os.path.join(model_path, "preprocessing"))
-            self.encoder = tf.saved_model.load(os.path.join(model_path, "encoder"))
-        else:
-            from albert_tf.models.model_dir import find_spm_model, load_encoder
-            from albert_tf.text.albert_tokenizer import AlbertTokenizer
-
-            self.encoder = load_encoder(model_path)
-            self.tokenizer = AlbertTokenizer(find_spm_model(model_path, spm_model_file),
-                                             lower_case=self.preprocessing.lower_case)
-
-    def inputs(self, texts):
-        if self.export:
-            import tensorflow as tf
-
-            return self.preprocessing(tf.constant(texts))
-        from albert_tf.text.packing import pack_batch
-
-        return pack_batch(self.tokenizer, texts, None, self.max_seq_length)
-
-    def embed(self, texts, pooling="mean"):
-        import numpy as np
-
-        inputs = self.inputs(texts)
-        outputs = self.encoder(inputs) if self.export else self.encoder(inputs, training=False)
-        if pooling == "pooled":
-            return np.asarray(outputs["pooled_output"])
-        return mean_pool(outputs["sequence_output"], inputs["input_mask"])
-
-
 def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -102,6 +43,8 @@ def main(argv):
     if not FLAGS.model or not texts:
         raise ValueError("--model and at least one --text or --input_file line required")
     import numpy as np
+
+    from albert_tf.models.embedder import Embedder, cosine_similarities
 
     embeddings = Embedder(FLAGS.model, FLAGS.spm_model_file, FLAGS.max_seq_length).embed(texts, FLAGS.pooling)
     similarities = cosine_similarities(embeddings)

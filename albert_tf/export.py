@@ -26,14 +26,11 @@ turns the encoder back into an AlbertEncoder (fine-tuning's --init_checkpoint ac
 """
 
 import os
-import re
 
 from absl import flags
 
 from albert_tf import cli
-
-# Warm-up requests' batch sizes: the small batch buckets (XLA's 1, 2, 4, 8).
-DEFAULT_WARMUP_BATCH_SIZES = (1, 2, 4, 8)
+from albert_tf.export_lib.exporter import DEFAULT_WARMUP_BATCH_SIZES, export
 
 
 def define_flags():
@@ -73,92 +70,6 @@ def define_flags():
 
 
 FLAGS = flags.FLAGS
-
-# A TF Serving model name is one directory name inside OUTPUT_DIR/serving.
-_SERVING_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-def check_serving_name(name):
-    """ValueError unless `name` is one plain directory name: no separator, no '..', not absolute, so the
-    serving model stays inside OUTPUT_DIR/serving."""
-    if not isinstance(name, str) or not _SERVING_NAME.fullmatch(name):
-        raise ValueError(f"--serving_name={name!r}: must be one directory name of letters, digits, '.', '_' and '-' "
-                         "(not starting with '.' or '-'); the model goes to OUTPUT_DIR/serving/NAME/VERSION")
-
-
-def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, lower_case=None, serving_name="albert",
-           serving_version=1, overwrite=False, serving_xla=False, serving_outputs=None,
-           serving_warmup_batch_sizes=DEFAULT_WARMUP_BATCH_SIZES, force=False):
-    """Writes the three SavedModels; returns {part: path}. `max_seq_length`, `lower_case`: None takes what
-    the checkpoint records (albert_tf.models.preprocessing_contract). `serving_xla`, `serving_outputs`,
-    `serving_warmup_batch_sizes`, `force`: see the flags."""
-    import tensorflow as tf
-
-    from albert_tf.models.model_dir import METADATA_FILE, SPM_MODEL_FILE, find_spm_model, load_model
-    from albert_tf.models.preprocessing_contract import resolve_preprocessing
-    from albert_tf.export_lib.encoder_module import EncoderModule
-    from albert_tf.export_lib.preprocessing_module import Preprocessor
-    from albert_tf.export_lib.serving_module import EMBEDDING_KINDS, SERVED_KINDS, ServingModule
-    from albert_tf.export_lib.serving_warmup import warmup_requests, write_warmup_requests
-    from albert_tf.file_utils import check_replaceable, staged_directory, write_json_atomically
-    from albert_tf.text.albert_tokenizer import read_spm_model
-    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
-
-    check_serving_name(serving_name)
-    if not isinstance(serving_version, int) or serving_version < 1:
-        raise ValueError(f"--serving_version={serving_version}: must be a positive integer (TF Serving's version "
-                         "directories are numbers)")
-    check_replaceable(output_dir, overwrite)
-    model, metadata = load_model(checkpoint)
-    if metadata["model"] not in SERVED_KINDS:
-        raise ValueError(f"{checkpoint}: holds a {metadata['model']!r} model; export supports {', '.join(SERVED_KINDS)}")
-    spm = find_spm_model(checkpoint, spm_model_file)
-    config = model.albert_config
-    preprocessing = resolve_preprocessing(metadata, lower_case, max_seq_length, force=force, source=checkpoint)
-    for warning in preprocessing.warnings:
-        print(f"Warning: {warning}.", flush=True)
-    max_seq_length, lower_case = preprocessing.max_seq_length, preprocessing.lower_case
-    if not 3 <= max_seq_length <= config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] [SEP] [SEP]) and at most the "
-                         f"model's max_position_embeddings ({config.max_position_embeddings})")
-    model_proto = read_spm_model(spm)
-    try:
-        tokenizer = TFAlbertTokenizer(model_proto, lower_case=lower_case)
-    except ValueError as error:
-        raise ValueError(f"{spm}: {error}") from None
-    if tokenizer.vocab_size > config.vocab_size:
-        raise ValueError(f"{spm}: has {tokenizer.vocab_size} pieces, more than the model's vocab_size "
-                         f"({config.vocab_size}); "
-                         "pass the SentencePiece model it was trained with (--spm_model_file)")
-    encoder = getattr(model, "encoder", model)
-    # Checked before anything is written.
-    serving = ServingModule(tokenizer, max_seq_length, model, metadata, xla=serving_xla, outputs=serving_outputs)
-    warmup = warmup_requests(serving, serving_name, serving_warmup_batch_sizes)
-    with staged_directory(output_dir, overwrite=overwrite) as staging:
-        metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case, "serving_xla": serving_xla}
-        if metadata["model"] in EMBEDDING_KINDS:
-            metadata["serving_outputs"] = list(serving.outputs)
-        metadata_file = os.path.join(staging, METADATA_FILE)
-        write_json_atomically(metadata_file, metadata)
-        spm_copy = os.path.join(staging, SPM_MODEL_FILE)
-        with open(spm_copy, "wb") as f:
-            f.write(model_proto)
-
-        pretrainer = model if metadata["model"] == "pretrainer" else None
-        encoder_module = EncoderModule(encoder, pretrainer, spm_copy, metadata_file)
-        encoder_module.trace()
-        tf.saved_model.save(encoder_module, os.path.join(staging, "encoder"), signatures=encoder_module.signatures())
-
-        preprocessor = Preprocessor(tokenizer, max_seq_length, spm_copy)
-        preprocessor.trace()
-        tf.saved_model.save(preprocessor, os.path.join(staging, "preprocessing"), signatures=preprocessor.signatures())
-
-        serving_dir = os.path.join(staging, "serving", serving_name, str(serving_version))
-        tf.saved_model.save(serving, serving_dir, signatures=serving.signatures())
-        if warmup:
-            write_warmup_requests(serving_dir, warmup)
-    return {"encoder": os.path.join(output_dir, "encoder"), "preprocessing": os.path.join(output_dir, "preprocessing"),
-            "serving": os.path.join(output_dir, "serving", serving_name, str(serving_version))}
 
 
 def main(argv):

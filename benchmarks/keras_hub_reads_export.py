@@ -28,7 +28,7 @@ def compare(preset, seq_length, seed):
     import numpy as np
 
     import albert_tf
-    from albert_tf.convert import convert
+    from albert_tf.checkpoints.conversion import convert
 
     keras.utils.set_random_seed(seed)
     config = albert_tf.AlbertConfig.from_preset(preset)

@@ -144,7 +144,7 @@ def downstream(work, name, args, stored_only=False):
 
 def parameters(work, name):
     from albert_tf.albert_config import AlbertConfig
-    from albert_tf.params import parameter_breakdown, shape_only_pretrainer
+    from albert_tf.models.parameter_breakdown import parameter_breakdown, shape_only_pretrainer
 
     config = AlbertConfig.from_json_file(variant_config(work, name, VARIANTS[name]))
     return parameter_breakdown(shape_only_pretrainer(config))["encoder"]

@@ -92,7 +92,7 @@ ALBERT_TF_EXPORTS = {  # implementation name: export() arguments
 def export_albert_tf(config, spm_file, seq_length, directory):
     """{implementation name: export paths} for ALBERT_TF_EXPORTS, from one checkpoint."""
     from albert_tf.models.model_dir import write_model_dir
-    from albert_tf.export import export
+    from albert_tf.export_lib.exporter import export
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
     checkpoint = write_model_dir(AlbertEncoder(config), os.path.join(directory, "checkpoint"), "encoder",
@@ -156,7 +156,7 @@ def main():
 
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
-    from albert_tf.train_sentencepiece import train
+    from albert_tf.data.vocabulary import train
 
     started = time.perf_counter()
     work = tempfile.mkdtemp(prefix="serving_latency-")

@@ -79,10 +79,10 @@ def main():
 
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.models.model_dir import write_model_dir
-    from albert_tf.export import DEFAULT_WARMUP_BATCH_SIZES, export
+    from albert_tf.export_lib.exporter import DEFAULT_WARMUP_BATCH_SIZES, export
     from albert_tf.networks.albert_encoder import AlbertEncoder
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
-    from albert_tf.train_sentencepiece import train
+    from albert_tf.data.vocabulary import train
 
     work = tempfile.mkdtemp(prefix="serving_warmup-")
     corpus, corpus_source = make_corpus(work)

@@ -43,7 +43,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from albert_tf.create_pretraining_data import config_from_flags, define_data_flags
+from albert_tf.data.creation_flags import config_from_flags, define_data_flags
 from albert_tf.data import data_set_files
 from albert_tf.data import pretraining_data_job as job
 from albert_tf.data.corpus_reader import CorpusStats

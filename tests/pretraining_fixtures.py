@@ -24,7 +24,7 @@ class PretrainingData:
 
 def make_pretraining_data(tmp_path_factory, num_documents=60, shards=2, output_format="instances", heldout_every=0,
                           lower_case=True):
-    from albert_tf.create_pretraining_data import create_pretraining_data
+    from albert_tf.data.local_runner import create_pretraining_data
     from albert_tf.data.masking import MaskingConfig
     from albert_tf.data.pretraining_data_job import CreationConfig
     from albert_tf.data.pretraining_instances import InstanceConfig

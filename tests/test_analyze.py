@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.analyze import layer_transitions, pack_passages
+from albert_tf.models.layer_analysis import layer_transitions, pack_passages
 from albert_tf.models.model_dir import write_model_dir
 from albert_tf.data.builtin_corpus import write_corpus
 from albert_tf.networks.albert_encoder import AlbertEncoder

@@ -8,7 +8,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from albert_tf.create_pretraining_data import create_pretraining_data
+from albert_tf.data.local_runner import create_pretraining_data
 from albert_tf.data.masking import MaskingConfig
 from albert_tf.data.pretraining_data_job import CreationConfig
 from albert_tf.data.pretraining_instances import InstanceConfig

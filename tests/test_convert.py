@@ -17,7 +17,7 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.checkpoints.assign import CheckpointMismatchError
 from albert_tf.models.model_dir import load_encoder, load_pretrainer, write_model_dir
 from albert_tf.checkpoints.tf1_format import write_tf1_checkpoint
-from albert_tf.convert import convert
+from albert_tf.checkpoints.conversion import convert
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 

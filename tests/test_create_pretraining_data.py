@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.create_pretraining_data import create_pretraining_data
+from albert_tf.data.local_runner import create_pretraining_data
 from albert_tf.data import pretraining_data_job as job
 from albert_tf.data.corpus_reader import expand_input_patterns
 from albert_tf.data.masking import MaskingConfig
 from albert_tf.data.pretraining_data_job import CreationConfig
 from albert_tf.data.pretraining_dataset import expand_data_files, feature_spec, to_model_inputs
 from albert_tf.data.pretraining_instances import InstanceConfig
-from albert_tf.data_stats import compute_stats, span_lengths_in_words
+from albert_tf.data.data_set_report import compute_stats, span_lengths_in_words
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from text_fixtures import train_small_spm, write_corpus
 

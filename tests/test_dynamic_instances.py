@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.create_pretraining_data import create_pretraining_data
+from albert_tf.data.local_runner import create_pretraining_data
 from albert_tf.data import pretraining_data_job as job
 from albert_tf.data.corpus_reader import expand_input_patterns
 from albert_tf.data.dynamic_instances import EpochInstanceMaker, make_dynamic_dataset

@@ -17,7 +17,7 @@ import pytest
 
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.models.model_dir import load_encoder, write_model_dir
-from albert_tf.export import export
+from albert_tf.export_lib.exporter import export
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.tasks.squad import tokenize_with_alignment
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
@@ -457,7 +457,7 @@ def test_export_cli_errors_and_atomicity(exported, tmp_path, monkeypatch):
 
 
 def test_fill_mask_and_embed_read_exports_and_checkpoints_alike(exported):
-    from albert_tf.embed import Embedder
+    from albert_tf.models.embedder import Embedder
     from albert_tf.models.mask_filler import MaskFiller
 
     checkpoint = exported["checkpoint"]
@@ -558,7 +558,7 @@ def test_serving_xla_gives_the_plain_graphs_outputs(exported, task_exports, tmp_
     """--serving_xla: the same outputs for every served kind, and the SavedModel marks the model part for XLA."""
     import tensorflow as tf
 
-    from albert_tf.export_lib.serving_module import ServingModule
+    from albert_tf.export_lib.serving_module import serving_module
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
     tokenizer = TFAlbertTokenizer(exported["tokenizer"].model_proto)
@@ -569,7 +569,7 @@ def test_serving_xla_gives_the_plain_graphs_outputs(exported, task_exports, tmp_
                                                          "label_names": LABELS}),
              "span_labeler": (task_exports["labeler"], {"model": "span_labeler"})}
     for kind, (model, metadata) in kinds.items():
-        modules = [ServingModule(tokenizer, SEQ, model, metadata, xla=xla) for xla in (False, True)]
+        modules = [serving_module(tokenizer, SEQ, model, metadata, xla=xla) for xla in (False, True)]
         plain, compiled = (module.serve(texts, texts_b) for module in modules)
         assert set(plain) == set(compiled)
         for name, value in plain.items():
@@ -577,7 +577,7 @@ def test_serving_xla_gives_the_plain_graphs_outputs(exported, task_exports, tmp_
                 np.testing.assert_allclose(compiled[name], value, atol=1e-5, rtol=1e-5, err_msg=f"{kind} {name}")
             else:
                 np.testing.assert_array_equal(compiled[name], value, err_msg=f"{kind} {name}")
-    plain, compiled = (ServingModule(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, xla=xla)
+    plain, compiled = (serving_module(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, xla=xla)
                        for xla in (False, True))
     np.testing.assert_allclose(compiled.serve(tf.constant(["a window"]))["pooled_output"],  # the length-16 bucket
                                plain.serve(tf.constant(["a window"]))["pooled_output"], atol=1e-5, rtol=1e-5)
@@ -603,29 +603,29 @@ def test_serving_outputs_pooled_alone(exported, task_exports, tmp_path):
     bad choices are refused before anything is written."""
     import tensorflow as tf
 
-    from albert_tf.export_lib.serving_module import ServingModule
+    from albert_tf.export_lib.serving_module import serving_module
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
     tokenizer = TFAlbertTokenizer(exported["tokenizer"].model_proto)
     texts = tf.constant(["the garden is green", "a window", "Ångström " * 40])
-    full = ServingModule(tokenizer, SEQ, exported["model"], {"model": "pretrainer"})
+    full = serving_module(tokenizer, SEQ, exported["model"], {"model": "pretrainer"})
     expected = full.serve(texts)["pooled_output"]
     for xla in (False, True):
-        pooled = ServingModule(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, xla=xla,
+        pooled = serving_module(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, xla=xla,
                                outputs=["pooled_output"])
         out = pooled.serve(texts)
         assert set(out) == {"pooled_output"}
         np.testing.assert_allclose(out["pooled_output"], expected, atol=1e-5, rtol=1e-5)
-    embedding_only = ServingModule(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, outputs=["embedding"])
+    embedding_only = serving_module(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, outputs=["embedding"])
     np.testing.assert_allclose(embedding_only.serve(texts)["embedding"], full.serve(texts)["embedding"], atol=1e-6)
 
     with pytest.raises(ValueError, match="choose from pooled_output, embedding"):
         export(exported["checkpoint"], str(tmp_path / "bad"), max_seq_length=SEQ, serving_outputs=["cls"])
     assert not (tmp_path / "bad").exists()
     with pytest.raises(ValueError, match="outputs \\(none\\): choose from"):
-        ServingModule(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, outputs=[])
+        serving_module(tokenizer, SEQ, exported["model"], {"model": "pretrainer"}, outputs=[])
     with pytest.raises(ValueError, match="outputs are fixed"):
-        ServingModule(tokenizer, SEQ, task_exports["classifier"],
+        serving_module(tokenizer, SEQ, task_exports["classifier"],
                       {"model": "classifier", "num_labels": len(LABELS)}, outputs=["pooled_output"])
 
 
@@ -645,7 +645,7 @@ def test_warmup_requests_fill_every_shape_bucket(exported, task_exports, tmp_pat
     per length bucket, so every program the chosen batch sizes need is compiled before traffic."""
     import tensorflow as tf
 
-    from albert_tf.export_lib.serving_module import ServingModule
+    from albert_tf.export_lib.serving_module import serving_module
     from albert_tf.export_lib.serving_warmup import warmup_requests
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
@@ -680,7 +680,7 @@ def test_warmup_requests_fill_every_shape_bucket(exported, task_exports, tmp_pat
 
     # A span labeler packs every row to max_seq_length: one request per batch size, with contexts.
     tokenizer = TFAlbertTokenizer(exported["tokenizer"].model_proto)
-    labeler = ServingModule(tokenizer, SEQ, task_exports["labeler"], {"model": "span_labeler"}, xla=True)
+    labeler = serving_module(tokenizer, SEQ, task_exports["labeler"], {"model": "span_labeler"}, xla=True)
     requests = warmup_requests(labeler, "qa", [2, 2, 5])
     assert [len(request.inputs["text_b"].string_val) for request in requests] == [2, 5]
     assert labeler.serve(**inputs(requests[1]))["start"].shape == (5,)
@@ -699,13 +699,13 @@ def test_warmup_requests_fill_every_shape_bucket(exported, task_exports, tmp_pat
 def test_regression_serves_the_score(exported):
     import tensorflow as tf
 
-    from albert_tf.export_lib.serving_module import ServingModule
+    from albert_tf.export_lib.serving_module import serving_module
     from albert_tf.models.albert_classifier import AlbertClassifier
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
     regressor = AlbertClassifier(exported["model"].encoder, 1)
     metadata = {"model": "classifier", "num_labels": 1, "label_names": ["score"], "is_regression": True}
-    serving = ServingModule(TFAlbertTokenizer(exported["tokenizer"].model_proto), SEQ, regressor, metadata)
+    serving = serving_module(TFAlbertTokenizer(exported["tokenizer"].model_proto), SEQ, regressor, metadata)
     texts, texts_b = ["a man is playing a guitar", "the river"], ["a man plays music", "the garden"]
     out = serving.serve(tf.constant(texts), tf.constant(texts_b))
     assert set(out) == {"score"}

@@ -65,7 +65,7 @@ def copy_data_set(data, directory):
 def another_vocabulary(data, directory):
     """A SentencePiece model of the same size as the data's, trained on other text."""
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
-    from albert_tf.train_sentencepiece import train
+    from albert_tf.data.vocabulary import train
 
     directory.mkdir()
     corpus = write_corpus(directory / "corpus.txt", num_documents=80, seed=9)
@@ -194,7 +194,7 @@ def test_an_incomplete_or_truncated_shard_set_is_refused_by_every_reader(data, t
 
 
 def test_an_interrupted_replacement_leaves_a_set_readers_refuse(tmp_path, monkeypatch):
-    from albert_tf.create_pretraining_data import create_pretraining_data
+    from albert_tf.data.local_runner import create_pretraining_data
     from albert_tf.data import data_set_files
     from albert_tf.data.masking import MaskingConfig
     from albert_tf.data.pretraining_data_job import CreationConfig

@@ -171,7 +171,7 @@ def test_a_rerun_with_other_settings_is_refused_naming_each(run_dir, checkpoint,
 
 
 def test_the_vocabulary_is_compared_by_content_with_the_starting_models(checkpoint, mrpc, tmp_path):
-    from albert_tf.train_sentencepiece import train
+    from albert_tf.data.vocabulary import train
 
     corpus = write_corpus(tmp_path / "other.txt", num_documents=80, seed=99)
     with open(corpus, "a", encoding="utf-8") as f:
@@ -300,7 +300,7 @@ def test_export_serving_names_cannot_leave_the_output_dir(checkpoint, tmp_path):
 
 
 def test_export_overwrite_replaces_an_export_but_no_foreign_file(checkpoint, tmp_path):
-    from albert_tf.export import export
+    from albert_tf.export_lib.exporter import export
 
     output = tmp_path / "export"
     output.mkdir()
@@ -320,7 +320,7 @@ def test_export_overwrite_replaces_an_export_but_no_foreign_file(checkpoint, tmp
 
 
 def test_convert_resolves_and_checks_a_linked_vocabulary(checkpoint, tmp_path, umask_022):
-    from albert_tf.convert import convert
+    from albert_tf.checkpoints.conversion import convert
 
     hf = tmp_path / "hf"
     convert("albert_tf", "huggingface", checkpoint, str(hf))

@@ -10,7 +10,7 @@ import huggingface_oracle as oracle
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.models.model_dir import load_pretrainer, write_model_dir
 from albert_tf.checkpoints.tf1_format import write_tf1_checkpoint
-from albert_tf.convert import convert
+from albert_tf.checkpoints.conversion import convert
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 
 TOLERANCE = 1e-4

@@ -1,12 +1,15 @@
 """The package reads top-down: every albert_tf import points down the layers (lazy imports inside functions too).
 
-    tools (albert_tf/<tool>.py: run_*, export, convert, ...)
+    tools (albert_tf/<tool>.py: run_*, export, convert, ...: flags and a call into the library)
       -> training (the loops and the fine-tuning front end)
       -> tasks (readers, heads, losses, metrics)
-      -> checkpoints -> models / export_lib -> networks / data -> layers / text / optimization
+      -> checkpoints (formats, conversion) / export_lib (SavedModels, export)
+      -> models -> networks / data -> layers / text / optimization
       -> base (albert_config, file_utils, progress, cli)
 
 A module may import its own package and anything in a lower layer, never a higher one.
+Tools are leaves: no module imports a tool, neither another tool nor the Beam pipeline
+(pipelines/) nor a benchmark (benchmarks/); they run tools as commands.
 """
 
 import ast
@@ -15,7 +18,9 @@ import pathlib
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "albert_tf"
 BASE_MODULES = ("albert_config", "file_utils", "progress", "cli")
 RANKS = {"base": 0, "layers": 1, "text": 1, "optimization": 1, "networks": 2, "data": 2, "models": 3,
-         "export_lib": 3, "checkpoints": 4, "tasks": 5, "training": 6, "tools": 7, "package": 8}
+         "export_lib": 4, "checkpoints": 4, "tasks": 5, "training": 6, "tools": 7, "package": 8}
+# Code outside the package that uses it: the Beam pipeline and the benchmarks.
+USERS = [PACKAGE.parent / "pipelines", PACKAGE.parent / "benchmarks"]
 
 
 def group(module):
@@ -35,10 +40,13 @@ def module_name(path):
 
 def albert_tf_imports(source_text):
     """Dotted names of the albert_tf modules a module's source imports, anywhere in it."""
+    def ours(name):  # albert_tf itself, not a package named like it (albert_tf_pipelines)
+        return name == "albert_tf" or name.startswith("albert_tf.")
+
     for node in ast.walk(ast.parse(source_text)):
         if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names if alias.name.startswith("albert_tf"))
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("albert_tf"):
+            yield from (alias.name for alias in node.names if ours(alias.name))
+        elif isinstance(node, ast.ImportFrom) and node.module and ours(node.module):
             for alias in node.names:
                 candidate = f"{node.module}.{alias.name}"
                 is_module = (PACKAGE.parent / candidate.replace(".", "/")).with_suffix(".py").exists() or (
@@ -66,3 +74,37 @@ def test_the_layer_check_sees_lazy_imports_and_names_modules_and_packages():
     assert [group(m) for m in ("albert_tf.cli", "albert_tf.run_squad", "albert_tf.tasks.glue", "albert_tf")] == [
         "base", "tools", "tasks", "package"]
     assert RANKS[group("albert_tf.training.finetuning")] > RANKS[group("albert_tf.layers.activations")]
+
+
+def test_tools_are_leaves():
+    """No tool module is imported by anything: not by another tool, the package, pipelines/ or benchmarks/."""
+    tool_imports = []
+    sources = sorted(PACKAGE.rglob("*.py")) + [path for folder in USERS for path in sorted(folder.rglob("*.py"))]
+    assert len([path for path in sources if PACKAGE not in path.parents]) >= 10, "pipelines/ and benchmarks/ read"
+    for path in sources:
+        for target in albert_tf_imports(path.read_text(encoding="utf-8")):
+            if group(target) == "tools":
+                tool_imports.append(f"{path.relative_to(PACKAGE.parent)} imports {target}")
+    assert not tool_imports, "tools imported as libraries:\n" + "\n".join(tool_imports)
+
+
+def test_the_leaf_check_sees_a_tool_imported_lazily():
+    source = "def f():\n    from albert_tf.export import export\n    from albert_tf.export_lib import exporter\n"
+    assert [group(module) for module in albert_tf_imports(source)] == ["tools", "export_lib"]
+
+
+def test_serving_behaviour_sits_with_each_model_kind():
+    """export_lib picks a serving class per model kind once (serving_module.SERVING_BY_KIND); no code
+    compares a kind with a name to choose behaviour."""
+    switches = []
+    for path in sorted((PACKAGE / "export_lib").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                constants = {n.value for n in [node.left, *node.comparators] if isinstance(n, ast.Constant)}
+                if constants & {"encoder", "pretrainer", "classifier", "span_labeler"}:
+                    switches.append(f"{path.name}:{node.lineno}")
+    assert not switches, "behaviour chosen by comparing the model kind: " + ", ".join(switches)
+    from albert_tf.export_lib.serving_module import SERVED_KINDS, SERVING_BY_KIND, ServingModule
+
+    assert set(SERVED_KINDS) == {"encoder", "pretrainer", "classifier", "span_labeler"}
+    assert all(issubclass(serving, ServingModule) for serving in SERVING_BY_KIND.values())

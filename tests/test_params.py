@@ -11,7 +11,7 @@ import transformers
 import huggingface_oracle as oracle
 from albert_tf.albert_config import AlbertConfig, preset_names
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
-from albert_tf.params import parameter_breakdown, shape_only_pretrainer
+from albert_tf.models.parameter_breakdown import parameter_breakdown, shape_only_pretrainer
 
 # Exact encoder counts of the v2 presets (docs/reference.md, "Presets and parameter counts"; the paper rounds them).
 PAPER_ENCODER_COUNTS = {
@@ -64,7 +64,7 @@ def test_cli_prints_the_table_of_every_preset():
 
 
 def test_table3_embedding_sizes_match_huggingface_and_the_paper():
-    from albert_tf.params import PAPER_TABLE3, embedding_size_rows
+    from albert_tf.models.parameter_breakdown import PAPER_TABLE3, embedding_size_rows
 
     rows = embedding_size_rows([64, 128, 256, 768])
     assert [(row["sharing"], row["embedding"]) for row in rows] == list(PAPER_TABLE3)

@@ -116,3 +116,37 @@ def test_pretraining_takes_lengths_from_the_data_and_records_its_casing(tmp_path
     recorded = read_metadata(str(tmp_path))
     assert (recorded["max_seq_length"], recorded["max_predictions_per_seq"], recorded["lower_case"]) == (
         SEQ_LENGTH, PREDICTIONS, False)
+
+
+def test_one_loader_opens_models_for_every_inference_tool(cased, tmp_path):
+    from albert_tf.models.embedder import Embedder
+    from albert_tf.models.inference_model import open_for_inference
+
+    opened = open_for_inference(cased, "pretrainer")
+    assert (opened.tokenizer.lower_case, opened.preprocessing.max_seq_length) == (False, 32)
+    assert type(opened.model).__name__ == "AlbertPretrainer" and not opened.is_export
+    assert type(open_for_inference(cased, "encoder").model).__name__ == "AlbertEncoder"
+    with pytest.raises(ValueError, match="trained on cased text"):
+        open_for_inference(cased, lower_case=True)
+    with pytest.raises(ValueError, match="part='heads'"):
+        open_for_inference(cased, "heads")
+
+    embedder = Embedder(cased)  # the same loader: the recorded casing and length
+    assert (embedder.tokenizer.lower_case, embedder.max_seq_length) == (False, 32)
+    assert embedder.inputs(["The River"])["input_word_ids"].shape == (1, 32)
+    upper, lower = embedder.embed(["The River"]), embedder.embed(["the river"])
+    assert abs(upper - lower).max() > 0  # a cased model sees the case
+
+    result = tool("export", f"--checkpoint={cased}", f"--output_dir={tmp_path / 'export'}",
+                  "--serving_warmup_batch_sizes=")
+    assert result.returncode == 0, result.stderr[-2000:]
+    exported = open_for_inference(tmp_path / "export", "pretrainer")
+    assert exported.is_export and exported.model is None and "mlm" in exported.saved_model.signatures
+    assert exported.tokenizer.lower_case is False
+    as_keras = open_for_inference(tmp_path / "export", "encoder", saved_model=False)
+    assert type(as_keras.model).__name__ == "AlbertEncoder" and not as_keras.is_export
+    with pytest.raises(ValueError, match="only its encoder loads as a Keras model"):
+        open_for_inference(tmp_path / "export", "pretrainer", saved_model=False)
+    import numpy as np
+
+    np.testing.assert_allclose(Embedder(tmp_path / "export").embed(["The River"]), upper, atol=1e-5)

@@ -12,7 +12,7 @@ from albert_tf.text.albert_tokenizer import AlbertTokenizer, is_word_start_piece
 from albert_tf.text.preprocessing import SCANNED_CODEPOINTS, preprocess_text
 from albert_tf.text.sentence_splitter import split_sentences
 from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
-from albert_tf.train_sentencepiece import train
+from albert_tf.data.vocabulary import train
 from text_fixtures import SPECIAL_LINES, train_small_spm, write_corpus
 
 

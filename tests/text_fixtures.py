@@ -52,7 +52,7 @@ def write_corpus(path, num_documents=12, seed=0, sentences=(3, 40), paragraphs=F
 
 
 def train_small_spm(tmp_path_factory, name="spm", vocab_size=400):
-    from albert_tf.train_sentencepiece import train
+    from albert_tf.data.vocabulary import train
 
     directory = tmp_path_factory.mktemp(name)
     corpus = write_corpus(directory / "corpus.txt", num_documents=40, seed=1)

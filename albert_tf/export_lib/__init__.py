@@ -6,4 +6,6 @@
   serving_module        TF Serving's raw-text signatures, outputs by model kind
   op_audit              which ops a SavedModel needs, classified in a fresh process
   serving_requests      REST and gRPC request bodies for the serving SavedModel
+  serving_warmup        the warm-up requests TF Serving replays while loading
+  exporter              export(): a checkpoint checked, then written as the three SavedModels
 """

@@ -40,9 +40,7 @@ from albert_tf.export_lib.token_offsets import tokenize_with_offsets
 
 # Longest answer considered, in tokens (the original run_squad's max_answer_length).
 MAX_ANSWER_TOKENS = 30
-SERVED_KINDS = ("encoder", "pretrainer", "classifier", "span_labeler")
-# The kinds served as embedding models (no task head), and the outputs they may serve.
-EMBEDDING_KINDS = ("encoder", "pretrainer")
+# The outputs an embedding model (an encoder or pretrainer, no task head) may serve.
 EMBEDDING_OUTPUTS = ("pooled_output", "embedding")
 # XLA's shape buckets (see above): the shortest length bucket, and the batch size from which buckets are
 # multiples of it rather than powers of two (at most 7 empty rows computed for larger batches).
@@ -96,50 +94,39 @@ def pad_to_buckets(inputs, max_seq_length):
 
 
 class ServingModule(tf.Module):
-    """Args:
+    """What every model kind's serving module shares: the signatures, tokenization, XLA buckets.
+
+    A kind's subclass says what a request returns (`_respond`) and what its model computes
+    (`_model_outputs`); `serving_module()` picks the subclass from the checkpoint's kind.
+
+    Args:
       tokenizer: a `TFAlbertTokenizer`.
       max_seq_length: tokens per input row.
       model: the checkpoint's Keras model (an encoder, or a model with an `.encoder`).
       metadata: its albert_tf.json (`model` is the kind; classifiers add `label_names`, `is_regression`).
       xla: run the model part of each request as an XLA program on bucketed shapes (module docstring).
-      outputs: an encoder's or pretrainer's outputs, some of EMBEDDING_OUTPUTS (default both).
+      outputs: which outputs to serve, where the kind offers a choice (EmbeddingServing); None elsewhere.
     """
+
+    # Whether a request's text_b is required context (a span labeler's), so warm-up requests carry one.
+    takes_context = False
 
     def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None):
         super().__init__(name="albert_serving")
         self.kind = metadata["model"]
-        if self.kind not in SERVED_KINDS:
-            raise ValueError(f"no serving outputs for a {self.kind!r} model; export one of {', '.join(SERVED_KINDS)}")
+        if outputs is not None:
+            raise ValueError(f"a {self.kind} model's serving outputs are fixed; choosing outputs is for encoders "
+                             "and pretrainers")
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
-        # An embedding model needs no heads: a pretrainer's stay out of the SavedModel.
-        self.model = getattr(model, "encoder", model) if self.kind in EMBEDDING_KINDS else model
-        if outputs is not None and self.kind not in EMBEDDING_KINDS:
-            raise ValueError(f"a {self.kind} model's serving outputs are fixed; choosing outputs is for encoders and "
-                             "pretrainers")
-        self.outputs = EMBEDDING_OUTPUTS if outputs is None else tuple(outputs)
-        unknown = sorted(set(self.outputs) - set(EMBEDDING_OUTPUTS))
-        if unknown or not self.outputs:
-            raise ValueError(f"serving outputs {', '.join(unknown) or '(none)'}: choose from "
-                             f"{', '.join(EMBEDDING_OUTPUTS)}")
-        self.is_regression = bool(metadata.get("is_regression", False))
-        if self.kind == "classifier" and not self.is_regression:
-            names = metadata.get("label_names") or [str(i) for i in range(int(metadata["num_labels"]))]
-            if len(names) != int(metadata["num_labels"]):
-                raise ValueError(f"label_names has {len(names)} names for num_labels={metadata['num_labels']}")
-            self.label_names = tf.constant(names)
+        self.model = model
         self.xla = xla
         if xla:
             self._compiled_model_outputs = tf.function(self._model_outputs, jit_compile=True)
 
     @tf.function(input_signature=[TEXT_SPEC, TEXT_B_SPEC])
     def serve(self, text, text_b=NO_SECOND_SEGMENTS):
-        if self.kind == "span_labeler":
-            return self._answer_spans(text, text_b)
-        inputs = trim_padding(encode_text(self.tokenizer, text, text_b, self.max_seq_length))
-        if self.kind == "classifier":
-            return self._classes(inputs)
-        return self._run_model(inputs)  # the embeddings
+        return self._respond(text, text_b)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def serve_examples(self, examples):
@@ -152,21 +139,20 @@ class ServingModule(tf.Module):
     def signatures(self):
         return {"serving_default": self.serve, "serve_examples": self.serve_examples}
 
+    def export_settings(self):
+        """What the export's albert_tf.json records about this serving model beyond the kind."""
+        return {}
+
+    def _respond(self, text, text_b):
+        """The signature outputs for a batch of requests."""
+        raise NotImplementedError
+
     def _model_outputs(self, inputs):
-        """The model's per-row outputs that the signatures read: float32 [batch, ...]."""
-        if self.kind == "classifier":
-            # The head reads [CLS] alone: the last layer is computed at that row only (same logits).
-            return {"logits": tf.cast(self.model.head_outputs(inputs, training=False)["logits"], tf.float32)}
-        if self.kind in EMBEDDING_KINDS and "embedding" not in self.outputs:
-            # The pooled output reads [CLS] alone: the last layer is computed at that row only.
-            return {"pooled_output": self.model.first_token_pooled_output(inputs, training=False)}
-        outputs = self.model(inputs, training=False)
-        if self.kind == "span_labeler":
-            return {name: tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits")}
-        mask = tf.cast(inputs["input_mask"], tf.float32)[:, :, None]
-        mean = tf.reduce_sum(outputs["sequence_output"] * mask, 1) / tf.maximum(tf.reduce_sum(mask, 1), 1.0)
-        embeddings = {"pooled_output": outputs["pooled_output"], "embedding": tf.math.l2_normalize(mean, axis=-1)}
-        return {name: embeddings[name] for name in self.outputs}
+        """The model's per-row outputs that `_respond` reads: float32 [batch, ...]."""
+        raise NotImplementedError
+
+    def _encoded(self, text, text_b):
+        return trim_padding(encode_text(self.tokenizer, text, text_b, self.max_seq_length))
 
     def _run_model(self, inputs):
         if not self.xla:
@@ -177,15 +163,71 @@ class ServingModule(tf.Module):
         # rows packed to max_seq_length, which is always the last length bucket.
         return {name: value[:batch] for name, value in outputs.items()}
 
-    def _classes(self, inputs):
-        logits = self._run_model(inputs)["logits"]
+
+class EmbeddingServing(ServingModule):
+    """Encoders and pretrainers: pooled_output and/or embedding (`outputs`, some of EMBEDDING_OUTPUTS,
+    default both). A pretrainer's heads stay out of the SavedModel."""
+
+    def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None):
+        super().__init__(tokenizer, max_seq_length, getattr(model, "encoder", model), metadata, xla=xla)
+        self.outputs = EMBEDDING_OUTPUTS if outputs is None else tuple(outputs)
+        unknown = sorted(set(self.outputs) - set(EMBEDDING_OUTPUTS))
+        if unknown or not self.outputs:
+            raise ValueError(f"serving outputs {', '.join(unknown) or '(none)'}: choose from "
+                             f"{', '.join(EMBEDDING_OUTPUTS)}")
+
+    def export_settings(self):
+        return {"serving_outputs": list(self.outputs)}
+
+    def _respond(self, text, text_b):
+        return self._run_model(self._encoded(text, text_b))
+
+    def _model_outputs(self, inputs):
+        if "embedding" not in self.outputs:
+            # The pooled output reads [CLS] alone: the last layer is computed at that row only.
+            return {"pooled_output": self.model.first_token_pooled_output(inputs, training=False)}
+        outputs = self.model(inputs, training=False)
+        mask = tf.cast(inputs["input_mask"], tf.float32)[:, :, None]
+        mean = tf.reduce_sum(outputs["sequence_output"] * mask, 1) / tf.maximum(tf.reduce_sum(mask, 1), 1.0)
+        embeddings = {"pooled_output": outputs["pooled_output"], "embedding": tf.math.l2_normalize(mean, axis=-1)}
+        return {name: embeddings[name] for name in self.outputs}
+
+
+class ClassifierServing(ServingModule):
+    """Classifiers: probabilities, label_id and label (its name); regression: score."""
+
+    def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None):
+        super().__init__(tokenizer, max_seq_length, model, metadata, xla=xla, outputs=outputs)
+        self.is_regression = bool(metadata.get("is_regression", False))
+        if not self.is_regression:
+            names = metadata.get("label_names") or [str(i) for i in range(int(metadata["num_labels"]))]
+            if len(names) != int(metadata["num_labels"]):
+                raise ValueError(f"label_names has {len(names)} names for num_labels={metadata['num_labels']}")
+            self.label_names = tf.constant(names)
+
+    def _respond(self, text, text_b):
+        logits = self._run_model(self._encoded(text, text_b))["logits"]
         if self.is_regression:
             return {"score": logits[:, 0]}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {"probabilities": tf.nn.softmax(logits), "label_id": label_id,
                 "label": tf.gather(self.label_names, label_id)}
 
-    def _answer_spans(self, question, context):
+    def _model_outputs(self, inputs):
+        # The head reads [CLS] alone: the last layer is computed at that row only (same logits).
+        return {"logits": tf.cast(self.model.head_outputs(inputs, training=False)["logits"], tf.float32)}
+
+
+class SpanLabelerServing(ServingModule):
+    """Span labelers: question = text, context = text_b -> start, end, score, answer (module docstring)."""
+
+    takes_context = True
+
+    def _model_outputs(self, inputs):
+        outputs = self.model(inputs, training=False)
+        return {name: tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits")}
+
+    def _respond(self, question, context):
         context, has_context = second_segments(question, context)
         texts = clean_text(tf.concat([question, context], axis=0))
         batch = tf.shape(question)[0]
@@ -222,3 +264,18 @@ class ServingModule(tf.Module):
         answer = tf.strings.substr(texts[batch:], byte_start, tf.maximum(byte_end - byte_start, 0))
         return {"start": start, "end": end, "score": tf.reduce_max(flat, axis=-1),
                 "answer": tf.where(found, answer, "")}
+
+
+# The serving module of each model kind export supports.
+SERVING_BY_KIND = {"encoder": EmbeddingServing, "pretrainer": EmbeddingServing, "classifier": ClassifierServing,
+                   "span_labeler": SpanLabelerServing}
+SERVED_KINDS = tuple(SERVING_BY_KIND)
+
+
+def serving_module(tokenizer, max_seq_length, model, metadata, xla=False, outputs=None):
+    """The serving module for the model kind `metadata["model"]` (ValueError for a kind export does not
+    serve); `outputs`: an encoder's or pretrainer's outputs (EmbeddingServing); other kinds' are fixed."""
+    kind = metadata["model"]
+    if kind not in SERVING_BY_KIND:
+        raise ValueError(f"no serving outputs for a {kind!r} model; export one of {', '.join(SERVED_KINDS)}")
+    return SERVING_BY_KIND[kind](tokenizer, max_seq_length, model, metadata, xla=xla, outputs=outputs)

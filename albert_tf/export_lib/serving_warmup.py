@@ -64,7 +64,7 @@ def warmup_requests(serving_module, model_name, batch_sizes):
     if not batch_sizes:
         return []
     max_seq_length = serving_module.max_seq_length
-    if serving_module.kind == "span_labeler":
+    if serving_module.takes_context:
         lengths = [max_seq_length]
     elif serving_module.xla:
         lengths = length_buckets(max_seq_length)
@@ -78,7 +78,7 @@ def warmup_requests(serving_module, model_name, batch_sizes):
     for batch_size in batch_sizes:
         for text in texts:
             # A span labeler's question is `text`, its context `text_b`: both given, so the answer search runs.
-            texts_b = [text] * batch_size if serving_module.kind == "span_labeler" else None
+            texts_b = [text] * batch_size if serving_module.takes_context else None
             requests.append(grpc_predict_request(model_name, [text] * batch_size, texts_b))
     return requests
 

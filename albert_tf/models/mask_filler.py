@@ -19,9 +19,8 @@ import os
 
 import numpy as np
 
-from albert_tf.models.model_dir import exported_encoder_dir, find_spm_model, load_pretrainer, model_metadata
-from albert_tf.models.preprocessing_contract import resolve_preprocessing
-from albert_tf.text.albert_tokenizer import MASK_ID, SPIECE_UNDERLINE, AlbertTokenizer
+from albert_tf.models.inference_model import open_for_inference
+from albert_tf.text.albert_tokenizer import MASK_ID, SPIECE_UNDERLINE
 from albert_tf.text.packing import pack
 
 MASK = "[MASK]"
@@ -62,20 +61,13 @@ class MaskFiller:
     """Top-k pieces for each [MASK], from a model directory or an export directory (see the module)."""
 
     def __init__(self, model_path: str | os.PathLike, spm_model_file: str | None = None):
-        self.export = exported_encoder_dir(model_path)
-        if self.export:
-            import tensorflow as tf
-            import tensorflow_text  # noqa: F401  (registers the ops of exported graphs)
-
-            self.module = tf.saved_model.load(self.export)
-            if "mlm" not in self.module.signatures:
-                raise ValueError(f"{self.export}: exported without pretraining heads (no `mlm` signature)")
-        else:
-            self.model = load_pretrainer(model_path)
+        self.opened = open_for_inference(model_path, "pretrainer", spm_model_file)
+        self.export = self.opened.export_dir
+        if self.export and "mlm" not in self.opened.saved_model.signatures:
+            raise ValueError(f"{self.export}: exported without pretraining heads (no `mlm` signature)")
         # The casing and default length the model records (albert_tf.models.preprocessing_contract).
-        self.preprocessing = resolve_preprocessing(model_metadata(model_path), source=str(model_path))
-        self.tokenizer = AlbertTokenizer(find_spm_model(self.export or model_path, spm_model_file),
-                                         lower_case=self.preprocessing.lower_case)
+        self.preprocessing = self.opened.preprocessing
+        self.tokenizer = self.opened.tokenizer
 
     def __call__(self, texts: str | list[str], top_k: int = 5, max_seq_length: int | None = None) -> list:
         """The candidates for every [MASK] of `texts` (a string, or a list of them), as the module says.
@@ -109,9 +101,9 @@ class MaskFiller:
         padded = np.zeros((1, max(len(positions), 1)), "int32")
         padded[0, : len(positions)] = positions
         if self.export:
-            outputs = self.module.signatures["mlm"](masked_lm_positions=padded, **inputs)
+            outputs = self.opened.saved_model.signatures["mlm"](masked_lm_positions=padded, **inputs)
         else:
-            outputs = self.model({**inputs, "masked_lm_positions": padded}, training=False)
+            outputs = self.opened.model({**inputs, "masked_lm_positions": padded}, training=False)
         return np.array(outputs["mlm_logits"])[0, : len(positions)]
 
     def _top(self, text, top_k, max_seq_length):

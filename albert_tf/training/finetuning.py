@@ -162,10 +162,11 @@ def model_for_evaluation(best_dir, trained_model, init_checkpoint, kind, task_na
     """The model a task CLI evaluates and predicts with: the best checkpoint (`best_dir`) when there is
     one, else the model just trained, else the fine-tuned `kind` model given as `init_checkpoint`
     (ValueError naming what it holds when it is not one, or not for `task_name`)."""
-    from albert_tf.models.model_dir import exported_encoder_dir, load_model
+    from albert_tf.models.inference_model import open_for_inference
+    from albert_tf.models.model_dir import exported_encoder_dir
 
     if best_dir and os.path.isdir(best_dir):
-        return load_model(best_dir)[0]
+        return open_for_inference(best_dir, tokenizer=False).model
     if trained_model is not None:
         return trained_model
     if not init_checkpoint:
@@ -173,13 +174,14 @@ def model_for_evaluation(best_dir, trained_model, init_checkpoint, kind, task_na
     if exported_encoder_dir(init_checkpoint):
         raise ValueError(f"{init_checkpoint}: holds an exported encoder; evaluating needs a {kind} "
                          "(fine-tune one with --do_train)")
-    model, loaded = load_model(init_checkpoint)
+    opened = open_for_inference(init_checkpoint, tokenizer=False)
+    loaded = opened.metadata
     if loaded["model"] != kind or (task_name and loaded.get("task_name", task_name) != task_name):
         held = " ".join(filter(None, (loaded.get("task_name"), repr(loaded["model"]))))
         wanted = " ".join(filter(None, (task_name, kind)))
         raise ValueError(f"{init_checkpoint}: holds a {held} model; evaluating needs a {wanted} "
                          "(fine-tune one with --do_train)")
-    return model
+    return opened.model
 
 
 def report_best(result, best_metric, best_dir, log=print):

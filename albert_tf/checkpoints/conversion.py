@@ -1,0 +1,115 @@
+"""`convert()`: ALBERT checkpoints between albert_tf, the original TF1 format and Hugging Face.
+
+Every tensor is checked before anything is written: names the model does not
+have, variables the source lacks, and shape mismatches are listed together, and
+the output directory is created only once the conversion has succeeded. The
+casing (and, from an albert_tf source, the sequence length) travels with the model.
+"""
+
+import os
+
+FORMATS = ("albert_tf", "huggingface", "tf1")
+_SPM_NAMES = {"albert_tf": "spm.model", "huggingface": "spiece.model", "tf1": "30k-clean.model"}
+
+
+def read_source(source_format, path, albert_config=None):
+    """(AlbertConfig, {original name: array}, spm model path or None, {recorded preprocessing}) from any format.
+
+    The recorded preprocessing: "lower_case" and "max_seq_length" where the source says them
+    (albert_tf.json; a Hugging Face tokenizer_config.json's do_lower_case).
+    """
+    from albert_tf.albert_config import AlbertConfig
+    from albert_tf.checkpoints import huggingface_format, tf1_format
+    from albert_tf.checkpoints.assign import CheckpointMismatchError, read_model_tensors
+    from albert_tf.models.model_dir import load_model, spm_model_path
+
+    if source_format == "albert_tf":
+        model, metadata = load_model(path)
+        if metadata["model"] not in ("encoder", "pretrainer"):
+            raise ValueError(f"{path}: a {metadata['model']!r} model; only encoders and pretrainers convert")
+        directory = path if os.path.isdir(path) else os.path.dirname(path)
+        recorded = {key: metadata[key] for key in ("lower_case", "max_seq_length") if key in metadata}
+        return model.albert_config, read_model_tensors(model), spm_model_path(directory), recorded
+    if source_format == "huggingface":
+        config, tensors, unmapped = huggingface_format.read_huggingface_dir(path)
+        if unmapped:
+            raise CheckpointMismatchError(path, unmapped=unmapped)
+        spm = os.path.join(path, "spiece.model")
+        # A link (a Hugging Face cache snapshot links into blobs/) is followed and checked when it is copied.
+        return config, tensors, spm if os.path.lexists(spm) else None, huggingface_format.recorded_casing(path)
+    prefix = tf1_format.resolve_tf1_checkpoint(path)
+    config_source = albert_config or os.path.join(os.path.dirname(prefix), tf1_format.ORIGINAL_CONFIG_FILE)
+    if not albert_config and not os.path.isfile(config_source):
+        raise FileNotFoundError(f"{config_source}: not found; pass --albert_config=PATH or a preset name")
+    return AlbertConfig.from_name_or_path(config_source), tf1_format.read_tf1_checkpoint(prefix), None, {}
+
+
+def build_checked_model(config, tensors, source, init_missing_heads=False):
+    """(model, kind, heads left initialized): the model that holds `tensors`, fully checked."""
+    from albert_tf.checkpoints.assign import check_and_assign, has_pretraining_heads
+    from albert_tf.models.albert_pretrainer import AlbertPretrainer
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+
+    with_heads = has_pretraining_heads(tensors)
+    model = AlbertPretrainer(config) if with_heads else AlbertEncoder(config)
+    initialized = check_and_assign(model, tensors, source, initialize_missing_heads=init_missing_heads)
+    return model, "pretrainer" if with_heads else "encoder", initialized
+
+
+def convert(source_format, target_format, input_path, output_dir, albert_config=None, spm_model_file=None,
+            init_missing_heads=False, overwrite=False, do_lower_case=None, force=False):
+    """Converts and writes; returns a dict summary. Nothing is written on failure.
+
+    The casing (and, from an albert_tf source, the sequence length) travels with the model:
+    `do_lower_case` None takes the source's record (albert_tf.models.preprocessing_contract).
+
+    For Hugging Face with a SentencePiece model, tokenizer.json and
+    tokenizer_config.json are written too (`AutoTokenizer` loads them without
+    converting spiece.model, which would need protobuf 7).
+    """
+    from albert_tf.checkpoints import huggingface_format, huggingface_tokenizer, tf1_format
+    from albert_tf.checkpoints.assign import read_model_tensors
+    from albert_tf.models.model_dir import SPM_MODEL_FILE, write_model_dir
+    from albert_tf.models.preprocessing_contract import resolve_preprocessing
+    from albert_tf.file_utils import check_replaceable, staged_directory
+    from albert_tf.text.albert_tokenizer import copy_spm_model, read_spm_model
+
+    if source_format == target_format:
+        raise ValueError(f"--from and --to are both {source_format!r}; nothing to convert")
+    check_replaceable(output_dir, overwrite)
+    config, tensors, source_spm, recorded = read_source(source_format, input_path, albert_config)
+    preprocessing = resolve_preprocessing({**recorded, "albert_config": config.to_dict()}, do_lower_case, force=force,
+                                          source=input_path)
+    for warning in preprocessing.warnings:
+        print(f"Warning: {warning}.", flush=True)
+    recorded = {**recorded, "lower_case": preprocessing.lower_case}
+    spm_model_file = spm_model_file or source_spm
+    if spm_model_file:
+        read_spm_model(spm_model_file)  # resolved and checked before the weights are converted
+    model, kind, initialized = build_checked_model(config, tensors, input_path, init_missing_heads)
+
+    if target_format == "albert_tf":
+        files = {SPM_MODEL_FILE: spm_model_file} if spm_model_file else {}
+        write_model_dir(model, output_dir, kind, overwrite=overwrite, files=files, **recorded)
+    else:
+        tensors = read_model_tensors(model)
+        with staged_directory(output_dir, overwrite=overwrite) as staging:
+            if target_format == "huggingface":
+                huggingface_format.write_huggingface_dir(config, tensors, staging, with_heads=kind == "pretrainer")
+            else:
+                tf1_format.write_tf1_checkpoint(tensors, os.path.join(staging, "model.ckpt"))
+                config.to_json_file(os.path.join(staging, tf1_format.ORIGINAL_CONFIG_FILE))
+            if spm_model_file:
+                copy_spm_model(spm_model_file, os.path.join(staging, _SPM_NAMES[target_format]))
+                if target_format == "huggingface":
+                    huggingface_tokenizer.write_tokenizer_files(
+                        spm_model_file, staging, model_max_length=config.max_position_embeddings,
+                        lower_case=preprocessing.lower_case)
+    return {
+        "kind": kind,
+        "tensors": len(tensors),
+        "parameters": int(sum(v.size for v in tensors.values())),
+        "initialized_heads": initialized,
+        "output": os.path.abspath(output_dir),
+        "lower_case": preprocessing.lower_case,
+    }

@@ -1,0 +1,85 @@
+"""One way to open a model for inference: the weights, the tokenizer and the preprocessing it records.
+
+`open_for_inference(path)` takes what every inference tool is given: an albert_tf model
+directory (a checkpoint directory or a ckpt-N prefix) or an `albert_tf.export` directory
+(or its encoder SavedModel). It reads the model's albert_tf.json once, resolves casing and
+sequence length against the caller's explicit settings (albert_tf.models.preprocessing_contract:
+the recorded values by default, contradictions refused or warned about), finds the
+SentencePiece model stored with it, and loads the part asked for. `Embedder`, `MaskFiller`,
+`albert-analyze` and the fine-tuning tools' evaluation of a given model all open models here,
+so they agree on what a directory means.
+"""
+
+import dataclasses
+import os
+from typing import Any
+
+from albert_tf.models.model_dir import (exported_encoder_dir, find_spm_model, load_encoder, load_model,
+                                        load_pretrainer, model_metadata)
+from albert_tf.models.preprocessing_contract import Preprocessing, resolve_preprocessing
+from albert_tf.text.albert_tokenizer import AlbertTokenizer
+
+# What a caller may ask for: the encoder alone, the encoder with its pretraining heads, or the model
+# the directory holds, whatever its kind (a classifier, a span labeler, ...).
+PARTS = ("encoder", "pretrainer", "model")
+
+
+@dataclasses.dataclass(frozen=True)
+class InferenceModel:
+    """A model opened for inference.
+
+    `model` is the Keras model of a checkpoint directory (the part asked for); for an export
+    directory it is None and `saved_model` is the export's encoder SavedModel (`export_dir`
+    its path). `metadata` is the model's albert_tf.json, `preprocessing` the casing and length
+    to use, `tokenizer` the stored SentencePiece model with that casing (None when the caller
+    tokenizes elsewhere).
+    """
+    path: str
+    metadata: dict
+    preprocessing: Preprocessing
+    tokenizer: AlbertTokenizer | None
+    model: Any = None
+    saved_model: Any = None
+    export_dir: str | None = None
+
+    @property
+    def is_export(self):
+        return self.export_dir is not None
+
+
+def open_for_inference(path: str | os.PathLike, part: str = "model", spm_model_file: str | None = None,
+                       lower_case: bool | None = None, max_seq_length: int | None = None,
+                       force: bool = False, saved_model: bool = True, tokenizer: bool = True) -> InferenceModel:
+    """Opens `path` (see the module) for inference.
+
+    `part`: one of PARTS. `spm_model_file`: another SentencePiece model than the stored one.
+    `lower_case`, `max_seq_length`, `force`: explicit settings, checked against the model's record.
+    `saved_model`: an export directory is run as its SavedModel (as TF Serving would); False turns
+    its encoder back into a Keras `AlbertEncoder` (part "encoder" only: an export holds no heads
+    as Keras layers). `tokenizer`: False leaves the SentencePiece model unread (the fine-tuning
+    tools tokenize with the one they were given).
+    """
+    if part not in PARTS:
+        raise ValueError(f"part={part!r}: one of {', '.join(PARTS)}")
+    path = os.fspath(path)
+    metadata = model_metadata(path)
+    preprocessing = resolve_preprocessing(metadata, lower_case, max_seq_length, force=force, source=path)
+    export_dir = exported_encoder_dir(path)
+    model = loaded_saved_model = None
+    if export_dir and saved_model:
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (registers the ops of exported graphs)
+
+        loaded_saved_model = tf.saved_model.load(export_dir)
+    elif export_dir and part != "encoder":
+        raise ValueError(f"{path}: an albert_tf.export directory; only its encoder loads as a Keras model")
+    elif part == "encoder":
+        model = load_encoder(path)
+    elif part == "pretrainer":
+        model = load_pretrainer(path)
+    else:
+        model = load_model(path)[0]
+    text_tokenizer = (AlbertTokenizer(find_spm_model(export_dir or path, spm_model_file),
+                                      lower_case=preprocessing.lower_case) if tokenizer else None)
+    return InferenceModel(path, metadata, preprocessing, text_tokenizer, model, loaded_saved_model,
+                          export_dir if loaded_saved_model is not None else None)
