@@ -244,7 +244,7 @@ def report_learning(checkpoint, heldout, held_out):
         verdict = ("So far it has learned which pieces are frequent, not yet how to use the context: small ALBERTs "
                    "sit at this level for their first ~150,000 sequences, more than a demo can afford.")
     print(verdict + " The recipe that learns from context on 2 CPU cores (albert_small, AdamW 5e-4, XLA; hours in "
-          "the background, resumable) is `python benchmarks/pretraining_recipes.py --recipes=small_adamw_6k`; its "
+          "the background, resumable) is `python -m benchmarks.learning.pretraining_recipes --recipes=small_adamw_6k`; its "
           "figures and cloze answers are in benchmarks/README.md. Pass your own corpus with --input_file.",
           flush=True)
 

@@ -1,13 +1,14 @@
 r"""Regenerates every benchmark table, with the peers in the same run, and writes benchmarks/README.md.
 
-  python benchmarks/run_all.py [--original_albert=/path/to/google-research/albert] [--only=data_creation,...]
-  python benchmarks/run_all.py --readme_only      # rebuild README.md from benchmarks/results/*.md
+  python -m benchmarks.run_all [--original_albert=/path/to/google-research/albert] [--only=data_creation,...]
+  python -m benchmarks.run_all --readme_only      # rebuild the pages from benchmarks/results/
 
-Each benchmark is its own script (run one alone to iterate); each writes
-benchmarks/results/NAME.md (and .json), which this script stitches into the
-README with the command that produced it. Needs ../shared/data for the real
-corpus, GLUE and SQuAD; the learning curve's checkpoint is what the fine-tuning
-benchmarks start from, so it runs first.
+Each benchmark is its own module (run one alone to iterate: python -m benchmarks.FAMILY.NAME);
+each writes benchmarks/results/NAME.md (and .json), which this script stitches into
+benchmarks/README.md with the command that produced it and a one-line conclusion. The
+long readings (benchmarks/results/NAME.notes.md, written by hand after a run) go to
+docs/benchmark_readings.md. Needs ../shared/data for the real corpus, GLUE and SQuAD; the
+learning curve's checkpoint is what the fine-tuning benchmarks start from, so it runs first.
 """
 
 import argparse
@@ -15,34 +16,36 @@ import os
 import subprocess
 import sys
 
+from benchmarks.common import REPO, RESULTS
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results")
+READINGS = os.path.join(REPO, "docs", "benchmark_readings.md")
 
 # name, title, command (relative to the repository root), what it shows
 BENCHMARKS = [
     ("data_creation", "Pretraining data creation vs the original script",
-     "python benchmarks/data_creation.py --original_albert=PATH_TO_GOOGLE_RESEARCH_ALBERT",
+     "python -m benchmarks.speed.data_creation --original_albert=PATH_TO_GOOGLE_RESEARCH_ALBERT",
      "Instances per second and peak memory (whole process tree) on the 14 MB public-domain corpus, seq 128, "
      "against google-research/albert's create_pretraining_data.py run under TF compat.v1 in the same script; "
      "the last row is a corpus repeated several times: memory does not grow with the corpus."),
     ("learning_curve", "Learning for real: held-out MLM and SOP accuracy",
-     "python benchmarks/learning_curve.py",
+     "python -m benchmarks.learning.learning_curve",
      "albert_tiny pretrained with the real CLIs on the corpus (every 10th document held out); each checkpoint "
      "evaluated on the held-out documents. Plot: results/learning_curve.png."),
     ("learning_vs_huggingface", "The same learning in Hugging Face's PyTorch ALBERT",
-     "python benchmarks/learning_vs_huggingface.py --steps=2000",
+     "python -m benchmarks.learning.learning_vs_huggingface --steps=2000",
      "transformers.AlbertForPreTraining trained on the learning curve's data with the same recipe (the original "
      "LAMB written out in PyTorch, same schedule, clipping and batch) for 2,000 steps; both held-out evaluations "
      "by the same code. Needs the learning curve's work directory."),
     ("pretraining_recipes", "Small-scale pretraining recipes: which one learns from context?",
-     "python benchmarks/pretraining_recipes.py --recipes=small_adamw_6k --work_dir=/tmp/albert_recipes",
+     "python -m benchmarks.learning.pretraining_recipes --recipes=small_adamw_6k --work_dir=/tmp/albert_recipes",
      "Each recipe pretrained with the real CLIs on the learning curve's split (every 10th document held out), "
      "resumable for hours in the background; every checkpoint evaluated on the held-out documents. "
      "`--evaluate_only` rebuilds the table from the checkpoints so far; the newest checkpoint of each recipe also "
-     "fills 60 cloze sentences drawn from held-out documents (benchmarks/cloze.py). "
+     "fills 60 cloze sentences drawn from held-out documents (benchmarks/learning/cloze.py). "
      "Plot: results/pretraining_recipes.png."),
     ("dynamic_input", "Dynamic instances: disk, and does the step wait on input?",
-     "python benchmarks/dynamic_input.py --work_dir=/tmp/albert_recipes",
+     "python -m benchmarks.speed.dynamic_input --work_dir=/tmp/albert_recipes",
      "The recipes' training text (the 14 MB corpus less every 10th document) as static dupe-10 instances and as "
      "documents (create_pretraining_data --output_format=documents): their size on disk; the documents reader of "
      "run_pretraining alone (instances/s, 1 and 2 input workers); and run_pretraining's own sequences/s on each "
@@ -50,58 +53,95 @@ BENCHMARKS = [
      "with the step, so any input cost shows in the last column."),
     ("paper_experiments", "The paper's experiments at small scale: sharing (Table 4), SOP vs NSP vs none (Table 5), "
      "Figure 2",
-     "python benchmarks/paper_experiments.py --variants=all,none,attention,ffn,nsp,mlm_only --downstream",
+     "python -m benchmarks.learning.paper_experiments --variants=all,none,attention,ffn,nsp,mlm_only --downstream",
      "Each variant trained with the pretraining-recipe benchmark's recipe small_adamw_6k (XLA), data, held-out "
      "split, seed and budget (6,000 steps, the recipe's own run reused as the all-shared variant, about 70 minutes "
      "for each of the others alone on a 2-core AVX2 CPU), resumable; evaluated on "
      "held-out SOP and NSP pairs of the same documents; Figure 2 by albert_tf.analyze on the all-shared and "
      "not-shared runs. Curves: results/paper_curves.png."),
     ("transfer", "Transfer: fine-tuning from the recipe's checkpoint vs random init, 3 seeds",
-     "python benchmarks/transfer.py --pretrained=/tmp/albert_recipes/runs/smallA6k --seeds=1,2,3",
+     "python -m benchmarks.downstream.transfer --pretrained=/tmp/albert_recipes/runs/smallA6k --seeds=1,2,3",
      "SST-2 (5,000 training examples drawn from train.tsv, whole dev set), MRPC (whole train and dev) and SQuAD "
      "v1.1 (dev set split by article) with the real CLIs; mean, standard deviation and range over seeds. Finished "
      "runs are reused when rerun."),
     ("train_step", "Training-step throughput vs KerasHub and Hugging Face",
-     "python benchmarks/train_step.py --preset=albert_base_v2 --batch_size=8 --seq_length=128 "
+     "python -m benchmarks.speed.train_step --preset=albert_base_v2 --batch_size=8 --seq_length=128 "
      "--skip=huggingface:bf16:noxla",
      "Same architecture and shapes, one optimizer step per training step, each configuration in a fresh process, "
      "interleaved rounds, medians."),
     ("train_step_amx", "Training-step throughput on a CPU with AMX (native bf16)",
-     "python benchmarks/train_step.py --preset=albert_base_v2 --batch_size=8 --seq_length=128 --rounds=2 --steps=8 "
+     "python -m benchmarks.speed.train_step --preset=albert_base_v2 --batch_size=8 --seq_length=128 --rounds=2 --steps=8 "
      "--skip=albert_tf:fp32:xla,albert_tf:bf16:xla,keras_hub:fp32:xla,keras_hub:bf16:xla --results_name=train_step_amx",
      "The same script run on a 16-core Intel Xeon with AMX and AVX512-BF16, where bf16 is native (the development "
      "machine has neither), in three invocations (the reading gives each); run_all.py runs on the development machine "
      "and leaves this one to be run where such a CPU is."),
     ("xla_cpu_dots", "XLA:CPU and bf16 matmuls: which library, which precision",
-     "python benchmarks/xla_cpu_dots.py",
+     "python -m benchmarks.speed.xla_cpu_dots",
      "ALBERT-base's FFN input projection (matmul, bias, GELU) compiled by XLA under each candidate XLA_FLAGS setting, "
      "each in a fresh process: the library XLA:CPU gave the matmul to and the element type the matmul runs in, read "
      "from XLA's optimized HLO, beside the speed with and without XLA. For choosing the flags to try on a CPU with "
      "AMX before timing the whole step there."),
     ("step_overhead", "Small models: the share of the step outside the model",
-     "python benchmarks/step_overhead.py --presets=albert_tiny,albert_small --jit_compile",
+     "python -m benchmarks.speed.step_overhead --presets=albert_tiny,albert_small --jit_compile",
      "run_pretraining end to end (TFRecords from the built-in corpus, input pipeline, host loop, progress line, "
      "TensorBoard summaries) against the same trainer on one batch held in memory, seq 64, batch 64, each in a "
      "fresh process, interleaved rounds, medians."),
     ("serving_latency", "Serving latency vs KerasHub's exported model",
-     "python benchmarks/serving_latency.py",
+     "python -m benchmarks.speed.serving_latency",
      "Raw text in, pooled embedding out, all as reloaded SavedModels with in-graph SentencePiece."),
     ("serving_warmup", "Serving: the first request, with and without the export's warm-up records",
-     "python benchmarks/serving_warmup.py",
+     "python -m benchmarks.speed.serving_warmup",
      "An XLA serving export loaded in a fresh process, its first request per shape timed straight after loading "
      "(cold) and after replaying assets.extra/tf_serving_warmup_requests as TF Serving does at load time (warmed)."),
     ("keras_hub_reads_export", "KerasHub reads albert_tf's Hugging Face export",
-     "python benchmarks/keras_hub_reads_export.py",
+     "python -m benchmarks.downstream.keras_hub_reads_export",
      "A random-weight albert_tf model converted with `albert_tf.convert --to=huggingface` and loaded by KerasHub's "
      "`AlbertBackbone.from_preset(<directory>)`: the two encoders' outputs on the same batch (two segments, padding). "
      "This is a supported route from albert_tf to KerasHub."),
     ("finetune_glue", "Does pretraining help? SST-2 and MRPC",
-     "python benchmarks/finetune_glue.py --pretrained=/tmp/albert_learning_curve/pretrain",
+     "python -m benchmarks.downstream.finetune_glue --pretrained=/tmp/albert_learning_curve/pretrain",
      "The learning curve's checkpoint vs the same model from random init, same flags; dev sets split in halves."),
     ("finetune_squad", "Does pretraining help? SQuAD v1.1",
-     "python benchmarks/finetune_squad.py --pretrained=/tmp/albert_learning_curve/pretrain",
+     "python -m benchmarks.downstream.finetune_squad --pretrained=/tmp/albert_learning_curve/pretrain",
      "SQuAD v1.1 dev split by article; the learning curve's checkpoint vs random init; official EM/F1."),
 ]
+
+# What each table says, in one line (the reading behind it: docs/benchmark_readings.md). Rewritten by hand
+# when a rerun changes the answer.
+CONCLUSIONS = {
+    "data_creation": "albert_tf's data tool is 29.5x the original script with one worker and 45x with two, with "
+                     "memory that does not grow with the corpus; the same seed gives the same bytes.",
+    "learning_curve": "albert_tiny learns sentence order (held-out SOP 61-62%, 6-7 standard errors above chance) "
+                      "but at [MASK] inputs stays at the frequent-piece level at this budget.",
+    "learning_vs_huggingface": "Hugging Face's ALBERT trained the same way lands where albert_tf does, within "
+                               "noise: the flat [MASK] accuracy is the budget's, not a defect of albert_tf.",
+    "pretraining_recipes": "AdamW at albert_small leaves the frequent-piece level after about 3,000 steps and "
+                           "reaches 23% at held-out [MASK] by 18,500; LAMB at batch 64 learns more slowly.",
+    "dynamic_input": "The documents reader makes about 175x the instances albert_small's step consumes, so the "
+                     "step never waits, on 46-49x less disk than static dupe-10 instances.",
+    "paper_experiments": "At small scale the four sharing variants lie within about one point of each other "
+                         "(Table 4); an NSP-trained model cannot do SOP (51.5%), as in the paper's Table 5.",
+    "transfer": "The small recipe's checkpoint gains +3.1 SQuAD F1 (about 9 standard deviations) over random "
+                "init and hardly moves SST-2 and MRPC: small-scale pretraining transfers a little.",
+    "train_step": "albert_tf's best step is 1.07x KerasHub's best and 1.10x Hugging Face's on this CPU, at 96% "
+                  "of the matmul peak measured in the same run.",
+    "train_step_amx": "On a CPU with AMX albert_tf's step is 1.05x KerasHub's in bf16 and 1.02x in fp32 (both "
+                      "without XLA, which is slower there for both) and about 5x Hugging Face's.",
+    "xla_cpu_dots": "On this CPU every XLA_FLAGS setting still runs the bf16 matmul on upcast fp32 operands, and "
+                    "none beats XLA's default fp32 matmul.",
+    "step_overhead": "run_pretraining's step spends under 5% outside the model for albert_tiny and "
+                     "albert_small: the input pipeline and host loop keep up.",
+    "serving_latency": "The XLA serving export with pooled output alone answers 1.37-1.41x faster than "
+                       "KerasHub's exported model for full rows, 3-8x for short ones, p99 within 1.35x p50.",
+    "serving_warmup": "Without warm-up records the first request of each shape waits 2.3-3.3 s for XLA; after "
+                      "TF Serving replays them it costs what later requests do.",
+    "keras_hub_reads_export": "KerasHub's AlbertBackbone reads albert_tf's Hugging Face export with outputs "
+                              "equal to albert_tf's within 2e-6.",
+    "finetune_glue": "At albert_tiny scale the learning curve's checkpoint does not beat random init on SST-2 "
+                     "or MRPC (differences within the standard errors).",
+    "finetune_squad": "At albert_tiny scale both starts stay near zero on SQuAD (EM about 2, F1 about 6.5): "
+                      "the benchmark is the place to measure a real checkpoint.",
+}
 
 # Measured on another machine than the development one (the command is run there): rebuilt into the README
 # from their results files, never rerun here.
@@ -109,11 +149,14 @@ ELSEWHERE = {"train_step_amx"}
 
 INTRO = """# Benchmarks
 
-Every figure here was produced by the command shown, on this project's development machine
-(2 CPU cores with AVX2 but no AVX-512, so no native bf16; no GPU), with the peers run in the same script. Speed is
+Every figure here was produced by the command shown, on one of this project's development machines
+(2 CPU cores, no GPU; each table names its CPU and flags: bf16 speed means something only where they
+include avx512_bf16 or amx_bf16), with the peers run in the same script. Speed is
 reported as ratios against those peers, never asserted in tests. Regenerate everything with
-`python benchmarks/run_all.py` (peers' extra requirements: `pip install -r benchmarks/requirements.txt`).
-Sections whose results file is missing say so.
+`python -m benchmarks.run_all` (peers' extra requirements: `pip install -r benchmarks/requirements.txt`).
+Sections whose results file is missing say so. Each section ends with its conclusion in one line;
+the full reading of each run (machine, conditions, what the figures mean) is in
+docs/benchmark_readings.md.
 
 GPU figures (H100 throughput and model-FLOPs utilization for large/xxlarge at seq 512) are not
 here: the GPU machine lent to this project has no TensorFlow and only CUDA 13 libraries, while
@@ -124,7 +167,8 @@ brought over in pieces: the one section measured there says so.
 
 
 def readme():
-    parts = [INTRO]
+    """benchmarks/README.md (tables, commands, one-line conclusions) and docs/benchmark_readings.md."""
+    parts, readings = [INTRO], [READINGS_INTRO]
     for name, title, command, what in BENCHMARKS:
         path = os.path.join(RESULTS, f"{name}.md")
         body = open(path).read().strip() if os.path.exists(path) else "_Not measured yet: run the command._"
@@ -132,20 +176,35 @@ def readme():
                  if name in ("learning_curve", "pretraining_recipes") and os.path.exists(
                      os.path.join(RESULTS, f"{name}.png")) else "")
         notes_path = os.path.join(RESULTS, f"{name}.notes.md")
-        notes = "\n\n" + open(notes_path).read().strip() if os.path.exists(notes_path) else ""
-        parts.append(f"## {title}\n\n{what}\n\n```\n{command}\n```\n\n{body}{extra}{notes}\n")
+        reading = ""
+        if os.path.exists(notes_path):
+            readings.append(f"## {title}\n\n<a id=\"{name}\"></a>Command: `{command}`\n\n"
+                            + open(notes_path).read().strip() + "\n")
+            reading = f" The reading: [docs/benchmark_readings.md](../docs/benchmark_readings.md#{name})."
+        conclusion = f"\n\n**{CONCLUSIONS[name]}**{reading}"
+        parts.append(f"## {title}\n\n{what}\n\n```\n{command}\n```\n\n{body}{extra}{conclusion}\n")
     with open(os.path.join(HERE, "README.md"), "w") as f:
         f.write("\n".join(parts))
-    print(f"Wrote {os.path.join(HERE, 'README.md')}")
+    with open(READINGS, "w") as f:
+        f.write("\n".join(readings))
+    print(f"Wrote {os.path.join(HERE, 'README.md')} and {READINGS}")
 
 
-def main():
+READINGS_INTRO = """# Benchmark readings
+
+What each benchmark run showed, read by hand after the run: the machine and its conditions, what the
+figures mean, and what was left open. The tables themselves, their commands and one-line conclusions
+are in benchmarks/README.md (generated, like this page, by `python -m benchmarks.run_all --readme_only`).
+"""
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--original_albert", help="checkout of google-research/albert for the data benchmark")
     parser.add_argument("--only", default="", help="comma-separated benchmark names (default: all)")
     parser.add_argument("--readme_only", action="store_true",
                         help="only rebuild README.md from benchmarks/results/")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not args.readme_only:
         chosen = [b for b in BENCHMARKS if not args.only or b[0] in args.only.split(",")]
         for name, _, command, _ in chosen:
@@ -158,7 +217,7 @@ def main():
                 if args.original_albert:
                     argv.append(f"--original_albert={args.original_albert}")
             print(f"=== {name}: python {' '.join(argv)}", flush=True)
-            subprocess.run([sys.executable, *argv], check=True, cwd=os.path.dirname(HERE))
+            subprocess.run([sys.executable, *argv], check=True, cwd=REPO)
     readme()
 
 

@@ -108,3 +108,17 @@ def test_serving_behaviour_sits_with_each_model_kind():
 
     assert set(SERVED_KINDS) == {"encoder", "pretrainer", "classifier", "span_labeler"}
     assert all(issubclass(serving, ServingModule) for serving in SERVING_BY_KIND.values())
+
+
+def test_benchmarks_use_albert_tf_through_documented_modules():
+    """A benchmark imports albert_tf itself or a library module that BUILD.md's code layout names, so a
+    refactor that moves a module knows what outside code relies on."""
+    build = (PACKAGE.parent / "BUILD.md").read_text(encoding="utf-8")
+    layout = build[build.index("## Code layout"):]
+    undocumented = set()
+    for path in sorted((PACKAGE.parent / "benchmarks").rglob("*.py")):
+        for target in albert_tf_imports(path.read_text(encoding="utf-8")):
+            name = target.split(".")[-1]
+            if target != "albert_tf" and group(target) != "base" and f"`{name}`" not in layout:
+                undocumented.add(f"{path.relative_to(PACKAGE.parent)}: {target}")
+    assert not undocumented, "benchmarks import modules BUILD.md does not document:\n" + "\n".join(sorted(undocumented))

@@ -1,6 +1,6 @@
 r"""What XLA:CPU does with a transformer layer's matmul, under each candidate XLA_FLAGS setting.
 
-  python benchmarks/xla_cpu_dots.py [--flags="--xla_cpu_use_onednn=true ..."] [--repeats=20]
+  python -m benchmarks.speed.xla_cpu_dots [--flags="--xla_cpu_use_onednn=true ..."] [--repeats=20]
 
 On a CPU with AMX, albert_tf's and KerasHub's bf16 steps were slower with XLA than
 without (benchmarks/README.md, "Training-step throughput on a CPU with AMX"): the
@@ -23,7 +23,7 @@ in a fresh process each (XLA reads the variable once, at start-up):
 The computation is ALBERT-base's FFN input projection at batch 8 x seq 128:
 GELU([1024, 768] @ [768, 3072] + bias), fp32 and bf16. The script asserts nothing;
 it is for choosing the flags to try on a machine before timing the full step with
-`XLA_FLAGS=... python benchmarks/train_step.py`.
+`XLA_FLAGS=... python -m benchmarks.speed.train_step`.
 """
 
 import argparse
@@ -36,11 +36,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import child_env, cpu_description, markdown_table, write_results  # noqa: E402
+from benchmarks.common import RESULTS, child_env, cpu_description, markdown_table, module_command, write_results
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The settings tried by default: XLA's own emitter, then each library XLA:CPU can hand dots to
 # (TensorFlow 2.21 accepts all of these; whether a library takes a given dot depends on the CPU).
 CANDIDATE_FLAGS = [
@@ -121,17 +119,17 @@ def describe_operands(precision, operand_types):
     return text
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--flags", action="append",
                         help="an XLA_FLAGS setting to try (repeatable; default: a built-in list of candidates, "
                              "starting with none); an XLA_FLAGS already set in the environment is not used")
     parser.add_argument("--repeats", type=int, default=20, help="timed calls per measurement (the best counts)")
-    parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
+    parser.add_argument("--results_dir", default=RESULTS,
                         help="writes RESULTS_NAME.md (the table) here")
     parser.add_argument("--results_name", default="xla_cpu_dots", help="file name of the table, without .md")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
     if args.worker:
@@ -142,7 +140,7 @@ def main():
         with tempfile.TemporaryDirectory() as dump_dir:
             env = child_env(TF_CPP_MIN_LOG_LEVEL="3",
                             XLA_FLAGS=f"{flags} --xla_dump_to={dump_dir} --xla_dump_hlo_as_text".strip())
-            result = subprocess.run([sys.executable, __file__, "--worker", f"--repeats={args.repeats}"],
+            result = subprocess.run([*module_command(__spec__.name), "--worker", f"--repeats={args.repeats}"],
                                     capture_output=True, text=True, env=env)
             line = [x for x in result.stdout.splitlines() if x.startswith("RESULT ")]
             if result.returncode or not line:

@@ -1,6 +1,6 @@
 r"""Pretraining-data creation: albert_tf vs the original google-research/albert script.
 
-  python benchmarks/data_creation.py --original_albert=/path/to/albert \
+  python -m benchmarks.speed.data_creation --original_albert=/path/to/albert \
       [--corpus=../shared/data/corpus/corpus_paragraphs.txt] [--dupe_factor=5]
 
 --original_albert is a checkout of github.com/google-research/albert (the
@@ -26,11 +26,8 @@ import shutil
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import SHARED_CORPUS, child_env, markdown_table, run_measured  # noqa: E402
+from benchmarks.common import RESULTS, SHARED_CORPUS, child_env, markdown_table, run_measured
 
 
 def sentence_per_line(paragraph_file, output, repeat=1):
@@ -53,7 +50,7 @@ def count_records(pattern):
     return sum(1 for path in files for _ in tf.data.TFRecordDataset(path, compression_type=""))
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--original_albert", help="checkout of google-research/albert")
     parser.add_argument("--corpus", default=SHARED_CORPUS,
@@ -68,9 +65,9 @@ def main():
                         help="times each document is masked differently")
     parser.add_argument("--large_repeat", type=int, default=10, help="corpus copies for the memory-growth run")
     parser.add_argument("--json", help="also write the results here")
-    parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
+    parser.add_argument("--results_dir", default=RESULTS,
                         help="writes data_creation.md (the table) here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     python = sys.executable
     env = child_env(TF_CPP_MIN_LOG_LEVEL="3")

@@ -1,7 +1,7 @@
 r"""Which small-scale pretraining recipe learns? Trains each recipe on the real corpus, evaluates every checkpoint.
 
-  python benchmarks/pretraining_recipes.py --recipes=small_lamb,small_adamw [--work_dir=/tmp/albert_recipes]
-  python benchmarks/pretraining_recipes.py --evaluate_only      # tables and plots from what exists so far
+  python -m benchmarks.learning.pretraining_recipes --recipes=small_lamb,small_adamw [--work_dir=/tmp/albert_recipes]
+  python -m benchmarks.learning.pretraining_recipes --evaluate_only      # tables and plots from what exists so far
 
 Every 10th document of the corpus is held out (the learning curve's split). The
 rest goes through the real CLIs: train_sentencepiece (8,000 pieces) ->
@@ -21,7 +21,7 @@ checkpoints are not kept in the repository) keeps the curve and cloze answers
 recorded in benchmarks/results/pretraining_recipes.json.
 
 The newest checkpoint of each recipe also fills the cloze sentences of
-benchmarks/cloze.py (held-out sentences, one content word masked); the best
+benchmarks/learning/cloze.py (held-out sentences, one content word masked); the best
 recipe's answers are printed under the table.
 
 "Frequent-piece level" is the accuracy at [MASK] inputs of always answering the
@@ -38,17 +38,14 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import cloze  # noqa: E402
-from learning_curve import evaluate_checkpoints  # noqa: E402
-from measure import SHARED_CORPUS, child_env  # noqa: E402
+from benchmarks.learning import cloze
+from benchmarks.learning.learning_curve import evaluate_checkpoints
+from benchmarks.common import REPO, RESULTS, SHARED_CORPUS, child_env
 
-from albert_tf.data.heldout_split import split_documents  # noqa: E402
-from albert_tf.data.pretraining_dataset import frequent_piece_level  # noqa: E402
+from albert_tf.data.heldout_split import split_documents
+from albert_tf.data.pretraining_dataset import frequent_piece_level
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(REPO, "benchmarks", "results")
 VOCAB_SIZE = 8000
 LEFT_LEVEL_MARGIN = 0.05
 
@@ -288,7 +285,7 @@ def write_results(rows, curves, clozes):
     print(text)
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", default=SHARED_CORPUS,
                         help="paragraph-per-line corpus, documents separated by blank lines")
@@ -298,7 +295,7 @@ def main():
                         help=f"comma-separated recipes to train (resuming): {', '.join(RECIPES)}")
     parser.add_argument("--evaluate_only", action="store_true",
                         help="train nothing: evaluate new checkpoints of every recipe and rewrite the results")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = args.work_dir
     os.makedirs(os.path.join(work, "runs"), exist_ok=True)
     unknown = [name for name in args.recipes.split(",") if name and name not in RECIPES]

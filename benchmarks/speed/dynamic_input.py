@@ -1,9 +1,9 @@
 r"""Does making instances while training keep the step fed? The documents format against static instances.
 
-  python benchmarks/dynamic_input.py [--work_dir=/tmp/albert_recipes] [--steps=40]
+  python -m benchmarks.speed.dynamic_input [--work_dir=/tmp/albert_recipes] [--steps=40]
 
 On the shared corpus (every 10th document held out, the recipes' 8,000-piece
-vocabulary; both made by benchmarks/pretraining_recipes.py's `prepare`):
+vocabulary; both made by benchmarks/learning/pretraining_recipes.py's `prepare`):
   1. disk: the static recipe's data (seq 64, dupe factor 10) against the same
      text as documents (written once);
   2. the dynamic reader alone: instances/s of run_pretraining's documents
@@ -28,10 +28,9 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import SHARED_CORPUS, child_env, cpu_description, markdown_table, write_results  # noqa: E402
-from pretraining_recipes import REPO, RESULTS, prepare, tool  # noqa: E402
+from benchmarks.common import SHARED_CORPUS, child_env, cpu_description, markdown_table, write_results
+from benchmarks.learning.pretraining_recipes import REPO, RESULTS, prepare, tool
 
 # (name, model config file stem, seq, predictions, batch, jit)
 MODELS = (("albert_small", "small8k", 64, 10, 64, True), ("albert_base", "base8k", 128, 20, 8, False))
@@ -96,13 +95,13 @@ def training_rate(work, spm, prefix, model, steps, workers):
     return statistics.median(rates[1:])
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", default=SHARED_CORPUS, help="paragraph-per-line corpus, blank-line documents")
     parser.add_argument("--work_dir", default="/tmp/albert_recipes", help="shared with pretraining_recipes.py")
     parser.add_argument("--steps", type=int, default=40, help="training steps per run_pretraining measurement")
     parser.add_argument("--repeats", type=int, default=2, help="measurements per input (alternating); the best counts")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = args.work_dir
     os.makedirs(work, exist_ok=True)
     train_text, _, spm = prepare(work, args.corpus)

@@ -1,6 +1,6 @@
 r"""Training-step throughput: albert_tf vs KerasHub's ALBERT vs Hugging Face's PyTorch ALBERT.
 
-  python benchmarks/train_step.py [--preset=albert_base_v2] [--batch_size=8] [--seq_length=128] \
+  python -m benchmarks.speed.train_step [--preset=albert_base_v2] [--batch_size=8] [--seq_length=128] \
       [--steps=5] [--rounds=2] [--json=results.json]
 
 Same model (the preset's architecture, random weights), same input shapes, one
@@ -32,11 +32,8 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import child_env, cpu_description, write_results  # noqa: E402
+from benchmarks.common import RESULTS, child_env, cpu_description, module_command, write_results
 
 CONFIGS = [
     ("albert_tf", "fp32", False), ("albert_tf", "bf16", False), ("albert_tf", "fp32", True), ("albert_tf", "bf16", True),
@@ -156,7 +153,7 @@ def keras_hub_step(config, batch, precision, xla):
     return lambda: step().numpy()
 
 
-# The TensorFlow peers' steps, also profiled by benchmarks/profile_step.py.
+# The TensorFlow peers' steps, also profiled by benchmarks/speed/profile_step.py.
 TF_STEPS = {"albert_tf": albert_tf_step, "keras_hub": keras_hub_step}
 
 
@@ -165,8 +162,7 @@ def run_huggingface(config, batch, precision, xla, steps):
     import transformers
 
     torch.set_num_threads(os.cpu_count())
-    sys.path.insert(0, os.path.join(REPO, "tests"))
-    from huggingface_oracle import huggingface_config
+    from benchmarks.common import huggingface_config
 
     model = transformers.AlbertForPreTraining(huggingface_config(config)).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -205,7 +201,7 @@ def worker(args):
     print("RESULT " + json.dumps({"sequences_per_second": args.steps * args.batch_size / seconds}))
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="albert_base_v2", help="preset name or albert_config JSON")
     parser.add_argument("--batch_size", type=int, default=8, help="sequences per step")
@@ -219,12 +215,12 @@ def main():
     parser.add_argument("--timeout_s", type=int, default=900,
                         help="a configuration taking longer (build + warm-up + timed steps) is reported as such")
     parser.add_argument("--json", help="also write the per-round figures here")
-    parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
+    parser.add_argument("--results_dir", default=RESULTS,
                         help="writes train_step.md (the table) here")
     parser.add_argument("--results_name", default="train_step",
                         help="the table goes to RESULTS_DIR/RESULTS_NAME.md (train_step_amx for a CPU with AMX)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
 
@@ -246,7 +242,7 @@ def main():
 
     def measure_peaks(round_index):
         for precision, values in peaks.items():
-            result = subprocess.run([sys.executable, __file__, f"--worker=peak:{precision}:noxla"],
+            result = subprocess.run([*module_command(__spec__.name), f"--worker=peak:{precision}:noxla"],
                                     capture_output=True, text=True, env=env)
             line = [x for x in result.stdout.splitlines() if x.startswith("RESULT ")]
             if result.returncode or not line:
@@ -262,7 +258,7 @@ def main():
             if (peer, precision, xla) in timed_out:
                 continue
             try:
-                result = subprocess.run([sys.executable, __file__, f"--worker={spec}", f"--preset={args.preset}",
+                result = subprocess.run([*module_command(__spec__.name), f"--worker={spec}", f"--preset={args.preset}",
                                          f"--batch_size={args.batch_size}", f"--seq_length={args.seq_length}",
                                          f"--steps={args.steps}"], capture_output=True, text=True, env=env,
                                         timeout=args.timeout_s)

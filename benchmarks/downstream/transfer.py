@@ -1,6 +1,6 @@
 r"""Does pretraining transfer? Fine-tuning from a pretrained checkpoint vs random init, several seeds.
 
-  python benchmarks/transfer.py --pretrained=/tmp/albert_recipes/runs/smallA6k [--seeds=1,2,3] \
+  python -m benchmarks.downstream.transfer --pretrained=/tmp/albert_recipes/runs/smallA6k [--seeds=1,2,3] \
       [--tasks=sst-2,mrpc,squad] [--work_dir=/tmp/albert_transfer]
 
 Real training data from ../shared/data:
@@ -29,16 +29,10 @@ import statistics
 import sys
 import types
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, REPO)
-sys.path.insert(0, HERE)
+from benchmarks.downstream import finetune_glue
+from benchmarks.downstream import finetune_squad
+from benchmarks.common import RESULTS, SHARED_DATA, child_env, markdown_table
 
-import finetune_glue  # noqa: E402
-import finetune_squad  # noqa: E402
-from measure import SHARED_DATA, child_env, markdown_table  # noqa: E402
-
-RESULTS = os.path.join(REPO, "benchmarks", "results")
 # The score each task is judged by.
 METRIC = {"sst-2": "accuracy", "mrpc": "f1", "squad": "f1"}
 STARTS = ("pretrained", "random init")
@@ -136,7 +130,7 @@ def summarize(records):
     return rows, summary
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pretrained", required=True, help="albert_tf checkpoint directory holding spm.model")
     parser.add_argument("--glue_dir", default=os.path.join(SHARED_DATA, "glue"), help="holds SST-2/ and MRPC/")
@@ -159,7 +153,7 @@ def main():
                              "starts need only the checkpoint's config and spm.model, so they can run while it "
                              "pretrains); the table needs both")
     parser.add_argument("--results_dir", default=RESULTS, help="where transfer.{json,md} go")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     spm = os.path.join(args.pretrained, "spm.model")
     metadata_file = os.path.join(args.pretrained, "albert_tf.json")

@@ -1,6 +1,6 @@
 r"""Small models: how much of run_pretraining's step time is spent outside the model.
 
-  python benchmarks/step_overhead.py [--presets=albert_tiny,albert_small] [--seq_length=64] \
+  python -m benchmarks.speed.step_overhead [--presets=albert_tiny,albert_small] [--seq_length=64] \
       [--batch_size=64] [--jit_compile] [--rounds=2]
 
 For each preset, two measurements of the same training step (same config, batch,
@@ -26,11 +26,8 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import child_env, write_results  # noqa: E402
+from benchmarks.common import REPO, RESULTS, child_env, module_command, write_results
 
 VOCAB_SIZE = 8000
 PREDICTIONS = 10
@@ -81,7 +78,7 @@ def model_only(args):
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.optimization import create_optimizer
     from albert_tf.training.pretraining_trainer import PretrainingTrainer
-    from train_step import random_batch
+    from benchmarks.speed.train_step import random_batch
 
     config = AlbertConfig.from_json_file(args.config)
     b, s = args.batch_size, args.seq_length
@@ -133,7 +130,7 @@ def worker(args):
     print("RESULT " + json.dumps({"seconds_per_step": seconds}), flush=True)
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--presets", default="albert_tiny,albert_small", help="comma-separated presets in configs/")
     parser.add_argument("--seq_length", type=int, default=64, help="tokens per sequence")
@@ -142,13 +139,13 @@ def main():
     parser.add_argument("--loops", type=int, default=5, help=f"timed loops of {LOOP} steps per measurement")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds; the table gives medians")
     parser.add_argument("--work_dir", default="/tmp/albert_step_overhead", help="corpus, vocabulary and TFRecords")
-    parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
+    parser.add_argument("--results_dir", default=RESULTS,
                         help="writes step_overhead.{md,json} here")
     parser.add_argument("--worker", choices=("model", "end_to_end"), help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--spm", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
 
@@ -158,7 +155,7 @@ def main():
     seconds = {(preset, kind): [] for preset in presets for kind in ("model", "end_to_end")}
     for round_index in range(args.rounds):
         for (preset, kind), values in seconds.items():
-            command = [sys.executable, __file__, f"--worker={kind}", f"--config={config_file(args.work_dir, preset, spm)}",
+            command = [*module_command(__spec__.name), f"--worker={kind}", f"--config={config_file(args.work_dir, preset, spm)}",
                        f"--data={data}", f"--spm={spm}", f"--seq_length={args.seq_length}",
                        f"--batch_size={args.batch_size}", f"--loops={args.loops}",
                        *(["--jit_compile"] if args.jit_compile else [])]

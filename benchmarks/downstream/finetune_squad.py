@@ -1,16 +1,16 @@
 r"""Does pretraining help? SQuAD v1.1 fine-tuning from a pretrained checkpoint vs from random init.
 
-  python benchmarks/finetune_squad.py [--pretrained=/tmp/albert_learning_curve/pretrain] \
+  python -m benchmarks.downstream.finetune_squad [--pretrained=/tmp/albert_learning_curve/pretrain] \
       [--squad_file=../shared/data/squad/dev-v1.1.json] [--work_dir=/tmp/albert_finetune_squad]
 
   # smoke test: 4 articles, 5 steps
-  python benchmarks/finetune_squad.py --max_articles=4 --max_steps=5 --results_dir=/tmp/squad_smoke
+  python -m benchmarks.downstream.finetune_squad --max_articles=4 --max_steps=5 --results_dir=/tmp/squad_smoke
 
 Only the official dev set is available offline, so it is split by article
 (deterministic: every --eval_every-th article is held out; no context is in
 both parts). The same `python -m albert_tf.run_squad` run then fine-tunes two
 models with identical flags and seed: the --pretrained checkpoint (any albert_tf
-checkpoint with spm.model; `benchmarks/learning_curve.py` makes one from the
+checkpoint with spm.model; `benchmarks/learning/learning_curve.py` makes one from the
 albert_tiny preset), and an encoder of the same config and vocabulary freshly
 initialized. Both are scored on the held-out articles with the official EM/F1.
 
@@ -29,13 +29,9 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import child_env, markdown_table  # noqa: E402
+from benchmarks.common import REPO, RESULTS, child_env, markdown_table
 
-RESULTS = os.path.join(REPO, "benchmarks", "results")
 
 
 def split_by_article(squad_file, train_path, eval_path, eval_every, max_articles=None):
@@ -101,7 +97,7 @@ def run_squad(init_checkpoint, output_dir, train_file, eval_file, args, env):
             "seconds": round(seconds, 1)}
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pretrained", default="/tmp/albert_learning_curve/pretrain",
                         help="albert_tf checkpoint to fine-tune (with spm.model); default: learning_curve.py's")
@@ -128,10 +124,10 @@ def main():
                         help="a checkpoint every N steps")
     parser.add_argument("--seed", type=int, default=12345,
                         help="seed of the heads, the random init and data order")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     if not os.path.isdir(args.pretrained):
-        sys.exit(f"{args.pretrained}: no such checkpoint directory; run benchmarks/learning_curve.py first or pass "
+        sys.exit(f"{args.pretrained}: no such checkpoint directory; run benchmarks/learning/learning_curve.py first or pass "
                  "--pretrained")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     env = child_env(PYTHONUNBUFFERED="1")

@@ -1,6 +1,6 @@
 r"""First-request latency of an XLA serving export, with and without its warm-up records replayed.
 
-  python benchmarks/serving_warmup.py [--preset=albert_base_v2] [--seq_length=128]
+  python -m benchmarks.speed.serving_warmup [--preset=albert_base_v2] [--seq_length=128]
 
 Exports a random-weight encoder with `python -m albert_tf.export --serving_xla`
 (default warm-up batch sizes 1, 2, 4, 8), then in two fresh processes loads the
@@ -17,17 +17,11 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, REPO)
-sys.path.insert(0, HERE)
-
-from measure import markdown_table, write_results  # noqa: E402
-from serving_latency import VOCAB_SIZE, make_corpus  # noqa: E402
+from benchmarks.common import REPO, RESULTS, markdown_table, module_command, write_results
+from benchmarks.speed.serving_latency import VOCAB_SIZE, make_corpus
 
 # (batch size, words per text): full rows (truncated to --seq_length) and short ones, at warmed batch sizes.
 SHAPES = ((1, 400), (1, 10), (8, 400), (8, 10))
@@ -63,15 +57,15 @@ def measure(serving_dir, replay):
     return result
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="albert_base_v2", help="model architecture (default albert_base_v2)")
     parser.add_argument("--seq_length", type=int, default=128, help="the export's max_seq_length (default 128)")
-    parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
+    parser.add_argument("--results_dir", default=RESULTS,
                         help="where serving_warmup.{md,json} go")
     parser.add_argument("--measure", choices=["cold", "warmed"], help=argparse.SUPPRESS)  # the child processes
     parser.add_argument("--serving_dir", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if args.measure:
         print(json.dumps(measure(args.serving_dir, replay=args.measure == "warmed")))
@@ -97,8 +91,8 @@ def main():
                          serving_xla=True)["serving"]
     results = {}
     for mode in ("cold", "warmed"):
-        output = subprocess.run([sys.executable, __file__, f"--measure={mode}", f"--serving_dir={serving_dir}"],
-                                capture_output=True, text=True, check=True).stdout
+        output = subprocess.run([*module_command(__spec__.name), f"--measure={mode}", f"--serving_dir={serving_dir}"],
+                                capture_output=True, text=True, check=True, cwd=REPO).stdout
         results[mode] = json.loads(output.strip().splitlines()[-1])
 
     cold, warmed = results["cold"], results["warmed"]

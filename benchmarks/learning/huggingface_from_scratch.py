@@ -1,7 +1,7 @@
 r"""Hugging Face's standard from-scratch route on the recipes' text, evaluated on the same held-out records.
 
-  python benchmarks/pretraining_recipes.py --recipes=...   # first: the split, vocabulary and held-out records
-  python benchmarks/huggingface_from_scratch.py [--work_dir=/tmp/albert_recipes] [--budget_hours=3]
+  python -m benchmarks.learning.pretraining_recipes --recipes=...   # first: the split, vocabulary and held-out records
+  python -m benchmarks.learning.huggingface_from_scratch [--work_dir=/tmp/albert_recipes] [--budget_hours=3]
 
 What a Hugging Face user runs to pretrain ALBERT from scratch (transformers' run_mlm.py route):
   - transformers.AlbertForMaskedLM with albert_small's architecture and the recipes' 8,000-piece
@@ -28,14 +28,11 @@ Needs torch and transformers (requirements-dev.txt).
 import argparse
 import json
 import os
-import sys
 import time
+
 
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.join(REPO, "tests"))
 
 BATCH, SEQ, PEAK, EVERY = 64, 64, 5e-4, 500
 
@@ -94,13 +91,13 @@ def evaluate(model, heldout):
     return {"masked_lm_accuracy": sums[0] / sums[1], "masked_lm_accuracy_at_mask": sums[2] / sums[3]}
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work_dir", default="/tmp/albert_recipes", help="pretraining_recipes.py's --work_dir")
     parser.add_argument("--budget_hours", type=float, default=3.0, help="wall-clock budget the steps are fitted to")
     parser.add_argument("--seed", type=int, default=12345, help="initialization, data order and masks")
     parser.add_argument("--warmup_steps", type=int, default=1000, help="linear warmup (the albert_tf recipe's 1,000)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     import torch
     import transformers
@@ -109,13 +106,13 @@ def main():
     from albert_tf.checkpoints.huggingface_tokenizer import write_tokenizer_files
     from albert_tf.data.pretraining_dataset import expand_data_files, make_pretraining_dataset
     from albert_tf.training.train_budget import StepTimer, plan_budget
-    from huggingface_oracle import huggingface_config
+    from benchmarks.common import huggingface_config
 
     torch.set_num_threads(os.cpu_count() or 1)
     work = args.work_dir
     heldout_prefix = os.path.join(work, "d64", "heldout")
     if not os.path.exists(heldout_prefix + ".metadata.json"):
-        parser.error(f"{heldout_prefix}: no held-out records; run benchmarks/pretraining_recipes.py first")
+        parser.error(f"{heldout_prefix}: no held-out records; run benchmarks/learning/pretraining_recipes.py first")
     run_dir = os.path.join(work, "runs", "hf_scratch")
     tokenizer_dir = os.path.join(run_dir, "tokenizer")
     os.makedirs(tokenizer_dir, exist_ok=True)

@@ -1,9 +1,9 @@
 r"""Where a pretraining step spends its time, from the TensorFlow profiler.
 
-  python benchmarks/profile_step.py [--peer=albert_tf] [--precision=fp32] [--preset=albert_base_v2] \
+  python -m benchmarks.speed.profile_step [--peer=albert_tf] [--precision=fp32] [--preset=albert_base_v2] \
       [--batch_size=8] [--seq_length=128] [--steps=3] [--jit_compile] [--top=15] [--logdir=/tmp/albert_profile]
 
-Builds the training step of benchmarks/train_step.py (albert_tf's PretrainingTrainer, or
+Builds the training step of benchmarks/speed/train_step.py (albert_tf's PretrainingTrainer, or
 --peer=keras_hub for KerasHub's AlbertMaskedLM step, to see where the two differ; random
 weights, one batch held in memory), warms it up, records --steps steps with
 tf.profiler.experimental, and reads the trace (the .xplane.pb TensorBoard's
@@ -25,9 +25,6 @@ import re
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 MATMULS = {"MatMul", "BatchMatMulV2", "BatchMatMulV3", "_MklMatMul", "_FusedMatMul", "_MklBatchMatMulV2",
            "_MklFusedMatMul", "Einsum", "_MklEinsum"}
@@ -107,7 +104,7 @@ def op_times(xplane_path):
     return times
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--peer", default="albert_tf", choices=("albert_tf", "keras_hub"),
                         help="whose step: albert_tf's pretraining step, or KerasHub's AlbertMaskedLM step")
@@ -123,14 +120,14 @@ def main():
     parser.add_argument("--jit_compile", action="store_true", help="XLA for the forward and backward pass")
     parser.add_argument("--top", type=int, default=15, help="ops listed individually")
     parser.add_argument("--logdir", default="/tmp/albert_profile", help="where the trace goes (TensorBoard)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
 
     from albert_tf.albert_config import AlbertConfig
-    from measure import cpu_description
-    from train_step import albert_tf_step, keras_hub_step, random_batch, train_flops_per_sequence
+    from benchmarks.common import cpu_description
+    from benchmarks.speed.train_step import albert_tf_step, keras_hub_step, random_batch, train_flops_per_sequence
 
     config = AlbertConfig.from_name_or_path(args.preset)
     if args.vocab_size:

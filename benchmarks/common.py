@@ -1,4 +1,5 @@
-"""Shared benchmark helpers: run a command, time it, and sample its process tree's memory."""
+"""What every benchmark shares: where things are, running a command (timed, its process tree's memory
+sampled), this machine's CPU flags, and writing a result table."""
 
 import os
 import subprocess
@@ -8,9 +9,20 @@ import time
 import psutil
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Each benchmark writes RESULTS/NAME.md (the table run_all puts in the README) and often NAME.json;
+# ALBERT_TF_BENCHMARK_RESULTS sends them elsewhere (the smoke tests do, leaving the recorded ones alone).
+RESULTS = os.environ.get("ALBERT_TF_BENCHMARK_RESULTS") or os.path.join(REPO, "benchmarks", "results")
 # Real public data beside the checkout (../shared/data), used when present and never committed.
 SHARED_DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
 SHARED_CORPUS = os.path.join(SHARED_DATA, "corpus", "corpus_paragraphs.txt")
+
+
+def module_command(module_name, *args):
+    """The command that runs module `module_name` (a benchmark, to measure in a fresh process, or an
+    albert_tf tool) with this interpreter; run it with cwd=REPO or child_env()."""
+    import sys
+
+    return [sys.executable, "-m", module_name, *args]
 
 
 def child_env(**overrides):
@@ -105,3 +117,13 @@ def write_results(results_dir, name, text, record=None, json_path=None):
     if record is not None:
         with open(json_path or os.path.join(results_dir, f"{name}.json"), "w") as f:
             json.dump(record, f, indent=1)
+
+
+def huggingface_config(config):
+    """transformers.AlbertConfig with the architecture of an albert_tf AlbertConfig (through the converter's
+    own mapping, as a user converting a checkpoint gets it)."""
+    import transformers
+
+    from albert_tf.checkpoints.huggingface_format import albert_config_to_huggingface
+
+    return transformers.AlbertConfig(**albert_config_to_huggingface(config, with_heads=True))

@@ -1,17 +1,17 @@
 r"""Does pretraining help? SST-2 and MRPC fine-tuning from a pretrained checkpoint vs from random init.
 
-  python benchmarks/finetune_glue.py [--pretrained=/tmp/albert_learning_curve/pretrain] \
+  python -m benchmarks.downstream.finetune_glue [--pretrained=/tmp/albert_learning_curve/pretrain] \
       [--glue_dir=../shared/data/glue] [--work_dir=/tmp/albert_finetune_glue]
 
   # smoke test: 5 steps
-  python benchmarks/finetune_glue.py --max_steps=5 --work_dir=/tmp/glue_smoke --results_dir=/tmp/glue_smoke
+  python -m benchmarks.downstream.finetune_glue --max_steps=5 --work_dir=/tmp/glue_smoke --results_dir=/tmp/glue_smoke
 
 Only the dev sets are used (GLUE's test labels are private, and the issue asks
 for the dev sets): each is split deterministically, odd data rows to train and
 even rows to evaluate (--use_train_files trains on train.tsv instead and
 evaluates on the whole dev set). The same `python -m albert_tf.run_classifier`
 command fine-tunes the --pretrained checkpoint (any albert_tf checkpoint with
-spm.model; `benchmarks/learning_curve.py` makes one from the albert_tiny
+spm.model; `benchmarks/learning/learning_curve.py` makes one from the albert_tiny
 preset) and an encoder of the same config and vocabulary from random
 initialization, with identical flags and seed; each reports its best evaluated
 checkpoint. max_seq_length defaults to 128, learning_curve.py's pretraining
@@ -28,12 +28,9 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from measure import child_env, markdown_table  # noqa: E402
+from benchmarks.common import REPO, RESULTS, child_env, markdown_table
 
-RESULTS = os.path.join(REPO, "benchmarks", "results")
 GLUE_NAMES = {"sst-2": "SST-2", "mrpc": "MRPC"}
 
 
@@ -82,7 +79,7 @@ def run_classifier(task, data, output, init, args, env):
     return {**results, "best_step": best_step, "seconds": round(seconds, 1)}
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pretrained", default="/tmp/albert_learning_curve/pretrain",
                         help="albert_tf checkpoint to fine-tune (with spm.model); default: learning_curve.py's")
@@ -98,14 +95,14 @@ def main():
     parser.add_argument("--learning_rate", type=float, default=1e-4, help="peak AdamW learning rate (default 1e-4)")
     parser.add_argument("--batch_size", type=int, default=32, help="examples per step (default 32)")
     parser.add_argument("--seed", type=int, default=12345, help="seed of the heads, the random init and data order")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     metadata_file = os.path.join(args.pretrained, "albert_tf.json")
     spm = os.path.join(args.pretrained, "spm.model")
     for path in (metadata_file, spm):
         if not os.path.isfile(path):
             sys.exit(f"{path}: missing; pass --pretrained=<albert_tf checkpoint dir with spm.model> "
-                     "(benchmarks/learning_curve.py makes one)")
+                     "(benchmarks/learning/learning_curve.py makes one)")
     with open(metadata_file) as f:
         config = json.load(f)["albert_config"]
     os.makedirs(args.work_dir, exist_ok=True)

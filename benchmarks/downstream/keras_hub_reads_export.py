@@ -1,6 +1,6 @@
 r"""KerasHub reading albert_tf's Hugging Face export: do its AlbertBackbone's outputs match ours?
 
-  python benchmarks/keras_hub_reads_export.py [--presets=albert_base_v2,albert_large_v2]
+  python -m benchmarks.downstream.keras_hub_reads_export [--presets=albert_base_v2,albert_large_v2]
 
 A random-weight albert_tf pretrainer of the preset is written as an albert_tf
 model directory, converted with `albert_tf.convert --to=huggingface`, and loaded
@@ -14,11 +14,9 @@ benchmark peer, not an albert_tf requirement (benchmarks/requirements.txt).
 
 import argparse
 import os
-import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+from benchmarks.common import RESULTS
 
 
 def compare(preset, seq_length, seed):
@@ -50,20 +48,20 @@ def compare(preset, seq_length, seed):
     return keras_hub.__version__, float(sequence.max()), float(pooled.max())
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--presets", default="albert_base_v2,albert_large_v2",
                         help="albert_tf presets, comma-separated (default albert_base_v2,albert_large_v2).")
     parser.add_argument("--seq_length", type=int, default=128, help="Tokens per row (default 128).")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the weights and the batch (default 0).")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rows = ["| preset | seq | KerasHub | max abs diff, sequence_output | max abs diff, pooled_output |",
             "|---|---|---|---|---|"]
     for preset in args.presets.split(","):
         version, sequence, pooled = compare(preset, args.seq_length, args.seed)
         rows.append(f"| {preset} | {args.seq_length} | keras-hub {version} | {sequence:.2e} | {pooled:.2e} |")
         print(rows[-1], flush=True)
-    with open(os.path.join(HERE, "results", "keras_hub_reads_export.md"), "w") as f:
+    with open(os.path.join(RESULTS, "keras_hub_reads_export.md"), "w") as f:
         f.write("\n".join(rows) + "\n\nRandom weights, float32 on CPU; both read the same converted files, so the "
                 "differences are float rounding of two implementations of the same math.\n")
 

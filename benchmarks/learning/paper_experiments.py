@@ -1,9 +1,9 @@
 r"""The paper's controlled experiments at small scale: sharing (Table 4), SOP vs NSP vs none (Table 5), Figure 2.
 
-  python benchmarks/paper_experiments.py --variants=all,none,attention,ffn,nsp,mlm_only   # trains, resuming
-  python benchmarks/paper_experiments.py --evaluate_only [--downstream]                # tables from what exists
+  python -m benchmarks.learning.paper_experiments --variants=all,none,attention,ffn,nsp,mlm_only   # trains, resuming
+  python -m benchmarks.learning.paper_experiments --evaluate_only [--downstream]                # tables from what exists
 
-Every variant uses the recipe small_adamw_6k of benchmarks/pretraining_recipes.py
+Every variant uses the recipe small_adamw_6k of benchmarks/learning/pretraining_recipes.py
 (albert_small with the 8,000-piece vocabulary, seq 64, batch 64, dupe factor 10,
 AdamW 5e-4 with 1,000 warmup steps, XLA) and the same data, held-out split, seed
 and budget: --steps, default 6,000, the recipe's own schedule (the learning rate
@@ -24,7 +24,7 @@ are made once.
 Each variant's checkpoints are evaluated on the same held-out documents: MLM
 accuracy at [MASK] inputs and sentence-order accuracy on SOP pairs, and
 next-sentence accuracy on NSP pairs made from the same documents.
-`--downstream` adds the SST-2 score of benchmarks/transfer.py (5,000 training
+`--downstream` adds the SST-2 score of benchmarks/downstream/transfer.py (5,000 training
 examples, seed 1) for each variant's final checkpoint. Figure 2 comes from
 `albert_tf.analyze` on the all-shared and not-shared checkpoints.
 
@@ -40,15 +40,10 @@ import subprocess
 import sys
 import types
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+from benchmarks.learning import pretraining_recipes as recipes
+from benchmarks.learning.learning_curve import evaluate_checkpoints
+from benchmarks.common import REPO, RESULTS, SHARED_CORPUS, SHARED_DATA, child_env
 
-import pretraining_recipes as recipes  # noqa: E402
-from learning_curve import evaluate_checkpoints  # noqa: E402
-from measure import SHARED_CORPUS, SHARED_DATA, child_env  # noqa: E402
-
-RESULTS = os.path.join(REPO, "benchmarks", "results")
 BASE = recipes.RECIPES["small_adamw_6k"]
 
 Variant = collections.namedtuple("Variant", "sharing sentence_task sentence_loss_weight label")
@@ -239,7 +234,7 @@ def write_results(args, rows, figure):
     print(text)
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", default=SHARED_CORPUS,
                         help="paragraph-per-line corpus, documents separated by blank lines")
@@ -258,7 +253,7 @@ def main():
     parser.add_argument("--results_dir", default=RESULTS, help="where paper_experiments.{json,md} and the plots go")
     parser.add_argument("--glue_dir", default=os.path.join(SHARED_DATA, "glue"),
                         help="holds SST-2/ for --downstream")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = args.work_dir
     chosen = [name for name in args.variants.split(",") if name]
     unknown = [name for name in chosen if name not in VARIANTS]

@@ -1,6 +1,6 @@
 r"""Does it learn? Pretrains a small ALBERT on the real corpus and tracks held-out MLM and SOP accuracy.
 
-  python benchmarks/learning_curve.py [--corpus=../shared/data/corpus/corpus_paragraphs.txt] \
+  python -m benchmarks.learning.learning_curve [--corpus=../shared/data/corpus/corpus_paragraphs.txt] \
       [--work_dir=/tmp/albert_learning_curve] [--num_train_steps=8000]
 
 Every 10th document of the corpus is held out. The rest goes through the real
@@ -18,10 +18,8 @@ import os
 import subprocess
 import sys
 
-from measure import SHARED_CORPUS, child_env
+from benchmarks.common import REPO, RESULTS, SHARED_CORPUS, child_env
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(REPO, "benchmarks", "results")
 
 
 def tool(*args, env):
@@ -81,7 +79,7 @@ def plot(curve, path, title):
     figure.savefig(path, dpi=100)
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", default=SHARED_CORPUS,
                         help="paragraph-per-line corpus, documents separated by blank lines")
@@ -98,7 +96,7 @@ def main():
                         help="peak LAMB learning rate (see the README on small batches)")
     parser.add_argument("--save_checkpoints_steps", type=int, default=500,
                         help="a checkpoint (and a held-out evaluation) every N steps")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
     work = args.work_dir

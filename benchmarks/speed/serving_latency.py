@@ -1,6 +1,6 @@
 r"""Serving latency: albert_tf's exported serving SavedModel vs KerasHub's ALBERT exported the same way.
 
-  python benchmarks/serving_latency.py [--preset=albert_base_v2] [--seq_length=128] \
+  python -m benchmarks.speed.serving_latency [--preset=albert_base_v2] [--seq_length=128] \
       [--calls_batch1=30] [--calls_batch32=6] [--json=results.json]
 
 All are raw text in -> pooled embedding out, tokenized in-graph (tensorflow-text
@@ -40,14 +40,11 @@ import argparse
 import json
 import math
 import os
-import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 
-from measure import SHARED_CORPUS  # noqa: E402
+from benchmarks.common import RESULTS, SHARED_CORPUS
 
 CORPUS_BYTES = 3_000_000
 VOCAB_SIZE = 8000
@@ -135,7 +132,7 @@ def export_keras_hub(config, spm_file, seq_length, directory, xla=False):
     return path, preprocessor
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="albert_base_v2", help="model architecture (default albert_base_v2)")
     parser.add_argument("--seq_length", type=int, default=128, help="tokens per request row (default 128)")
@@ -145,9 +142,9 @@ def main():
                         help="words per short request row (default 16); 0 leaves the short rows out")
     parser.add_argument("--warmup", type=int, default=2, help="untimed calls per model and batch first (default 2)")
     parser.add_argument("--json", help="also write the results to this JSON file")
-    parser.add_argument("--results_dir", default=os.path.join(REPO, "benchmarks", "results"),
+    parser.add_argument("--results_dir", default=RESULTS,
                         help="writes serving_latency.md (the table) here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import numpy as np

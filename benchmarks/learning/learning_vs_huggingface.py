@@ -1,7 +1,7 @@
 r"""Is the learning curve what the architecture gives? The same run in Hugging Face's PyTorch ALBERT.
 
-  python benchmarks/learning_curve.py                 # first: the data, vocabulary and albert_tf's run
-  python benchmarks/learning_vs_huggingface.py [--work_dir=/tmp/albert_learning_curve] [--steps=2000]
+  python -m benchmarks.learning.learning_curve                 # first: the data, vocabulary and albert_tf's run
+  python -m benchmarks.learning.learning_vs_huggingface [--work_dir=/tmp/albert_learning_curve] [--steps=2000]
 
 Trains transformers.AlbertForPreTraining, built from the same config, on the
 same TFRecords with the same recipe as learning_curve.py's albert_tf run (pass
@@ -26,13 +26,10 @@ transformers (requirements-dev.txt).
 import argparse
 import json
 import os
-import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.join(REPO, "tests"))
-RESULTS = os.path.join(REPO, "benchmarks", "results")
+from benchmarks.common import RESULTS
+
 EXCLUDED = ("LayerNorm", "layer_norm", "bias")  # docs/reference.md, "Pretraining recipe and LAMB": no decay, no trust ratio
 
 
@@ -153,7 +150,7 @@ def evaluate_huggingface(model, eval_dataset):
     return accuracies(triples())
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work_dir", default="/tmp/albert_learning_curve",
                         help="learning_curve.py's --work_dir (data, config and albert_tf's checkpoints)")
@@ -165,7 +162,7 @@ def main():
                         help="learning_curve.py's --num_train_steps (the length the schedule decays over)")
     parser.add_argument("--seed", type=int, default=12345, help="PyTorch initialization and data order")
     parser.add_argument("--results_dir", default=RESULTS, help="where learning_vs_huggingface.{md,json} go")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     import tensorflow as tf
     import torch
@@ -173,12 +170,12 @@ def main():
 
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.data.pretraining_dataset import expand_data_files, make_pretraining_dataset
-    from huggingface_oracle import huggingface_config
+    from benchmarks.common import huggingface_config
 
     pretrain_dir = os.path.join(args.work_dir, "pretrain")
     if not os.path.exists(os.path.join(pretrain_dir, "run_config.json")):
         parser.error(f"{pretrain_dir}: no albert_tf pretraining run (run_config.json); run "
-                     f"`python benchmarks/learning_curve.py --work_dir={args.work_dir}` first")
+                     f"`python -m benchmarks.learning.learning_curve --work_dir={args.work_dir}` first")
     with open(os.path.join(pretrain_dir, "run_config.json")) as f:
         run = json.load(f)
     checkpoint = os.path.join(pretrain_dir, f"ckpt-{args.steps}")

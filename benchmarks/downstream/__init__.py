@@ -1,0 +1,1 @@
+"""Does pretraining help: fine-tuning from a pretrained checkpoint against random init, and interop."""

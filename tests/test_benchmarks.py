@@ -1,0 +1,97 @@
+"""benchmarks/ keeps working: every benchmark imports and answers --help, and the cheapest configuration
+of each family (speed, learning, downstream) runs end to end for a few steps, its tables written to a
+temporary results directory (ALBERT_TF_BENCHMARK_RESULTS), never over the recorded ones."""
+
+import contextlib
+import importlib
+import io
+import os
+import pathlib
+import random
+import subprocess
+import sys
+
+import pytest
+
+from test_glue import write_task
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+FAMILIES = ("speed", "learning", "downstream")
+# Modules a benchmark imports for its own use, not benchmarks themselves.
+HELPERS = {"benchmarks.learning.cloze"}
+
+
+def benchmark_modules():
+    return sorted(f"benchmarks.{family}.{path.stem}" for family in FAMILIES
+                  for path in (REPO_ROOT / "benchmarks" / family).glob("*.py") if path.stem != "__init__")
+
+
+def test_every_benchmark_imports_and_answers_help():
+    modules = benchmark_modules()
+    assert len(modules) >= 18 and {name.split(".")[1] for name in modules} == set(FAMILIES)
+    for name in modules:
+        module = importlib.import_module(name)
+        if name in HELPERS:
+            assert not hasattr(module, "main"), f"{name} is listed as a helper but has a main()"
+            continue
+        output = io.StringIO()
+        with contextlib.redirect_stdout(output), pytest.raises(SystemExit) as exit_info:
+            module.main(["--help"])
+        assert exit_info.value.code == 0, name
+        assert output.getvalue().startswith("usage:"), f"{name}: {output.getvalue()[:200]}"
+    run_all = importlib.import_module("benchmarks.run_all")
+    commands = {name: command for name, _, command, _ in run_all.BENCHMARKS}
+    for name, command in commands.items():  # run_all's commands name modules that exist
+        module = command.split()[2]
+        assert command.startswith("python -m benchmarks.") and module in modules, (name, command)
+
+
+def run_benchmark(module, *args, results):
+    env = dict(os.environ, ALBERT_TF_BENCHMARK_RESULTS=str(results), TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, env=env,
+                            cwd=REPO_ROOT, timeout=600)
+    assert result.returncode == 0, f"{module}:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def learning(tmp_path_factory):
+    """benchmarks.learning.learning_curve at its smallest: a few steps of albert_tiny on the built-in corpus."""
+    from albert_tf.data.builtin_corpus import write_corpus
+
+    work = tmp_path_factory.mktemp("learning_curve")
+    results = tmp_path_factory.mktemp("results")
+    corpus = work / "corpus.txt"
+    write_corpus(str(corpus), max_bytes=300_000)
+    run_benchmark("benchmarks.learning.learning_curve", f"--corpus={corpus}", f"--work_dir={work / 'run'}",
+                  "--vocab_size=1000", "--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=1",
+                  "--train_batch_size=8", "--num_train_steps=4", "--num_warmup_steps=1",
+                  "--save_checkpoints_steps=2", results=results)
+    return work / "run" / "pretrain", results
+
+
+def test_learning_family_smoke(learning):
+    _, results = learning
+    table = (results / "learning_curve.md").read_text()
+    rows = [line for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert [row.split("|")[1].strip() for row in rows] == ["2", "4"], table
+    assert (results / "learning_curve.png").stat().st_size > 0
+
+
+def test_downstream_family_smoke(learning, tmp_path):
+    checkpoint, _ = learning
+    write_task(tmp_path / "glue" / "MRPC", "mrpc", random.Random("mrpc"))
+    run_benchmark("benchmarks.downstream.finetune_glue", f"--pretrained={checkpoint}", f"--glue_dir={tmp_path / 'glue'}",
+                  f"--work_dir={tmp_path / 'work'}", f"--results_dir={tmp_path / 'results'}", "--tasks=mrpc",
+                  "--max_steps=2", "--batch_size=4", "--max_seq_length=32", results=tmp_path / "results")
+    table = (tmp_path / "results" / "finetune_glue.md").read_text()
+    assert "| mrpc | pretrained |" in table and "| mrpc | random init |" in table
+    assert "| mrpc | pretrained - random |" in table
+
+
+def test_speed_family_smoke(tmp_path):
+    skip = "albert_tf:bf16:noxla,albert_tf:bf16:xla,albert_tf:fp32:xla"
+    run_benchmark("benchmarks.speed.train_step", "--preset=albert_tiny", "--batch_size=2", "--seq_length=16",
+                  "--steps=1", "--rounds=1", "--only=albert_tf", f"--skip={skip}", results=tmp_path)
+    table = (tmp_path / "train_step.md").read_text()
+    assert "albert_tf" in table and "fp32" in table, table
