@@ -95,3 +95,38 @@ def test_speed_family_smoke(tmp_path):
                   "--steps=1", "--rounds=1", "--only=albert_tf", f"--skip={skip}", results=tmp_path)
     table = (tmp_path / "train_step.md").read_text()
     assert "albert_tf" in table and "fp32" in table, table
+
+
+def test_from_scratch_comparison_reads_the_runs_histories(tmp_path):
+    """benchmarks.learning.from_scratch: figures and targets from eval_history.jsonl files as the runs write them."""
+    import json
+
+    from benchmarks.learning import from_scratch
+
+    def write(run, points, sop=None):
+        directory = tmp_path / "work" / run
+        directory.mkdir(parents=True)
+        with open(directory / "eval_history.jsonl", "w") as f:
+            for step, hours, at_mask in points:
+                heldout = {"masked_lm_accuracy_at_mask": at_mask, "masked_lm_accuracy": at_mask + 0.1}
+                record = {"step": step, "elapsed_seconds": hours * 3600, "heldout": heldout}
+                if sop:
+                    heldout["sentence_order_accuracy"] = sop[0]
+                    record["training"] = {"sentence_order_accuracy": sop[1]}
+                f.write(json.dumps(record) + "\n")
+
+    write("runs/smallA3hD", [(500, 0.5, 0.06), (1000, 1.0, 0.16), (1500, 1.5, 0.21), (2000, 3.0, 0.26)], (0.72, 0.75))
+    write("runs/smallA3h", [(500, 0.5, 0.06), (1000, 1.5, 0.15), (2000, 3.0, 0.19)], (0.60, 0.80))
+    # Hugging Face's run has not been made: its row says so and its target cannot be judged yet.
+    from_scratch.main([f"--work_dir={tmp_path / 'work'}", f"--results_dir={tmp_path / 'results'}"])
+    text = (tmp_path / "results" / "from_scratch.md").read_text()
+    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]]
+            for line in text.splitlines() if line.startswith("| albert_tf") or line.startswith("| Hugging")}
+    assert rows["albert_tf, documents"][:9] == ["2,000", "3.00", "26.0", "26.0", "72.0", "75.0", "+3.0", "1.00",
+                                                "1.50"]
+    assert rows["albert_tf, static dupe 10"][6:9] == ["+20.0", "1.50", "-"]
+    assert rows["Hugging Face, MLM only"][0] == "not run yet"
+    assert "- held-out accuracy at [MASK] >= 25%: met" in text
+    assert "- 20% at [MASK] at least 1.5x sooner than albert_tf, static dupe 10: met" in text  # never: its 3 h
+    assert "sooner than Hugging Face, MLM only: not yet measurable" in text
+    assert (tmp_path / "results" / "from_scratch.png").stat().st_size > 0

@@ -78,7 +78,16 @@ RECIPES = {
     "small_adamw_3h_dynamic": Recipe("small", 64, 10, 1, 64, "adamw", 5e-4, 1000, 200000, "smallA3hD",
                                      "small_adamw on documents, its schedule fitted to a 3-hour budget", True,
                                      "documents", 3.0),
+    "small_adamw_3h": Recipe("small", 64, 10, 10, 64, "adamw", 5e-4, 1000, 200000, "smallA3h",
+                             "small_adamw on static dupe-10 instances, its schedule fitted to a 3-hour budget "
+                             "(the baseline of small_adamw_3h_dynamic)", True, "instances", 3.0),
 }
+
+# Recipes evaluated on the held-out set while they train (documents, or a time budget: their curves are
+# compared in hours by benchmarks.learning.from_scratch): every 500 steps, all held-out records in batches
+# of 64, the records benchmarks.learning.huggingface_from_scratch evaluates on.
+EVAL_EVERY_STEPS = 500
+EVAL_FLAGS = ("--eval_every_steps=500", "--eval_batch_size=64", "--max_eval_steps=100000")
 
 
 def tool(*args):
@@ -142,8 +151,8 @@ def train(work, recipe, spm, data=None, albert_config=None, output_dir=None, ste
                 f"--num_train_steps={steps}", f"--save_checkpoints_steps={save_checkpoints_steps}",
                 "--keep_checkpoint_max=200", "--iterations_per_loop=100",
                 *(["--jit_compile"] if recipe.jit_compile else []),
-                *([f"--eval_input_file={data_prefix(work, recipe, 'heldout')}", "--eval_every_steps=500"]
-                  if recipe.data_format == "documents" else []),
+                *([f"--eval_input_file={data_prefix(work, recipe, 'heldout')}", *EVAL_FLAGS]
+                  if recipe.data_format == "documents" or recipe.budget_hours else []),
                 *([f"--train_budget_hours={recipe.budget_hours}"] if recipe.budget_hours else []), *extra_flags)
 
 
