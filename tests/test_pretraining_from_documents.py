@@ -87,6 +87,12 @@ def test_a_run_resumed_from_an_earlier_checkpoint_rewrites_the_history_of_the_st
 
     assert [record["step"] for record in history(output_dir)] == [10, 20, 30, 40]
     assert without_times(history(output_dir)) == without_times(history(uninterrupted[0]))
+    # The run's clock continues from ckpt-20's reading: the redone steps' times come after it, not from 0.
+    clock = json.loads((uninterrupted[0] / "training_time.json").read_text())
+    assert set(clock) == {"10", "20", "30", "40"} and 0 < clock["10"] < clock["20"] < clock["40"]
+    redone = {record["step"]: record["elapsed_seconds"] for record in history(output_dir)}
+    assert clock["20"] < redone[30] < redone[40]
+    assert json.loads((output_dir / "training_time.json").read_text())["40"] > clock["20"]
 
 
 def two_workers(data, tmp_path, *extra, steps):

@@ -48,6 +48,7 @@ from albert_tf.training.learning_phase import learning_phase
 from albert_tf.training.pretraining_trainer import SUM_KEYS, PretrainingTrainer
 from albert_tf.training.strategies import worker_layout
 from albert_tf.training.train_budget import BudgetPlan, StepTimer, plan_budget
+from albert_tf.training.training_time import record_seconds, recorded_seconds
 
 PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 RUN_CONFIG_FILE = "run_config.json"
@@ -469,6 +470,12 @@ def _train(settings, model, trainer, strategy, iterator, manager, writer, preemp
         print(f"Already trained for {step} steps (of {total_steps}).", flush=True)
         return 0
     start_step, start_time = step, time.monotonic()
+    # The run's clock continues from its checkpoint's reading (albert_tf.training.training_time).
+    previous_seconds = recorded_seconds(manager.directory, step) or 0.0
+
+    def elapsed_seconds():
+        return previous_seconds + time.monotonic() - start_time
+
     print(f"Training from step {step} to {total_steps}: {strategy.num_replicas_in_sync} replica(s), "
           f"batch {settings.train_batch_size}, seq {settings.max_seq_length}."
           + (" (The step count is provisional until the step time is measured.)" if budget and not budget.plan else ""),
@@ -486,6 +493,8 @@ def _train(settings, model, trainer, strategy, iterator, manager, writer, preemp
         if problem:
             raise _diverged(problem, steps, manager)
         _save(manager, step)
+        steps_kept = [int(prefix.rsplit("-", 1)[1]) for prefix in manager.checkpoints]
+        record_seconds(manager.directory, step, elapsed_seconds(), steps_kept)
 
     while step < total_steps:
         boundaries = [settings.save_checkpoints_steps] + ([heldout.every] if heldout else [])
@@ -517,12 +526,12 @@ def _train(settings, model, trainer, strategy, iterator, manager, writer, preemp
         if problem:
             raise _diverged(problem, steps, manager)
         sequences_per_second = num_steps * settings.train_batch_size / max(seconds, 1e-9)
-        elapsed = time.monotonic() - start_time
+        elapsed = elapsed_seconds()
         if heldout:
             heldout.add_training(totals)
         if budget and budget.after_loop(step, num_steps, seconds, elapsed, heldout):
             total_steps = budget.plan.num_train_steps
-        eta = elapsed / (step - start_step) * max(0, total_steps - step)
+        eta = (time.monotonic() - start_time) / (step - start_step) * max(0, total_steps - step)
         phase = f"  phase: {heldout.phase.name}" if heldout and heldout.phase else ""
         print(f"step {step}/{total_steps}  {_format_metrics(metrics)}  lr {float(learning_rate):.3g}  "
               f"grad_norm {float(gradient_norm):.3g}  {sequences_per_second:.1f} seq/s  "
@@ -536,7 +545,7 @@ def _train(settings, model, trainer, strategy, iterator, manager, writer, preemp
             tf.summary.scalar("sequences_per_second", sequences_per_second)
         writer.flush()
         if heldout and heldout.due(step, total_steps):
-            heldout.run(step, time.monotonic() - start_time)
+            heldout.run(step, elapsed_seconds())
         if step % settings.save_checkpoints_steps == 0 or step >= total_steps:
             save_if_good(steps)
             saved_step = step

@@ -133,12 +133,13 @@ def main(argv=None):
                                   lr=0.0, betas=(0.9, 0.999), eps=1e-8)
     checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
     history_path = os.path.join(run_dir, "eval_history.jsonl")
-    step, plan = 0, None
+    step, plan, previous_seconds = 0, None, 0.0
     if os.path.exists(checkpoint_path):
         state = torch.load(checkpoint_path, weights_only=False)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step, plan = state["step"], state["plan"]
+        previous_seconds = state.get("elapsed_seconds", 0.0)  # the clock continues across resumes
         print(f"Resuming at step {step}" + (f" of {plan['num_train_steps']}" if plan else ""), flush=True)
     if os.path.exists(history_path):  # drop evaluations of steps after the checkpoint: they are redone
         with open(history_path) as f:
@@ -146,7 +147,7 @@ def main(argv=None):
         with open(history_path, "w") as f:
             f.writelines(kept)
     total = plan["num_train_steps"] if plan else 10**6
-    timer, start = StepTimer(), time.monotonic()
+    timer, start = StepTimer(), time.monotonic() - previous_seconds
     print(f"{len(data):,} blocks of {SEQ} tokens; AlbertForMaskedLM with "
           f"{sum(p.numel() for p in model.parameters()):,} parameters", flush=True)
     model.train()
@@ -183,8 +184,8 @@ def main(argv=None):
                 print(f"Budget {args.budget_hours:g} h: {timer.step_seconds * 1000:.0f} ms/step -> {total:,} steps",
                       flush=True)
         if step % EVERY == 0 or step >= total:
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "plan": plan},
-                       checkpoint_path + ".tmp")
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "plan": plan,
+                        "elapsed_seconds": time.monotonic() - start}, checkpoint_path + ".tmp")
             os.replace(checkpoint_path + ".tmp", checkpoint_path)
 
 
