@@ -129,11 +129,6 @@ class PretrainingTrainer:
         gradient_norm = tf.zeros([], tf.float32)
         learning_rate = tf.zeros([], tf.float32)
         for _ in tf.range(num_steps):
-            # One step at a time: by default a while loop may start an iteration's ops before the last
-            # iteration's are done, and a step reading weights that the previous step is still writing
-            # made about one run in twenty differ in its last bits (seen as a resumed run that did not
-            # end with the uninterrupted run's weights).
-            tf.autograph.experimental.set_loop_options(parallel_iterations=1)
             if self.stop_requested:
                 break
             learning_rate = tf.cast(self.optimizer.learning_rate, tf.float32)  # the rate this step uses
