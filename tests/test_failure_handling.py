@@ -20,8 +20,8 @@ import numpy as np
 import psutil
 import pytest
 
-from pretraining_fixtures import make_pretraining_data
-from test_run_pretraining import command, environment, fingerprint, run
+from pretraining_fixtures import assert_trained_alike, make_pretraining_data
+from test_run_pretraining import command, environment, run
 from text_fixtures import train_small_spm, write_corpus
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -368,7 +368,7 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous_one(data, tmp_pa
     assert "ckpt-20 is unreadable" in result.stderr and "Resuming from" in result.stdout
     assert f"{tmp_path / 'run'}/ckpt-10 at step 10" in result.stdout
     # Going on from ckpt-10 ends exactly where an uninterrupted run does.
-    assert fingerprint(result.stdout) == fingerprint(reference.stdout)
+    assert_trained_alike(tmp_path / "run", result.stdout, tmp_path / "reference", reference.stdout)
 
 
 def test_changed_input_files_on_resume_are_refused(data, tmp_path):

@@ -104,7 +104,7 @@ def two_workers(data, tmp_path, *extra, steps):
         args = command(data, tmp_path / f"worker{index}", "--strategy=multi_worker", *extra, steps=steps)
         processes.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                           env=environment(TF_CONFIG=tf_config), cwd=REPO_ROOT))
-    outputs = [process.communicate(timeout=300) for process in processes]
+    outputs = [process.communicate(timeout=600) for process in processes]  # two processes on 2 shared cores
     for process, (stdout, stderr) in zip(processes, outputs):
         assert process.returncode == 0, stderr
     return [stdout for stdout, _ in outputs]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from albert_tf.models.model_dir import load_pretrainer
-from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
+from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, assert_trained_alike, make_pretraining_data
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 STEPS = 40
@@ -90,7 +90,7 @@ def wait_for(path, process, timeout=240):
 
 def kill_then_resume(args, output_dir, saved, final, uninterrupted):
     """SIGKILLs the run of `args` once it has saved `saved` (before `final`), reruns it, and checks that
-    the resumed run ends with the uninterrupted run's weights; returns the rerun's result."""
+    the resumed run ends as the uninterrupted run does (assert_trained_alike); returns the rerun's result."""
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment(), cwd=REPO_ROOT)
     wait_for(output_dir / saved, process)
     process.send_signal(signal.SIGKILL)
@@ -99,10 +99,18 @@ def kill_then_resume(args, output_dir, saved, final, uninterrupted):
     result = run(args)
     assert result.returncode == 0, result.stderr
     assert "Resuming from" in result.stdout
-    assert fingerprint(result.stdout) == fingerprint(uninterrupted[1])
-    for a, b in zip(weights(output_dir), weights(uninterrupted[0])):
-        np.testing.assert_array_equal(a, b)
+    assert_trained_alike(output_dir, result.stdout, *uninterrupted)
     return result
+
+
+def test_the_resume_check_tells_a_run_that_trained_differently(data, uninterrupted, tmp_path):
+    # The same run with the input shuffled by another buffer: what resuming at another position gives.
+    args = command(data, tmp_path)
+    args[args.index("--shuffle_buffer_size=100")] = "--shuffle_buffer_size=99"
+    result = run(args)
+    assert result.returncode == 0, result.stderr
+    with pytest.raises(AssertionError, match="losses that differ"):
+        assert_trained_alike(tmp_path, result.stdout, *uninterrupted)
 
 
 def test_sigkill_then_restart_ends_with_the_uninterrupted_weights(data, uninterrupted, tmp_path):
@@ -125,7 +133,7 @@ def test_sigterm_saves_a_checkpoint_and_the_run_resumes_exactly(data, uninterrup
     assert saved and f"ckpt-{STEPS}.index" not in saved
     result = run(args)
     assert result.returncode == 0, result.stderr
-    assert fingerprint(result.stdout) == fingerprint(uninterrupted[1])
+    assert_trained_alike(tmp_path, result.stdout, *uninterrupted)
 
 
 def test_a_divergence_saves_nothing_names_the_good_checkpoint_and_a_lower_rate_resumes(data, tmp_path):
