@@ -44,6 +44,23 @@ def history(output_dir):
     return [json.loads(line) for line in (output_dir / "eval_history.jsonl").read_text().splitlines()]
 
 
+def assert_alike(mine, theirs, path="history"):
+    """Equal JSON values, floats to a relative 1e-5 (a resumed run's figures may differ from an uninterrupted
+    run's in the last bits: pretraining_fixtures.assert_trained_alike)."""
+    if isinstance(theirs, float):
+        assert abs(mine - theirs) <= 1e-5 * abs(theirs) + 1e-12, (path, mine, theirs)
+    elif isinstance(theirs, dict):
+        assert mine.keys() == theirs.keys(), (path, sorted(mine), sorted(theirs))
+        for key in theirs:
+            assert_alike(mine[key], theirs[key], f"{path}.{key}")
+    elif isinstance(theirs, list):
+        assert len(mine) == len(theirs), (path, mine, theirs)
+        for index, (a, b) in enumerate(zip(mine, theirs)):
+            assert_alike(a, b, f"{path}[{index}]")
+    else:
+        assert mine == theirs, (path, mine, theirs)
+
+
 def test_held_out_figures_and_the_phase_come_during_training(uninterrupted):
     output_dir, stdout = uninterrupted
     records = history(output_dir)
@@ -67,8 +84,8 @@ def test_sigkill_then_restart_ends_with_the_uninterrupted_weights_and_one_histor
     kill_then_resume(command(data, tmp_path), tmp_path, "ckpt-20.index", f"ckpt-{STEPS}.index", uninterrupted)
     # Steps redone after the restart replace their history lines instead of adding to them.
     assert [record["step"] for record in history(tmp_path)] == [10, 20, 30, 40]
-    expected = {record["step"]: record["heldout"] for record in history(uninterrupted[0])}
-    assert {record["step"]: record["heldout"] for record in history(tmp_path)} == expected
+    expected = [record["heldout"] for record in history(uninterrupted[0])]
+    assert_alike([record["heldout"] for record in history(tmp_path)], expected)
 
 
 def test_a_run_resumed_from_an_earlier_checkpoint_rewrites_the_history_of_the_steps_it_redoes(data, uninterrupted,
@@ -86,7 +103,7 @@ def test_a_run_resumed_from_an_earlier_checkpoint_rewrites_the_history_of_the_st
         return [{key: value for key, value in record.items() if key != "elapsed_seconds"} for record in records]
 
     assert [record["step"] for record in history(output_dir)] == [10, 20, 30, 40]
-    assert without_times(history(output_dir)) == without_times(history(uninterrupted[0]))
+    assert_alike(without_times(history(output_dir)), without_times(history(uninterrupted[0])))
     # The run's clock continues from ckpt-20's reading: the redone steps' times come after it, not from 0.
     clock = json.loads((uninterrupted[0] / "training_time.json").read_text())
     assert set(clock) == {"10", "20", "30", "40"} and 0 < clock["10"] < clock["20"] < clock["40"]
