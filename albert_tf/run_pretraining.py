@@ -36,9 +36,8 @@ from absl import flags
 
 from albert_tf import cli
 from albert_tf.file_utils import exclusive_directory_lock
+from albert_tf.training.distribution_flags import check_distribution_flags, define_distribution_flags
 
-STRATEGY_NAMES = ("one_device", "mirrored", "multi_worker", "tpu")
-PRECISION_NAMES = ("none", "bf16", "fp16")
 
 
 def define_flags():
@@ -88,23 +87,7 @@ def define_flags():
     flags.DEFINE_float("clip_norm", 1.0, "Clip the global gradient norm (over all replicas) to this.")
     flags.DEFINE_integer("save_checkpoints_steps", 5000, "Save a checkpoint every this many steps (and at the end).")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept in --output_dir (older ones are deleted).")
-    flags.DEFINE_integer("max_seconds_per_loop", 60, "A compiled loop also ends after this many seconds, so the "
-                         "progress line, summaries and the divergence check come at least this often (and on a CPU or "
-                         "GPU, where a step can take seconds, the first within a minute) whatever "
-                         "--iterations_per_loop is. 0: only --iterations_per_loop ends a loop. Multi-worker runs end "
-                         "loops only by --iterations_per_loop, since every worker must run the same steps.")
-    flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per compiled loop; progress, summaries and the NaN "
-                         "check happen between loops.")
-    flags.DEFINE_enum("mixed_precision", "none", list(PRECISION_NAMES), "bf16: bfloat16 compute, float32 variables (TPU, "
-                      "Ampere+ GPUs, AMX CPUs). fp16: float16 with dynamic loss scaling (older GPUs). LayerNorm, "
-                      "softmax and losses stay float32.")
-    flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass (the default on TPU; usually "
-                      "faster on GPU; on CPU measure first).")
-    flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step: the step's gradient is the exact "
-                         "gradient of the whole --train_batch_size batch, with 1/N of the activation memory.")
-    flags.DEFINE_enum("strategy", "one_device", list(STRATEGY_NAMES), "one_device; mirrored (all local GPUs); "
-                      "multi_worker (MultiWorkerMirroredStrategy, cluster from TF_CONFIG); tpu (TPUStrategy).")
-    flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (Cloud TPU VM: local); implies --strategy=tpu.")
+    define_distribution_flags(iterations_per_loop=1000)
     flags.DEFINE_float("sentence_loss_weight", 1.0, "Weight of the sentence-level loss (SOP, or NSP for data made "
                        "with --random_next_sentence) added to the MLM loss; the original: 1. 0 trains MLM only "
                        "(the paper's Table 5 'None' row).")
@@ -121,14 +104,13 @@ def _validate_flags():
     if missing:
         raise ValueError(f"{' and '.join(missing)} required")
     positive = ("train_batch_size", "eval_batch_size", "max_seq_length", "max_predictions_per_seq", "num_train_steps",
-                "save_checkpoints_steps", "keep_checkpoint_max", "iterations_per_loop", "gradient_accumulation_steps")
+                "save_checkpoints_steps", "keep_checkpoint_max")
     for name in positive:
         if FLAGS[name].value is not None and FLAGS[name].value < 1:
             raise ValueError(f"--{name} must be >= 1, got {FLAGS[name].value}")
     if FLAGS.num_warmup_steps < 0 or FLAGS.num_warmup_steps > FLAGS.num_train_steps:
         raise ValueError(f"--num_warmup_steps must be in [0, --num_train_steps={FLAGS.num_train_steps}]")
-    if FLAGS.max_seconds_per_loop < 0:
-        raise ValueError(f"--max_seconds_per_loop must be >= 0, got {FLAGS.max_seconds_per_loop}")
+    check_distribution_flags(FLAGS)
     if FLAGS.vocab_size is not None and FLAGS.vocab_size < 1:
         raise ValueError(f"--vocab_size must be >= 1, got {FLAGS.vocab_size}")
     if FLAGS.learning_rate <= 0:
@@ -174,7 +156,8 @@ def main(argv):
     from albert_tf.data import pretraining_dataset as data
     from albert_tf.data.pretraining_data_job import DOCUMENTS_FORMAT
     from albert_tf.training import pretraining_run
-    from albert_tf.training.strategies import create_strategy, is_chief
+    from albert_tf.training.distribution_flags import strategy_from_flags
+    from albert_tf.training.strategies import is_chief
 
     config = _model_config()
     train_files = data.expand_data_files(FLAGS.input_file)
@@ -201,7 +184,7 @@ def main(argv):
         raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the config's max_position_embeddings "
                          f"({config.max_position_embeddings})")
 
-    strategy = create_strategy(FLAGS.strategy, tpu=FLAGS.tpu)
+    strategy = strategy_from_flags(FLAGS)
     chief = is_chief(strategy)
     output_dir = FLAGS.output_dir
     tf.io.gfile.makedirs(output_dir)

@@ -16,6 +16,16 @@ _cpus = tf.config.list_physical_devices("CPU")
 tf.config.set_logical_device_configuration(_cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def two_cpu_strategy():
+    """MirroredStrategy over the two logical CPU devices: one for the whole session, since every new
+    MirroredStrategy over the same devices numbers its collective ops from the same keys, and a second
+    one's all-reduce would meet the first one's of another shape."""
+    devices = [device.name for device in tf.config.list_logical_devices("CPU")]
+    assert len(devices) == 2, "the CPU is split into two logical devices above"
+    return tf.distribute.MirroredStrategy(devices)
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 

@@ -226,22 +226,23 @@ def test_finetune_names_the_last_checkpoint_whose_weights_passed(tmp_path):
     import tensorflow as tf
 
     from albert_tf.training import TrainingDivergedError
-    from albert_tf.training.finetuning import finetune
+    from albert_tf.training.finetuning import FinetuningSettings, finetune
 
     model, _, arrays = tiny_classifier_and_rows()
     calls = tf.Variable(0)
 
-    def loss_fn(batch, outputs):
+    def example_losses(batch, outputs):
         calls.assign_add(1)
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], outputs["logits"]))
-        return loss * tf.where(calls >= 5, 1e3, 1.0)
+        losses = tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], outputs["logits"])
+        return losses * tf.where(calls >= 5, 1e3, 1.0)
 
     evaluated = []
-    with pytest.raises(TrainingDivergedError, match=r"the loss grew to .* at step 5; stopped without saving") as info:
-        finetune(model, arrays, loss_fn, num_train_steps=6, batch_size=4, learning_rate=1e-3, num_warmup_steps=1,
-                 checkpoint_dir=str(tmp_path / "checkpoints"), kind="classifier",
-                 metadata={"num_labels": 2, "label_names": ["0", "1"], "is_regression": False},
-                 save_checkpoints_steps=2, evaluate=lambda m: evaluated.append(1) or {"accuracy": 0.5},
+    settings = FinetuningSettings(num_train_steps=6, train_batch_size=4, learning_rate=1e-3, num_warmup_steps=1,
+                                  save_checkpoints_steps=2, iterations_per_loop=1)
+    with pytest.raises(TrainingDivergedError, match=r"the loss grew to .* in step 5; stopped without saving") as info:
+        finetune(model, arrays, example_losses, settings, checkpoint_dir=str(tmp_path / "checkpoints"),
+                 kind="classifier", metadata={"num_labels": 2, "label_names": ["0", "1"], "is_regression": False},
+                 evaluate=lambda m: evaluated.append(1) or {"accuracy": 0.5},
                  best_metric="accuracy", best_dir=str(tmp_path / "best"))
     assert info.value.last_good.endswith("ckpt-4")
     assert sorted(p.name for p in (tmp_path / "checkpoints").glob("ckpt-*.index")) == ["ckpt-2.index", "ckpt-4.index"]

@@ -194,7 +194,7 @@ def tiny_classifier_and_rows():
 def test_finetune_resumes_and_keeps_the_best_checkpoint(tmp_path):
     import tensorflow as tf
 
-    from albert_tf.training.finetuning import finetune
+    from albert_tf.training.finetuning import FinetuningSettings, finetune
 
     model, config, arrays = tiny_classifier_and_rows()
     scores, kernels = [0.5, 0.9, 0.1], []
@@ -203,17 +203,21 @@ def test_finetune_resumes_and_keeps_the_best_checkpoint(tmp_path):
         kernels.append(m.get_layer("classifier").kernel.numpy().copy())
         return {"accuracy": scores[len(kernels) - 1]}
 
-    def loss_fn(batch, outputs):
-        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], outputs["logits"]))
+    def example_losses(batch, outputs):
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], outputs["logits"])
+
+    def settings(steps):
+        return FinetuningSettings(num_train_steps=steps, train_batch_size=4, learning_rate=1e-3, num_warmup_steps=1,
+                                  save_checkpoints_steps=2)
 
     checkpoints, best = str(tmp_path / "checkpoints"), str(tmp_path / "best")
-    common = dict(batch_size=4, learning_rate=1e-3, num_warmup_steps=1, checkpoint_dir=checkpoints, kind="classifier",
+    common = dict(checkpoint_dir=checkpoints, kind="classifier",
                   metadata={"num_labels": 2, "label_names": ["0", "1"], "is_regression": False},
-                  save_checkpoints_steps=2, evaluate=evaluate, best_metric="accuracy", best_dir=best)
-    first = finetune(model, arrays, loss_fn, num_train_steps=4, **common)
+                  evaluate=evaluate, best_metric="accuracy", best_dir=best)
+    first = finetune(model, arrays, example_losses, settings(4), **common)
     assert [r["step"] for r in first["evaluations"]] == [2, 4] and first["best"]["step"] == 4
     messages = []
-    second = finetune(AlbertClassifier(AlbertEncoder(config), num_labels=2), arrays, loss_fn, num_train_steps=6,
+    second = finetune(AlbertClassifier(AlbertEncoder(config), num_labels=2), arrays, example_losses, settings(6),
                       log=lambda *args, **kwargs: messages.append(" ".join(map(str, args))), **common)
     assert any("Resuming from" in m and "ckpt-4" in m for m in messages)
     assert [r["step"] for r in second["evaluations"]] == [2, 4, 6]  # continued at step 4, not from 0
@@ -233,7 +237,7 @@ def run_classifier(*flags):
 
 
 TINY_TRAINING = ["--max_seq_length=32", "--train_step=6", "--warmup_step=1", "--train_batch_size=8",
-                 "--save_checkpoints_steps=3", "--learning_rate=1e-4"]
+                 "--save_checkpoints_steps=3", "--learning_rate=1e-4", "--iterations_per_loop=2"]
 
 
 def check_submission(path, task, count=24):
@@ -271,9 +275,10 @@ def test_task_end_to_end_through_the_cli(task, checkpoint, tmp_path):
     submissions = {"cola": ["CoLA.tsv"], "sts-b": ["STS-B.tsv"], "mnli": ["MNLI-m.tsv", "MNLI-mm.tsv"]}[task]
     for name in submissions:
         check_submission(output / name, task)
-    # TensorBoard: the loss and learning rate of every step, the metrics of every evaluated checkpoint.
+    # TensorBoard: the loss and learning rate of every compiled loop (2 steps, ending at the checkpoints
+    # too), the metrics of every evaluated checkpoint.
     train_tags, eval_tags = summary_steps(output / "train"), summary_steps(output / "eval")
-    assert train_tags["loss"] == train_tags["learning_rate"] == [1, 2, 3, 4, 5, 6]
+    assert train_tags["loss"] == train_tags["learning_rate"] == [2, 3, 5, 6]
     assert eval_tags[best_key] == [3, 6]
 
 

@@ -121,9 +121,9 @@ def test_schedule_length_can_be_a_variable_set_after_tracing():
     assert schedule.get_config()["num_train_steps"] == 100
 
 
-def test_schedule_length_can_be_a_mirrored_variable():
+def test_schedule_length_can_be_a_mirrored_variable(two_cpu_strategy):
     """Under MirroredStrategy (two logical CPUs, conftest.py) the variable is distributed; the plan assigns it."""
-    strategy = tf.distribute.MirroredStrategy([d.name for d in tf.config.list_logical_devices("CPU")][:2])
+    strategy = two_cpu_strategy
     with strategy.scope():
         total = tf.Variable(1000, dtype=tf.int64, trainable=False)
         schedule = WarmupPolynomialDecay(1e-3, num_train_steps=total, num_warmup_steps=10)

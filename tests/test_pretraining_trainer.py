@@ -1,4 +1,4 @@
-"""The compiled pretraining loop: distribution and accumulation change nothing but speed."""
+"""The compiled trainer on the pretraining objective: distribution and accumulation change nothing but speed."""
 
 import keras
 import numpy as np
@@ -9,8 +9,8 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.data.pretraining_dataset import make_pretraining_dataset
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.optimization import create_optimizer
-from albert_tf.tasks.pretraining_losses import metrics_from_sums
-from albert_tf.training.pretraining_trainer import PretrainingTrainer
+from albert_tf.tasks.pretraining_losses import PretrainingObjective, metrics_from_sums
+from albert_tf.training.trainer import Trainer
 from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
 
 STEPS = 5
@@ -41,7 +41,7 @@ def train(strategy, data, initial_weights, accumulation=1, precision="float32"):
             optimizer = create_optimizer(2e-3, 100, 2, gradients_are_aggregated=True)
             if precision == "mixed_float16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-            trainer = PretrainingTrainer(strategy, model, optimizer, BATCH, accumulation)
+            trainer = Trainer(strategy, model, optimizer, PretrainingObjective(), BATCH, accumulation)
         iterator = iter(make_pretraining_dataset(data.files(), BATCH, SEQ_LENGTH, PREDICTIONS, seed=1))
         losses = []
         for _ in range(STEPS):
@@ -66,11 +66,8 @@ def test_weights_change_and_loss_is_sane(one_device_run, initial_weights):
     assert max(np.abs(a - b).max() for a, b in zip(weights, initial_weights)) > 1e-4
 
 
-def test_mirrored_over_two_devices_matches_one_device(data, initial_weights, one_device_run):
-    devices = [d.name for d in tf.config.list_logical_devices("CPU")]
-    assert len(devices) == 2, "conftest.py splits the CPU into two logical devices"
-    strategy = tf.distribute.MirroredStrategy(devices)
-    losses, weights, _ = train(strategy, data, initial_weights)
+def test_mirrored_over_two_devices_matches_one_device(data, initial_weights, one_device_run, two_cpu_strategy):
+    losses, weights, _ = train(two_cpu_strategy, data, initial_weights)
     # Same global batch, same input order: only the summation order differs (float32 rounding).
     np.testing.assert_allclose(losses, one_device_run[0], rtol=1e-5)
     for a, b in zip(weights, one_device_run[1]):
@@ -99,7 +96,8 @@ def test_batch_must_divide_over_replicas_and_micro_batches(data, initial_weights
         model = AlbertPretrainer(AlbertConfig.from_json_file(data.config_file))
         optimizer = create_optimizer(1e-3, 10, gradients_are_aggregated=True)
         with pytest.raises(ValueError, match="divisible"):
-            PretrainingTrainer(strategy, model, optimizer, global_batch_size=10, gradient_accumulation_steps=4)
+            Trainer(strategy, model, optimizer, PretrainingObjective(), global_batch_size=10,
+                    gradient_accumulation_steps=4)
 
 
 def test_sentence_loss_weight_zero_trains_mlm_only(data, initial_weights):
@@ -113,13 +111,13 @@ def test_sentence_loss_weight_zero_trains_mlm_only(data, initial_weights):
             model = AlbertPretrainer(AlbertConfig.from_json_file(data.config_file), seq_length=SEQ_LENGTH,
                                      max_predictions_per_seq=PREDICTIONS)
             model.set_weights(initial_weights)
-            trainer = PretrainingTrainer(strategy, model, create_optimizer(2e-3, 100, 2, gradients_are_aggregated=True),
-                                         BATCH, sentence_loss_weight=weight)
-        gradients, _ = trainer._forward_backward(batch, masked_weight)
+            trainer = Trainer(strategy, model, create_optimizer(2e-3, 100, 2, gradients_are_aggregated=True),
+                              PretrainingObjective(sentence_loss_weight=weight), BATCH)
+        gradients, _ = trainer._forward_backward(batch, {"masked_weight": masked_weight})
         by_layer = [(variable.path, gradient) for variable, gradient in zip(model.trainable_variables, gradients)]
         sop_norms[weight] = float(tf.linalg.global_norm([g for path, g in by_layer if "sentence_order_head" in path]))
         mlm_bias = [g for path, g in by_layer if "masked_lm_head" in path and "bias" in path]
         assert mlm_bias and float(tf.linalg.global_norm(mlm_bias)) > 0
     assert sop_norms[1.0] > 0 and sop_norms[0.0] == 0.0
     with pytest.raises(ValueError, match="sentence_loss_weight must be >= 0"):
-        PretrainingTrainer(strategy, model, trainer.optimizer, BATCH, sentence_loss_weight=-1)
+        PretrainingObjective(sentence_loss_weight=-1)

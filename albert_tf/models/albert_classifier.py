@@ -105,7 +105,8 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
             if steps is None:
                 raise ValueError("fit on an uncompiled model needs the number of batches for its learning-rate "
                                  "schedule: pass steps_per_epoch, a dataset of known length, or compile() first")
-            self.default_compile(max(1, steps * epochs))
+            with self.distribute_strategy.scope():  # the optimizer's variables live where the model's do
+                self.default_compile(max(1, steps * epochs))
         return super().fit(x, y, batch_size=batch_size, epochs=epochs, sample_weight=sample_weight,
                            validation_data=validation_data, shuffle=shuffle, steps_per_epoch=steps_per_epoch, **kwargs)
 

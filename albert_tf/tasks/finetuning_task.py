@@ -14,6 +14,9 @@ read their own flags from `flags` by name.
 
 import dataclasses
 
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS
+from albert_tf.tasks.objective import Objective
+
 
 @dataclasses.dataclass(frozen=True)
 class Recipe:
@@ -83,16 +86,23 @@ class FinetuningTask:
         """The evaluation data `evaluate` takes (read once, evaluated at every checkpoint)."""
         raise NotImplementedError
 
-    def loss(self, batch, outputs):
-        """Scalar float32 loss of a training batch."""
+    def example_losses(self, batch, outputs):
+        """float32 loss of each example of a training batch, [batch]; training minimizes their mean."""
         raise NotImplementedError
+
+    def loss(self, batch, outputs):
+        """Scalar float32 loss of a training batch: the mean of `example_losses`."""
+        import tensorflow as tf
+
+        return tf.reduce_mean(self.example_losses(batch, outputs))
 
     def trainable_variables(self, model):
         """The variables fine-tuning updates (default: all trainable ones)."""
         return model.trainable_variables
 
     def evaluate(self, model, eval_data, flags) -> dict:
-        """{metric: float} of `model` on `eval_data`."""
+        """{metric: float} of `model` on `eval_data` (run inside the strategy's scope: `predict_outputs`
+        spreads the batches over its replicas)."""
         raise NotImplementedError
 
     def best_metric(self, flags) -> str:
@@ -117,16 +127,84 @@ class FinetuningTask:
         return "  ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()) if isinstance(v, float))
 
 
-def predict_logits(model, arrays, batch_size):
-    """The model's "logits" over the encoder inputs of `arrays`, batched (numpy)."""
+class FinetuningObjective(Objective):
+    """A task's per-example loss as the trainer's objective: each replica adds its examples' losses and
+    divides by the global batch size, so the replicas' shares sum to the global batch's mean loss."""
+
+    sum_keys = ("loss_sum", "examples")
+    model_inputs = ENCODER_INPUTS
+
+    def __init__(self, example_losses):
+        self.example_losses = example_losses  # (batch, outputs) -> [batch] float32
+
+    def outputs(self, model, inputs, training):
+        # albert_tf's task models compute for training only what the loss reads (the same values).
+        head_outputs = getattr(model, "head_outputs", None)
+        if training and head_outputs is not None:
+            return head_outputs(inputs, training=True)
+        return model(inputs, training=training)
+
+    def batch_sums(self, outputs, batch):
+        import tensorflow as tf
+
+        losses = self.example_losses(batch, outputs)
+        return {"loss_sum": tf.reduce_sum(losses), "examples": tf.cast(tf.size(losses), tf.float32)}
+
+    def replica_loss(self, sums, global_sums, global_batch_size):
+        return sums["loss_sum"] / global_batch_size
+
+    def metrics(self, totals):
+        return {"loss": float(totals["loss_sum"]) / max(float(totals["examples"]), 1e-9)}
+
+
+def predict_outputs(model, arrays, batch_size, names=("logits",)):
+    """{name: float32 numpy array over all rows of `arrays`} of the model's outputs `names`, in row order.
+
+    Under a distribution strategy's scope (`tf.distribute.get_strategy()`) each batch of
+    `batch_size` rows (rounded up to a multiple of the replicas) is split over all replicas,
+    on every worker alike, and their outputs gathered back in order; rows padding the last
+    batch are dropped. Every worker of a multi-worker run must call it (it is collective)
+    and gets all the outputs.
+    """
     import numpy as np
     import tensorflow as tf
 
-    from albert_tf.networks.albert_encoder import ENCODER_INPUTS
+    strategy = tf.distribute.get_strategy()
+    replicas = strategy.num_replicas_in_sync
+    global_batch = -(-batch_size // replicas) * replicas
+    inputs = {name: np.asarray(arrays[name]) for name in ENCODER_INPUTS}
+    count = len(inputs["input_word_ids"])
+    padded = -(-count // global_batch) * global_batch
+    # Padding rows attend to nothing (input_mask 0): finite outputs, dropped below.
+    inputs = {name: np.concatenate([value, np.zeros((padded - count, *value.shape[1:]), value.dtype)])
+              for name, value in inputs.items()}
+
+    def replica_outputs(batch):
+        outputs = model(batch, training=False)
+        return {name: tf.cast(outputs[name], tf.float32) for name in names}
 
     @tf.function
-    def logits_of(batch):
-        return model(batch, training=False)["logits"]
+    def batch_outputs(batch):
+        if replicas == 1:
+            return strategy.run(replica_outputs, args=(batch,))
+        parts = strategy.experimental_distribute_values_from_function(
+            lambda context: {name: tf.split(value, replicas)[context.replica_id_in_sync_group]
+                             for name, value in batch.items()})
+        per_replica = strategy.run(replica_outputs, args=(parts,))
+        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):  # the other workers' rows too
+            return {name: strategy.gather(per_replica[name], axis=0) for name in names}
+        # One worker holds every replica's rows, in replica order.
+        return {name: tf.concat(strategy.experimental_local_results(per_replica[name]), axis=0) for name in names}
 
-    dataset = tf.data.Dataset.from_tensor_slices({k: arrays[k] for k in ENCODER_INPUTS}).batch(batch_size)
-    return np.concatenate([logits_of(batch).numpy() for batch in dataset])
+    collected = {name: [] for name in names}
+    for begin in range(0, padded, global_batch):
+        outputs = batch_outputs({name: tf.constant(value[begin : begin + global_batch])
+                                 for name, value in inputs.items()})
+        for name in names:
+            collected[name].append(outputs[name].numpy())
+    return {name: np.concatenate(parts)[:count] for name, parts in collected.items()}
+
+
+def predict_logits(model, arrays, batch_size):
+    """The model's "logits" over the encoder inputs of `arrays`, batched (numpy; see `predict_outputs`)."""
+    return predict_outputs(model, arrays, batch_size)["logits"]

@@ -95,13 +95,13 @@ class GlueTask(FinetuningTask):
     def read_eval(self, tokenizer, flags):
         return {name: self._encode(examples, tokenizer, flags) for name, examples in self._read("dev", flags).items()}
 
-    def loss(self, batch, outputs):
+    def example_losses(self, batch, outputs):
         import tensorflow as tf
 
         logits = tf.cast(outputs["logits"], tf.float32)
         if logits.shape[-1] == 1:  # regression (STS-B): the one output is the score
-            return tf.reduce_mean(tf.square(logits[:, 0] - tf.cast(batch["label_ids"], tf.float32)))
-        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], logits))
+            return tf.square(logits[:, 0] - tf.cast(batch["label_ids"], tf.float32))
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], logits)
 
     def _predictions(self, model, arrays, batch_size, flags):
         """Label indices, or scores for regression."""

@@ -14,8 +14,12 @@ global batch size. `batch_sums` returns the pieces; `replica_loss` combines them
 import tensorflow as tf
 
 from albert_tf.text.albert_tokenizer import MASK_ID
+from albert_tf.tasks.objective import Objective
 
 MLM_EPSILON = 1e-5  # the original's denominator epsilon
+SUM_KEYS = ("mlm_loss_sum", "mlm_correct", "masked_weight", "mask_input_correct", "mask_input_weight", "sop_loss_sum",
+            "sop_correct", "sequences")
+MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
 
 
 def batch_sums(outputs, batch):
@@ -70,3 +74,33 @@ def metrics_from_sums(totals):
         "sentence_order_accuracy": float(totals["sop_correct"]) / sequences,
         "sentence_order_loss": float(totals["sop_loss_sum"]) / sequences,
     }
+
+
+class PretrainingObjective(Objective):
+    """Pretraining as the trainer's objective: the MLM and sentence-order losses of an `AlbertPretrainer`,
+    the sentence loss weighted by `sentence_loss_weight` (0 = MLM only)."""
+
+    sum_keys = SUM_KEYS
+    model_inputs = MODEL_INPUTS
+
+    def __init__(self, sentence_loss_weight=1.0):
+        if sentence_loss_weight < 0:
+            raise ValueError(f"sentence_loss_weight must be >= 0, got {sentence_loss_weight}")
+        self.sentence_loss_weight = float(sentence_loss_weight)
+
+    def outputs(self, model, inputs, training):
+        return model.pretraining_logits(inputs, training=training)
+
+    def global_sums(self, batch):
+        return {"masked_weight": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32))}
+
+    def batch_sums(self, outputs, batch):
+        return batch_sums(outputs, batch)
+
+    def replica_loss(self, sums, global_sums, global_batch_size):
+        return replica_loss(sums, global_sums["masked_weight"], global_batch_size, self.sentence_loss_weight)
+
+    def metrics(self, totals):
+        metrics = metrics_from_sums(totals)
+        metrics["loss"] = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
+        return metrics

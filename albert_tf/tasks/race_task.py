@@ -61,11 +61,10 @@ class RaceTask(FinetuningTask):
     def read_eval(self, tokenizer, flags):
         return self._encoded("dev", tokenizer, flags)
 
-    def loss(self, batch, outputs):
+    def example_losses(self, batch, outputs):
         import tensorflow as tf
 
-        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-            batch["label_ids"], tf.cast(outputs["logits"], tf.float32)))
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], tf.cast(outputs["logits"], tf.float32))
 
     @staticmethod
     def _choices(model, arrays, batch_size):

@@ -20,7 +20,7 @@ import os
 from absl import flags as absl_flags
 
 from albert_tf.tasks import squad
-from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe
+from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, predict_outputs
 
 DEFAULT_LEARNING_RATES = {"1.1": 5e-5, "2.0": 3e-5}
 
@@ -107,8 +107,8 @@ class SquadTask(FinetuningTask):
             raise ValueError(f"{flags.predict_file}: has questions without answers; --do_eval needs answers to score")
         return data
 
-    def loss(self, batch, outputs):
-        return span_loss(batch["start_positions"], batch["end_positions"], outputs)
+    def example_losses(self, batch, outputs):
+        return span_losses(batch["start_positions"], batch["end_positions"], outputs)
 
     def trainable_variables(self, model):
         # The pooler is not on the span head's path and gets no gradient.
@@ -163,16 +163,23 @@ class SquadTask(FinetuningTask):
 
 
 def span_loss(start_positions, end_positions, outputs):
-    """BERT's span loss, scalar float32: the mean over the batch of (CE(start) + CE(end)) / 2, each over all
-    positions of the window; a window without the answer (or an unanswerable question) points both at
-    [CLS] (position 0)."""
+    """BERT's span loss, scalar float32: the mean of `span_losses` over the batch."""
+    import tensorflow as tf
+
+    return tf.reduce_mean(span_losses(start_positions, end_positions, outputs))
+
+
+def span_losses(start_positions, end_positions, outputs):
+    """BERT's span loss of each window, [batch] float32: (CE(start) + CE(end)) / 2, each over all positions
+    of the window; a window without the answer (or an unanswerable question) points both at [CLS]
+    (position 0)."""
     import tensorflow as tf
 
     start_losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=tf.cast(start_positions, tf.int32), logits=tf.cast(outputs["start_logits"], tf.float32))
     end_losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=tf.cast(end_positions, tf.int32), logits=tf.cast(outputs["end_logits"], tf.float32))
-    return tf.reduce_mean(start_losses + end_losses) / 2.0
+    return (start_losses + end_losses) / 2.0
 
 
 def _answered(examples):
@@ -180,15 +187,8 @@ def _answered(examples):
 
 
 def span_logits(model, features, batch_size):
-    """(start_logits, end_logits): float32 arrays [num_features, seq]."""
-    import numpy as np
-    import tensorflow as tf
-
+    """(start_logits, end_logits): float32 arrays [num_features, seq] (spread over the replicas of the
+    strategy in scope, as `predict_outputs` does)."""
     arrays = squad.feature_arrays(features, with_positions=False)
-    forward = tf.function(lambda inputs: model(inputs, training=False), reduce_retracing=True)
-    starts, ends = [], []
-    for begin in range(0, len(features), batch_size):
-        outputs = forward({name: tf.constant(value[begin : begin + batch_size]) for name, value in arrays.items()})
-        starts.append(outputs["start_logits"].numpy())
-        ends.append(outputs["end_logits"].numpy())
-    return np.concatenate(starts), np.concatenate(ends)
+    outputs = predict_outputs(model, arrays, batch_size, ("start_logits", "end_logits"))
+    return outputs["start_logits"], outputs["end_logits"]

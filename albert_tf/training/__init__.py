@@ -1,4 +1,5 @@
-"""Training loops: pretraining (`pretraining_trainer`, `pretraining_run`) and fine-tuning (`finetuning`)."""
+"""Training: one trainer (`trainer`) and loop (`training_loop`) for pretraining (`pretraining_run`) and
+fine-tuning (`finetuning`, `finetuning_tool`)."""
 
 
 class TrainingDivergedError(RuntimeError):

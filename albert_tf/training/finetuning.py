@@ -1,161 +1,208 @@
-"""The fine-tuning loop every task CLI shares (GLUE, SQuAD, RACE): one device, AdamW, resumable.
+"""Fine-tuning (GLUE, SQuAD, RACE): a task's loss through the one trainer and training loop, under any strategy.
 
-    encoder = starting_encoder(init_checkpoint)          # or a fresh one: starting_encoder(None, "albert_tiny")
-    model = AlbertClassifier(encoder, num_labels=2)
-    result = finetune(model, arrays, loss_fn, num_train_steps=..., batch_size=..., learning_rate=...,
-                      num_warmup_steps=..., checkpoint_dir=..., kind="classifier", evaluate=evaluate_fn,
-                      best_metric="accuracy", best_dir=..., spm_model_file=...)
+    strategy = create_strategy("mirrored")
+    with strategy.scope():
+        model = AlbertClassifier(starting_encoder(init_checkpoint), num_labels=2)
+    result = finetune(model, arrays, task.example_losses,
+                      FinetuningSettings(num_train_steps=800, train_batch_size=32, learning_rate=2e-5,
+                                         num_warmup_steps=200),
+                      checkpoint_dir, kind="classifier", evaluate=evaluate_fn, best_metric="accuracy",
+                      best_dir=best_dir, strategy=strategy)
 
 - `arrays`: dict of equal-length numpy arrays: the three encoder inputs (the
-  model gets only those) plus labels; shuffled with `seed`, repeated as needed.
+  model gets only those) plus what the loss reads; shuffled with `seed`,
+  repeated as needed, in global batches of `train_batch_size`: every replica
+  takes its slice of each, so N replicas (and K accumulation micro-batches)
+  train on exactly the batches of one device (`albert_tf.training.trainer`).
   A resumed run skips the batches already seen.
-- `loss_fn(batch, outputs)` -> scalar float32 loss.
+- `example_losses(batch, outputs)` -> the float32 loss of each example; a step
+  minimizes their mean over the global batch.
 - Optimizer: the original fine-tuning AdamW (`create_optimizer(optimizer="adamw")`:
-  no bias correction, weight decay 0.01 with LayerNorm/bias excluded, global
-  norm clipped to 1.0), linear warmup then linear decay.
-- Every step passes the divergence check (`albert_tf.training.divergence`: a
-  NaN or infinite loss, or one grown past 10x its level); a failing step stops
-  the run with `TrainingDivergedError` naming the last good checkpoint, and no
-  checkpoint is saved (or evaluated, or kept as the best) unless its weights
-  are finite too.
+  no bias correction, weight decay 0.01 with LayerNorm/bias excluded, the
+  all-reduced gradient's global norm clipped to 1.0), linear warmup then linear
+  decay; under the mixed_float16 policy with dynamic loss scaling.
+- The loop is pretraining's (`albert_tf.training.training_loop`): compiled loops
+  of `iterations_per_loop` steps, a progress line and TensorBoard scalars per
+  loop, the divergence check (`albert_tf.training.divergence`: a failing loop
+  stops the run with `TrainingDivergedError` naming the last good checkpoint,
+  and no checkpoint is saved, evaluated or kept as the best unless its weights
+  are finite too), SIGTERM saves and returns status 143.
 - Checkpoints (model, optimizer, step) every `save_checkpoints_steps` and at the
   end in `checkpoint_dir` (with albert_tf.json and the SentencePiece model, so
   `load_model` reads it as a model directory); rerunning resumes from the latest.
-- `evaluate(model) -> {metric: value}` runs at every checkpoint (history in
-  checkpoint_dir/evaluations.json); the checkpoint with the highest
-  `best_metric` is copied to `best_dir` as an albert_tf model directory (with
-  the SentencePiece model when given) and its results are returned.
-- Variables without a gradient path to the loss (the pooler under a span head)
-  are left out of the update.
-- With `summary_dir`, TensorBoard summaries: loss and learning rate per step in
-  SUMMARY_DIR/train, the evaluation metrics per checkpoint in SUMMARY_DIR/eval
-  (`tensorboard --logdir OUTPUT_DIR`).
+- `evaluate(model) -> {metric: value}` runs at every checkpoint, inside the
+  strategy's scope (history in checkpoint_dir/evaluations.json); the checkpoint
+  with the highest `best_metric` is copied to `best_dir` as an albert_tf model
+  directory (with the SentencePiece model when given) and its results returned.
+- Multi-worker: every worker runs the same steps and evaluations (they are
+  collective); only the chief (`chief=True`) writes, the others write into a
+  directory of their own that the caller discards.
+- With `summary_dir`, TensorBoard summaries: the loss, learning rate, gradient
+  norm and throughput per loop in SUMMARY_DIR/train, the evaluation metrics per
+  checkpoint in SUMMARY_DIR/eval (`tensorboard --logdir OUTPUT_DIR`).
 """
 
+import dataclasses
 import json
 import os
 
 import tensorflow as tf
 
 from albert_tf.models.model_dir import SPM_MODEL_FILE, write_metadata, write_model_dir
-from albert_tf.networks.albert_encoder import ENCODER_INPUTS
-from albert_tf.progress import Progress
 from albert_tf.text.albert_tokenizer import copy_spm_model
 from albert_tf.training import TrainingDivergedError
-from albert_tf.training.divergence import DivergenceGuard
+from albert_tf.training.training_loop import LoopHooks, PreemptionFlag, run_training_loop, stops_every_step
 
 EVALUATIONS_FILE = "evaluations.json"
-SUMMARY_SUBDIRS = ("train", "eval")  # in summary_dir: the per-step and the per-evaluation TensorBoard summaries
+SUMMARY_SUBDIRS = ("train", "eval")  # in summary_dir: the per-loop and the per-evaluation TensorBoard summaries
 
 
-def finetune(model, arrays, loss_fn, num_train_steps, batch_size, learning_rate, num_warmup_steps, checkpoint_dir,
-             kind, metadata=None, save_checkpoints_steps=1000, keep_checkpoint_max=3, seed=12345, evaluate=None,
-             best_metric=None, best_dir=None, spm_model_file=None, variables=None, summary_dir=None, log=print):
-    """Trains `model` in place; returns {"loss": last loss, "evaluations": [...], "best": {...} or None}."""
+@dataclasses.dataclass(frozen=True)
+class FinetuningSettings:
+    """How a fine-tuning run trains: the schedule, the checkpoints and the compiled loop.
+
+    train_batch_size is the global batch (over all replicas and accumulation micro-batches);
+    it must divide by replicas x gradient_accumulation_steps.
+    """
+
+    num_train_steps: int
+    train_batch_size: int
+    learning_rate: float
+    num_warmup_steps: int = 0
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 3
+    seed: int = 12345
+    gradient_accumulation_steps: int = 1
+    jit_compile: bool = False
+    iterations_per_loop: int = 100
+    max_seconds_per_loop: int = 60
+
+    def __post_init__(self):
+        for name in ("num_train_steps", "train_batch_size", "save_checkpoints_steps", "keep_checkpoint_max",
+                     "gradient_accumulation_steps", "iterations_per_loop"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.num_warmup_steps <= self.num_train_steps:
+            raise ValueError(f"num_warmup_steps must be in [0, num_train_steps={self.num_train_steps}], "
+                             f"got {self.num_warmup_steps}")
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+
+
+def finetune(model, arrays, example_losses, settings, checkpoint_dir, kind, metadata=None, evaluate=None,
+             best_metric=None, best_dir=None, spm_model_file=None, variables=None, summary_dir=None, strategy=None,
+             chief=True, restore_dir=None, log=print):
+    """Trains `model` (built inside `strategy.scope()`) in place; returns {"status": 0 or 143 (SIGTERM),
+    "step": the last step, "loss": the last loop's loss, "evaluations": [...], "best": {...} or None}.
+
+    `restore_dir`: where to resume from, when not `checkpoint_dir` (a worker that is not the chief
+    resumes from the chief's checkpoints and saves into a directory of its own)."""
+    import keras
+
     from albert_tf.optimization import create_optimizer
+    from albert_tf.tasks.finetuning_task import FinetuningObjective
+    from albert_tf.training.trainer import Trainer
 
     if evaluate is not None and not best_metric:
         raise ValueError("finetune: `evaluate` needs the `best_metric` that picks the best checkpoint")
+    strategy = strategy or tf.distribute.get_strategy()
     metadata = metadata or {}
-    optimizer = create_optimizer(learning_rate=learning_rate, num_train_steps=num_train_steps,
-                                 num_warmup_steps=num_warmup_steps, optimizer="adamw", weight_decay_rate=0.01,
-                                 clipnorm=1.0)
-    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
-    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=keep_checkpoint_max,
-                                         step_counter=step, checkpoint_name="ckpt")
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        log(f"Resuming from {manager.latest_checkpoint}", flush=True)
+    with strategy.scope():
+        optimizer = create_optimizer(learning_rate=settings.learning_rate, num_train_steps=settings.num_train_steps,
+                                     num_warmup_steps=settings.num_warmup_steps, optimizer="adamw",
+                                     weight_decay_rate=0.01, clipnorm=1.0, gradients_are_aggregated=True)
+        if keras.mixed_precision.global_policy().name == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        trainer = Trainer(strategy, model, optimizer, FinetuningObjective(example_losses), settings.train_batch_size,
+                          settings.gradient_accumulation_steps, jit_compile=settings.jit_compile,
+                          variables=variables, input_is_global=True)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=trainer.step)
+    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=settings.keep_checkpoint_max,
+                                         step_counter=trainer.step, checkpoint_name="ckpt")
+    latest = tf.train.latest_checkpoint(restore_dir) if restore_dir else manager.latest_checkpoint
+    if latest:
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        log(f"Resuming from {latest}", flush=True)
     write_metadata(checkpoint_dir, kind, model.albert_config, **metadata)
     spm_copy = os.path.join(checkpoint_dir, SPM_MODEL_FILE)
     # So that checkpoint_dir alone is a complete model directory.
     if spm_model_file and not (os.path.exists(spm_copy) and os.path.samefile(spm_model_file, spm_copy)):
         copy_spm_model(spm_model_file, spm_copy)
     train_writer, eval_writer = (
-        (tf.summary.create_file_writer(os.path.join(summary_dir, name)) for name in SUMMARY_SUBDIRS) if summary_dir
-        else (tf.summary.create_noop_writer(), tf.summary.create_noop_writer()))
-    history_file = os.path.join(checkpoint_dir, EVALUATIONS_FILE)
-    evaluations = []
-    if os.path.exists(history_file):
-        with open(history_file) as f:
-            evaluations = json.load(f)
+        (tf.summary.create_file_writer(os.path.join(summary_dir, name)) for name in SUMMARY_SUBDIRS)
+        if summary_dir and chief else (tf.summary.create_noop_writer(), tf.summary.create_noop_writer()))
+    evaluations = _CheckpointEvaluations(model, evaluate, best_metric, best_dir, eval_writer, checkpoint_dir, kind,
+                                         metadata, spm_model_file, strategy, log)
 
-    def evaluate_checkpoint(done):
-        results = {"step": done, **evaluate(model)}
-        log("eval at step {}: {}".format(done, "  ".join(
+    done = int(trainer.step.numpy())
+    # A run stopped between saving a checkpoint and evaluating it evaluates it now. The workers of a
+    # multi-worker run must agree without reading a file the chief may be writing: they evaluate it again.
+    multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+    evaluations.after_save(done, only_if_missing=not multi_worker)
+
+    count = len(next(iter(arrays.values())))
+    dataset = (tf.data.Dataset.from_tensor_slices(arrays).shuffle(count, seed=settings.seed).repeat()
+               .batch(settings.train_batch_size, drop_remainder=True).skip(done).prefetch(tf.data.AUTOTUNE))
+
+    def diverged(problem, steps, last_good):
+        return TrainingDivergedError(f"{problem} in {steps}; stopped without saving", last_good=last_good)
+
+    preemption = PreemptionFlag(trainer.stop_requested if stops_every_step(strategy) else None)
+    preemption.install()
+    status = run_training_loop(
+        trainer, iter(dataset), manager, train_writer, preemption, settings.num_train_steps,
+        save_checkpoints_steps=settings.save_checkpoints_steps, iterations_per_loop=settings.iterations_per_loop,
+        max_seconds_per_loop=settings.max_seconds_per_loop, format_metrics=lambda m: f"loss {m['loss']:.4f}",
+        diverged=diverged, examples_name="examples", rate_label="examples/s",
+        hooks=evaluations, log=log)
+    train_writer.flush()
+    return {"status": status, "step": int(trainer.step.numpy()), "loss": evaluations.last_loss, "evaluations": evaluations.history,
+            "best": evaluations.best()}
+
+
+class _CheckpointEvaluations(LoopHooks):
+    """The loop's hooks for fine-tuning: evaluates every saved checkpoint and keeps the best in best_dir."""
+
+    def __init__(self, model, evaluate, best_metric, best_dir, writer, checkpoint_dir, kind, metadata,
+                 spm_model_file, strategy, log):
+        self.model, self.evaluate, self.best_metric, self.best_dir = model, evaluate, best_metric, best_dir
+        self.writer, self.kind, self.metadata, self.spm_model_file = writer, kind, metadata, spm_model_file
+        self.strategy, self.log = strategy, log
+        self.path = os.path.join(checkpoint_dir, EVALUATIONS_FILE)
+        self.history = []
+        self.last_loss = float("nan")
+        if os.path.exists(self.path):
+            with open(self.path) as f:
+                self.history = json.load(f)
+
+    def best(self):
+        return max(self.history, key=lambda r: r[self.best_metric]) if self.history and self.best_metric else None
+
+    def after_loop(self, step, num_steps, seconds, elapsed, totals):
+        self.last_loss = float(totals["loss_sum"]) / max(float(totals["examples"]), 1e-9)
+        return None
+
+    def after_save(self, step, only_if_missing=False):
+        if self.evaluate is None or not step or (only_if_missing and step in {r["step"] for r in self.history}):
+            return
+        with self.strategy.scope():
+            results = {"step": step, **self.evaluate(self.model)}
+        self.log("eval at step {}: {}".format(step, "  ".join(
             f"{k} {v:.4f}" for k, v in results.items() if k != "step" and isinstance(v, float))), flush=True)
-        evaluations.append(results)
-        with eval_writer.as_default(step=done):
+        # A checkpoint evaluated again (a resumed multi-worker run) replaces its earlier entry.
+        self.history = [r for r in self.history if r["step"] != step] + [results]
+        with self.writer.as_default(step=step):
             for name, value in results.items():
                 if name != "step" and isinstance(value, (int, float)):
                     tf.summary.scalar(name, value)
-        eval_writer.flush()
-        with open(history_file + ".tmp", "w") as f:
-            json.dump(evaluations, f, indent=2)
-        os.replace(history_file + ".tmp", history_file)
-        if best_dir and max(evaluations, key=lambda r: r[best_metric]) is results:
-            files = {SPM_MODEL_FILE: spm_model_file} if spm_model_file else None
-            write_model_dir(model, best_dir, kind, overwrite=True, files=files, **metadata, best_step=done,
-                            best_results=results)
-
-    done = int(step.numpy())
-    # A run stopped between saving a checkpoint and evaluating it evaluates it now.
-    if evaluate is not None and done and done not in {r["step"] for r in evaluations}:
-        evaluate_checkpoint(done)
-
-    if variables is None:
-        variables = model.trainable_variables
-    count = len(next(iter(arrays.values())))
-    dataset = (tf.data.Dataset.from_tensor_slices(arrays).shuffle(count, seed=seed).repeat()
-               .batch(batch_size).prefetch(tf.data.AUTOTUNE))
-
-    # albert_tf's task models compute for training only what the loss reads (the same values).
-    forward = getattr(model, "head_outputs", None) or (lambda inputs, training: model(inputs, training=training))
-
-    @tf.function
-    def train_step(batch):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(batch, forward({name: batch[name] for name in ENCODER_INPUTS}, training=True))
-        gradients = tape.gradient(loss, variables)
-        pairs = [(tf.convert_to_tensor(g), v) for g, v in zip(gradients, variables) if g is not None]
-        optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])
-        step.assign_add(1)
-        return loss
-
-    first, loss = done, float("nan")
-    guard = DivergenceGuard(variables)
-
-    def diverged(problem):
-        return TrainingDivergedError(f"{problem} at step {done}; stopped without saving",
-                                     last_good=manager.latest_checkpoint)
-
-    progress = Progress(num_train_steps, lambda steps, elapsed: (
-        f"step {steps}/{num_train_steps}  loss {loss:.4f}  "
-        f"{(steps - first) * batch_size / max(elapsed, 1e-9):.1f} examples/s"))
-    for batch in dataset.skip(done).take(max(num_train_steps - done, 0)):
-        loss = float(train_step(batch))
-        done = int(step.numpy())
-        problem = guard.loss_problem(loss)
-        if problem:
-            raise diverged(problem)
-        with train_writer.as_default(step=done):
-            tf.summary.scalar("loss", loss)
-            tf.summary.scalar("learning_rate", float(optimizer.learning_rate))
-        if done < num_train_steps:
-            progress.update(done)
-        if done % save_checkpoints_steps == 0 or done == num_train_steps:
-            problem = guard.weights_problem()
-            if problem:
-                raise diverged(problem)
-            manager.save(checkpoint_number=done)
-            if evaluate is not None:
-                evaluate_checkpoint(done)
-    train_writer.flush()
-    if done > first:
-        progress.finish(done)
-    best = max(evaluations, key=lambda r: r[best_metric]) if evaluations and best_metric else None
-    return {"loss": loss, "evaluations": evaluations, "best": best}
+        self.writer.flush()
+        with open(self.path + ".tmp", "w") as f:
+            json.dump(self.history, f, indent=2)
+        os.replace(self.path + ".tmp", self.path)
+        if self.best_dir and self.best() is results:
+            files = {SPM_MODEL_FILE: self.spm_model_file} if self.spm_model_file else None
+            write_model_dir(self.model, self.best_dir, self.kind, overwrite=True, files=files, **self.metadata,
+                            best_step=step, best_results=results)
 
 
 def model_for_evaluation(best_dir, trained_model, init_checkpoint, kind, task_name=None):

@@ -40,6 +40,7 @@ import os
 from absl import flags
 
 from albert_tf import cli
+from albert_tf.training.distribution_flags import check_distribution_flags, define_distribution_flags
 
 FLAGS = flags.FLAGS
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -88,6 +89,7 @@ def define_flags(task):
                       "finished, replace the earlier run's checkpoints, best model, results, summaries and predictions "
                       "(only what the tool wrote; a failed run leaves them as they were). Without it, training resumes "
                       "from the latest checkpoint.")
+    define_distribution_flags(iterations_per_loop=100)
     task.define_flags()
 
 
@@ -114,6 +116,7 @@ def validate_flags(task):
         raise ValueError(f"--warmup_proportion must be in [0, 1], got {FLAGS.warmup_proportion}")
     if FLAGS.spm_model_file and not os.path.isfile(FLAGS.spm_model_file):
         raise FileNotFoundError(f"{FLAGS.spm_model_file}: no such file (--spm_model_file)")
+    check_distribution_flags(FLAGS)
     resolve_preprocessing_flags(task)
     task.validate(FLAGS)
 
@@ -197,6 +200,15 @@ def check_fits(model, tokenizer):
                          f"({config.max_position_embeddings})")
 
 
+def check_batch_fits(batch_size, strategy):
+    """ValueError naming the flags when the global batch does not split over replicas and micro-batches."""
+    parts = strategy.num_replicas_in_sync * FLAGS.gradient_accumulation_steps
+    if batch_size % parts:
+        raise ValueError(f"--train_batch_size={batch_size} must be divisible by the number of replicas "
+                         f"({strategy.num_replicas_in_sync}) times --gradient_accumulation_steps "
+                         f"({FLAGS.gradient_accumulation_steps})")
+
+
 def check_vocabulary(spm):
     """ValueError when --spm_model_file is not, by content, the SentencePiece model the starting model carries
     (when it carries one): its ids would index other rows of the embedding table."""
@@ -242,22 +254,50 @@ def main(task, argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     validate_flags(task)
-    from albert_tf.file_utils import exclusive_directory_lock
+    import keras
 
+    from albert_tf.file_utils import exclusive_directory_lock
+    from albert_tf.training.distribution_flags import PRECISIONS, strategy_from_flags
+    from albert_tf.training.strategies import is_chief
+
+    # First: a multi-worker strategy must exist before any other TensorFlow work.
+    strategy = strategy_from_flags(FLAGS)
+    keras.mixed_precision.set_global_policy(PRECISIONS[FLAGS.mixed_precision])
     os.makedirs(FLAGS.output_dir, exist_ok=True)
+    if not is_chief(strategy):
+        return _run(task, FLAGS.output_dir, strategy, chief=False)
     # One run per output directory: two would interleave their checkpoints and replace each other's best/.
     with exclusive_directory_lock(FLAGS.output_dir, task.tool):
-        return _run(task, FLAGS.output_dir)
+        return _run(task, FLAGS.output_dir, strategy)
 
 
-def _run(task, output_dir):
+def _worker_outputs(output_dir):
+    """A worker that is not the chief computes what the chief does (the steps and evaluations are
+    collective) and writes it into a directory of its own, removed at the end."""
+    import contextlib
+    import shutil
+    import tempfile
+
+    @contextlib.contextmanager
+    def scratch():
+        directory = tempfile.mkdtemp(prefix="albert_tf_worker_")
+        try:
+            yield directory
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    return scratch()
+
+
+def _run(task, output_dir, strategy, chief=True):
     from albert_tf.models.model_dir import checkpoints_newest_first, find_spm_model
     from albert_tf.file_utils import file_sha256, write_json_atomically
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
     from albert_tf.training import TrainingDivergedError
-    from albert_tf.training.finetuning import finetune, model_for_evaluation, report_best
+    from albert_tf.training.finetuning import FinetuningSettings, finetune, model_for_evaluation, report_best
     from albert_tf.training.run_directory import (RUN_CONFIG_FILE, foreign_outputs, next_record, read_run_config,
-                                                  record_divergence, resume_conflicts, run_outputs)
+                                                  resume_conflicts, run_outputs)
+    from albert_tf.training.training_loop import PREEMPTED_EXIT_CODE
 
     # Everything is read and checked before anything in output_dir changes.
     spm = find_spm_model(FLAGS.init_checkpoint, FLAGS.spm_model_file)
@@ -272,11 +312,13 @@ def _run(task, output_dir):
                               f"(its {RUN_CONFIG_FILE} lists what it wrote); move them or choose another --output_dir")
     model = train = training = None
     if FLAGS.do_train:
-        model = starting_model(task)
+        with strategy.scope():  # the model's variables live on the strategy's devices
+            model = starting_model(task)
         check_fits(model, tokenizer)
         train = task.read_train(tokenizer, FLAGS)
         rows = len(next(iter(train.values())))
         learning_rate, batch_size, steps, warmup = training_schedule(task.recipe(FLAGS), rows)
+        check_batch_fits(batch_size, strategy)
         training = {"task": task.title(FLAGS), "albert_config": model.albert_config.to_dict(),
                     "train_data_sha256": arrays_sha256(train), "spm_model_sha256": file_sha256(spm),
                     "do_lower_case": FLAGS.do_lower_case, "max_seq_length": FLAGS.max_seq_length,
@@ -290,44 +332,62 @@ def _run(task, output_dir):
 
     final_best_dir = os.path.join(output_dir, BEST_SUBDIR)
     summary = []
-    with run_outputs(output_dir, FLAGS.overwrite, record) as run_dir:
-        write_json_atomically(os.path.join(run_dir, RUN_CONFIG_FILE),
-                              next_record(None if FLAGS.overwrite else record, task.tool, names, training))
+    outputs = run_outputs(output_dir, FLAGS.overwrite, record) if chief else _worker_outputs(output_dir)
+    with outputs as run_dir:
+        if chief:
+            write_json_atomically(os.path.join(run_dir, RUN_CONFIG_FILE),
+                                  next_record(None if FLAGS.overwrite else record, task.tool, names, training))
         best_dir = os.path.join(run_dir, BEST_SUBDIR)
         best_metric = task.best_metric(FLAGS)
         if FLAGS.do_train:
             print(f"Fine-tuning on {rows:,} {task.unit.lower()}: {steps} steps of batch {batch_size}, lr "
                   f"{learning_rate:g}, {warmup} warmup steps.", flush=True)
+            settings = FinetuningSettings(
+                num_train_steps=steps, train_batch_size=batch_size, learning_rate=learning_rate,
+                num_warmup_steps=warmup, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+                keep_checkpoint_max=FLAGS.keep_checkpoint_max, seed=FLAGS.seed,
+                gradient_accumulation_steps=FLAGS.gradient_accumulation_steps, jit_compile=FLAGS.jit_compile,
+                iterations_per_loop=FLAGS.iterations_per_loop, max_seconds_per_loop=FLAGS.max_seconds_per_loop)
+            # A worker that is not the chief resumes from the chief's checkpoints (a shared file system).
+            restore_dir = os.path.join(output_dir, CHECKPOINT_SUBDIR) if not (chief or FLAGS.overwrite) else None
             try:
                 result = finetune(
-                    model, train, task.loss, steps, batch_size, learning_rate, warmup,
-                    os.path.join(run_dir, CHECKPOINT_SUBDIR), task.model_kind,
+                    model, train, task.example_losses, settings, os.path.join(run_dir, CHECKPOINT_SUBDIR),
+                    task.model_kind,
                     metadata={**task.metadata(FLAGS), "train_steps": steps, "lower_case": FLAGS.do_lower_case},
-                    save_checkpoints_steps=FLAGS.save_checkpoints_steps, keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-                    seed=FLAGS.seed, evaluate=(lambda m: task.evaluate(m, eval_data, FLAGS)) if FLAGS.do_eval else None,
+                    evaluate=(lambda m: task.evaluate(m, eval_data, FLAGS)) if FLAGS.do_eval else None,
                     best_metric=best_metric if FLAGS.do_eval else None, best_dir=best_dir, spm_model_file=spm,
-                    variables=task.trainable_variables(model), summary_dir=run_dir)
+                    variables=task.trainable_variables(model), summary_dir=run_dir, strategy=strategy, chief=chief,
+                    restore_dir=restore_dir)
             except TrainingDivergedError as error:
                 raise _divergence_advice(error, output_dir) from None
+            if result["status"] == PREEMPTED_EXIT_CODE:
+                resume = " without --overwrite" if FLAGS.overwrite else ""
+                print(f"{task.title(FLAGS)}: stopped by SIGTERM after step {result['step']}; rerun the same command"
+                      f"{resume} to resume from its checkpoint in {os.path.join(output_dir, CHECKPOINT_SUBDIR)}.",
+                      flush=True)
+                return PREEMPTED_EXIT_CODE
             report_best(result, best_metric, final_best_dir)
             last_model = os.path.join(output_dir, CHECKPOINT_SUBDIR)
             summary.append(f"fine-tuned for {steps} steps (the last model: {last_model})")
-        if FLAGS.do_eval or FLAGS.do_predict:
-            model = model_for_evaluation(best_dir, model, FLAGS.init_checkpoint, task.model_kind,
-                                         task_name=task.task_name(FLAGS))
-            check_fits(model, tokenizer)
-        evaluation = task.evaluate(model, eval_data, FLAGS) if FLAGS.do_eval else None
+        with strategy.scope():  # evaluation and prediction spread over the replicas too
+            if FLAGS.do_eval or FLAGS.do_predict:
+                model = model_for_evaluation(best_dir, model, FLAGS.init_checkpoint, task.model_kind,
+                                             task_name=task.task_name(FLAGS))
+                check_fits(model, tokenizer)
+            evaluation = task.evaluate(model, eval_data, FLAGS) if FLAGS.do_eval else None
+            prediction = None
+            if FLAGS.do_predict:
+                prediction, written = task.predict(model, tokenizer, FLAGS, run_dir)
         if evaluation is not None:
             print("dev: " + task.summary(evaluation), flush=True)
-        prediction = None
         if FLAGS.do_predict:
-            prediction, written = task.predict(model, tokenizer, FLAGS, run_dir)
             summary.append("predictions in " + ", ".join(os.path.join(output_dir, os.path.relpath(path, run_dir))
                                                          for path in written))
             if prediction is not None:
                 summary.append(task.summary(prediction))
         results = task.eval_results(evaluation, prediction)
-        if results is not None:
+        if results is not None and chief:
             write_json_atomically(os.path.join(run_dir, EVAL_RESULTS_FILE), results)
             summary.append(f"metrics in {os.path.join(output_dir, EVAL_RESULTS_FILE)}")
         has_best = os.path.isdir(best_dir)

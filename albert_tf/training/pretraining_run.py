@@ -15,15 +15,13 @@ Resuming: the newest intact `ckpt-N` restores model, optimizer, step and input
 position; run_config.json holds what a resumed run must share with the run that
 wrote the checkpoints (the resolved model config, batch, lengths, optimizer,
 seed, loss weights, the input files by path). SIGTERM stops after the current
-step, saves and exits with PREEMPTED_EXIT_CODE.
+step, saves and exits with status 143 (`training_loop.PREEMPTED_EXIT_CODE`).
 """
 
-import concurrent.futures
 import hashlib
 import json
 import os
 import shutil
-import signal
 import tempfile
 import time
 
@@ -39,18 +37,17 @@ from albert_tf.data.pretraining_dataset import read_error
 from albert_tf.file_utils import file_sha256, write_json
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.optimization import create_optimizer
-from albert_tf.progress import format_duration
 from albert_tf.text.albert_tokenizer import AlbertTokenizer, copy_spm_model
 from albert_tf.training import TrainingDivergedError
-from albert_tf.training.divergence import DivergenceGuard, rerun_advice
-from albert_tf.tasks.pretraining_losses import metrics_from_sums
+from albert_tf.training.distribution_flags import PRECISIONS
+from albert_tf.training.divergence import rerun_advice
+from albert_tf.tasks.pretraining_losses import SUM_KEYS, PretrainingObjective, metrics_from_sums
 from albert_tf.training.learning_phase import learning_phase
-from albert_tf.training.pretraining_trainer import SUM_KEYS, PretrainingTrainer
 from albert_tf.training.strategies import worker_layout
 from albert_tf.training.train_budget import BudgetPlan, StepTimer, plan_budget
-from albert_tf.training.training_time import record_seconds, recorded_seconds
+from albert_tf.training.trainer import Trainer
+from albert_tf.training.training_loop import LoopHooks, PreemptionFlag, run_training_loop, stops_every_step
 
-PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 RUN_CONFIG_FILE = "run_config.json"
 EVAL_HISTORY_FILE = "eval_history.jsonl"
 # Flags a resumed run must share with the run that wrote the checkpoints.
@@ -58,44 +55,6 @@ _RESUME_INVARIANTS = ("albert_config", "train_batch_size", "max_seq_length", "ma
                       "gradient_accumulation_steps", "seed", "sentence_loss_weight", "train_budget_hours")
 # What a run_config.json written before an invariant existed implies for it.
 _INVARIANT_DEFAULTS = {"sentence_loss_weight": 1.0, "train_budget_hours": 0.0}
-PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM, what schedulers expect of a terminated job
-
-
-class _PreemptionFlag:
-    """Set by SIGTERM; the running loop stops after its current step, saves a checkpoint and exits.
-
-    A TPU preemption notice leaves about 30 s, less than a loop of --iterations_per_loop
-    steps may take, so the handler also sets the trainer's `stop_requested`, which the
-    compiled loop reads before every step. (Multi-worker runs stop at loop boundaries:
-    all workers must run the same steps.)
-    """
-
-    def __init__(self, stop_variable=None):
-        self.raised = False
-        self.stop_variable = stop_variable
-
-    def install(self):
-        signal.signal(signal.SIGTERM, self._handle)
-
-    def _handle(self, signum, frame):
-        self.raised = True
-        if self.stop_variable is not None:
-            self.stop_variable.assign(True)
-
-
-def _call_interruptibly(function):
-    """Runs `function` in a thread so that signal handlers run meanwhile, and returns its result.
-
-    Python runs signal handlers in the main thread between bytecodes; a main thread
-    blocked in a long TF call would hear SIGTERM only after the whole loop.
-    """
-    with concurrent.futures.ThreadPoolExecutor(1) as executor:
-        future = executor.submit(function)
-        while True:
-            try:
-                return future.result(timeout=0.5)
-            except concurrent.futures.TimeoutError:
-                continue
 
 
 def _run_config(settings, config, train_files):
@@ -220,9 +179,9 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
                 weight_decay_rate=settings.weight_decay_rate, clipnorm=settings.clip_norm, gradients_are_aggregated=True)
             if settings.mixed_precision == "fp16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-            trainer = PretrainingTrainer(strategy, model, optimizer, settings.train_batch_size,
-                                         settings.gradient_accumulation_steps, jit_compile=settings.jit_compile,
-                                         sentence_loss_weight=settings.sentence_loss_weight)
+            trainer = Trainer(strategy, model, optimizer, PretrainingObjective(settings.sentence_loss_weight),
+                              settings.train_batch_size, settings.gradient_accumulation_steps,
+                              jit_compile=settings.jit_compile)
         iterator = iter(_worker_dataset(settings, strategy, train_files))
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=trainer.step, iterator=iterator)
         return model, trainer, iterator, checkpoint, schedule_steps
@@ -252,19 +211,16 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
 
     writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train")) if chief
               else tf.summary.create_noop_writer())
-    per_step_stop = not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-    preemption = _PreemptionFlag(trainer.stop_requested if per_step_stop else None)
+    preemption = PreemptionFlag(trainer.stop_requested if stops_every_step(strategy) else None)
     preemption.install()
     status = 0
     try:
         if settings.do_train:
-            loop_seconds = getattr(settings, "max_seconds_per_loop", 0) if per_step_stop else 0
             heldout = (HeldoutEvaluation(settings, trainer, strategy, eval_files, output_dir, chief)
                        if settings.eval_every_steps else None)
             budget = (BudgetKeeper(settings, schedule_steps, output_dir, chief, budget_plan, strategy)
                       if settings.train_budget_hours else None)
-            status = _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files,
-                            loop_seconds, heldout, budget)
+            status = _train(settings, trainer, iterator, manager, writer, preemption, train_files, heldout, budget)
         if status == 0 and settings.do_eval:
             _evaluate(settings, trainer, strategy, eval_files, output_dir, chief)
     finally:
@@ -293,30 +249,9 @@ def _worker_dataset(settings, strategy, train_files):
                                          shuffle_buffer=settings.shuffle_buffer_size)
 
 
-def _any_worker_preempted(strategy, preemption):
-    """Whether any worker got SIGTERM: all must stop at the same step."""
-    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        flag = strategy.run(lambda: tf.constant(1.0 if preemption.raised else 0.0))
-        return float(strategy.reduce(tf.distribute.ReduceOp.SUM, flag, axis=None)) > 0
-    return preemption.raised
-
-
-def _diverged(problem, steps, manager):
-    last = manager.latest_checkpoint
-    return TrainingDivergedError(f"{problem} in steps {steps}; stopped without saving. {rerun_advice(last)}, or use "
+def _diverged(problem, steps, last):
+    return TrainingDivergedError(f"{problem} in {steps}; stopped without saving. {rerun_advice(last)}, or use "
                                  "--mixed_precision=bf16 instead of fp16.", last_good=last)
-
-
-def _loop_timer(trainer, seconds):
-    """Ends the running compiled loop after `seconds` (through the flag the loop reads before each step),
-    so that progress, summaries and the divergence check come at least that often."""
-    import threading
-
-    trainer.stop_requested.assign(False)
-    timer = threading.Timer(seconds, lambda: trainer.stop_requested.assign(True))
-    timer.daemon = True
-    timer.start()
-    return timer
 
 
 class HeldoutEvaluation:
@@ -462,114 +397,53 @@ def _recorded_budget_plan(output_dir):
     return BudgetPlan.from_json(recorded) if recorded else None
 
 
-def _train(settings, model, trainer, strategy, iterator, manager, writer, preemption, train_files, loop_seconds=0,
-           heldout=None, budget=None):
+class _PretrainingHooks(LoopHooks):
+    """Held-out evaluation every --eval_every_steps and the time budget, in the shared loop."""
+
+    def __init__(self, settings, heldout, budget):
+        self.settings = settings
+        self.heldout = heldout
+        self.budget = budget
+
+    def boundaries(self):
+        return [self.heldout.every] if self.heldout else []
+
+    def start(self, step):
+        if self.heldout:
+            self.heldout.start(step)
+            print(f"Held-out evaluation every {self.heldout.every} steps on {self.settings.eval_input_file}; its "
+                  f"frequent-piece level (MLM accuracy at [MASK] from piece frequencies alone): "
+                  f"{self.heldout.level:.4f}.", flush=True)
+
+    def after_loop(self, step, num_steps, seconds, elapsed, totals):
+        if self.heldout:
+            self.heldout.add_training(totals)
+        if self.budget and self.budget.after_loop(step, num_steps, seconds, elapsed, self.heldout):
+            return self.budget.plan.num_train_steps
+        return None
+
+    def progress_suffix(self):
+        return f"  phase: {self.heldout.phase.name}" if self.heldout and self.heldout.phase else ""
+
+    def after_progress(self, step, total_steps, elapsed):
+        if self.heldout and self.heldout.due(step, total_steps):
+            self.heldout.run(step, elapsed)
+
+
+def _train(settings, trainer, iterator, manager, writer, preemption, train_files, heldout=None, budget=None):
     total_steps = budget.total_steps(settings.num_train_steps) if budget else settings.num_train_steps
     step = int(trainer.step.numpy())
-    if step >= total_steps:
-        print(f"Already trained for {step} steps (of {total_steps}).", flush=True)
-        return 0
-    start_step, start_time = step, time.monotonic()
-    # The run's clock continues from its checkpoint's reading (albert_tf.training.training_time).
-    previous_seconds = recorded_seconds(manager.directory, step) or 0.0
-
-    def elapsed_seconds():
-        return previous_seconds + time.monotonic() - start_time
-
-    print(f"Training from step {step} to {total_steps}: {strategy.num_replicas_in_sync} replica(s), "
-          f"batch {settings.train_batch_size}, seq {settings.max_seq_length}."
-          + (" (The step count is provisional until the step time is measured.)" if budget and not budget.plan else ""),
-          flush=True)
-    if heldout:
-        heldout.start(step)
-        print(f"Held-out evaluation every {heldout.every} steps on {settings.eval_input_file}; its frequent-piece "
-              f"level (MLM accuracy at [MASK] from piece frequencies alone): {heldout.level:.4f}.", flush=True)
-    preempted = False
-    saved_step = step if step else None  # a resumed run starts from a checkpoint of its first step
-    guard = DivergenceGuard(model.trainable_variables)
-
-    def save_if_good(steps):
-        problem = guard.weights_problem()
-        if problem:
-            raise _diverged(problem, steps, manager)
-        _save(manager, step)
-        steps_kept = [int(prefix.rsplit("-", 1)[1]) for prefix in manager.checkpoints]
-        record_seconds(manager.directory, step, elapsed_seconds(), steps_kept)
-
-    while step < total_steps:
-        boundaries = [settings.save_checkpoints_steps] + ([heldout.every] if heldout else [])
-        to_boundary = min(every - step % every for every in boundaries)
-        num_steps = min(settings.iterations_per_loop, total_steps - step, to_boundary)
-        loop_start = time.monotonic()
-        timer = _loop_timer(trainer, loop_seconds) if loop_seconds and not preemption.raised else None
-        try:
-            totals, gradient_norm, learning_rate = _call_interruptibly(
-                lambda: trainer.train_loop(iterator, tf.constant(num_steps)))
-        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
-            raise read_error(train_files, error, "the training data") from None
-        finally:
-            if timer is not None:
-                timer.cancel()
-        seconds = time.monotonic() - loop_start
-        previous_step, step = step, int(trainer.step.numpy())
-        num_steps = step - previous_step  # fewer than asked when SIGTERM or the loop timer stopped the loop
-        if num_steps == 0:
-            if preemption.raised:  # SIGTERM came before the loop's first step
-                preempted = True
-                break
-            continue  # the timer ran out while the loop was being traced: the next call starts at once
-        totals = {k: v.numpy() for k, v in totals.items()}
-        metrics = metrics_from_sums(totals)
-        loss = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
-        steps = f"{step - num_steps + 1}-{step}"
-        problem = guard.loss_problem(loss, float(gradient_norm))
-        if problem:
-            raise _diverged(problem, steps, manager)
-        sequences_per_second = num_steps * settings.train_batch_size / max(seconds, 1e-9)
-        elapsed = elapsed_seconds()
-        if heldout:
-            heldout.add_training(totals)
-        if budget and budget.after_loop(step, num_steps, seconds, elapsed, heldout):
-            total_steps = budget.plan.num_train_steps
-        eta = (time.monotonic() - start_time) / (step - start_step) * max(0, total_steps - step)
-        phase = f"  phase: {heldout.phase.name}" if heldout and heldout.phase else ""
-        print(f"step {step}/{total_steps}  {_format_metrics(metrics)}  lr {float(learning_rate):.3g}  "
-              f"grad_norm {float(gradient_norm):.3g}  {sequences_per_second:.1f} seq/s  "
-              f"elapsed {format_duration(elapsed)}  ETA {format_duration(eta)}{phase}", flush=True)
-        with writer.as_default(step=step):
-            for name, value in metrics.items():
-                tf.summary.scalar(name, value)
-            tf.summary.scalar("loss", loss)
-            tf.summary.scalar("learning_rate", float(learning_rate))
-            tf.summary.scalar("gradient_norm", float(gradient_norm))
-            tf.summary.scalar("sequences_per_second", sequences_per_second)
-        writer.flush()
-        if heldout and heldout.due(step, total_steps):
-            heldout.run(step, elapsed_seconds())
-        if step % settings.save_checkpoints_steps == 0 or step >= total_steps:
-            save_if_good(steps)
-            saved_step = step
-        if _any_worker_preempted(strategy, preemption):
-            preempted = True
-            break
-    if preempted:
-        if saved_step != step:
-            save_if_good(f"up to {step}")
-        print(f"SIGTERM: saved a checkpoint at step {step}; rerun the same command to resume.", flush=True)
-        return PREEMPTED_EXIT_CODE
-    return 0
-
-
-def _save(manager, step):
-    """Saves ckpt-`step`; a failed save (disk full, read-only, quota) stops the run with the reason."""
-    try:
-        manager.save(checkpoint_number=step)
-    except (tf.errors.OpError, OSError) as error:
-        message = getattr(error, "message", None) or str(error)
-        previous = manager.latest_checkpoint or "none"
-        raise OSError(f"could not save the checkpoint of step {step} in {manager.directory} "
-                      f"({message.strip().splitlines()[0]}). The previous checkpoint ({previous}) is intact: free "
-                      "space or fix the directory, then rerun the same command to resume from it") from None
+    if step < total_steps:
+        print(f"Training from step {step} to {total_steps}: {trainer.strategy.num_replicas_in_sync} replica(s), "
+              f"batch {settings.train_batch_size}, seq {settings.max_seq_length}."
+              + (" (The step count is provisional until the step time is measured.)" if budget and not budget.plan
+                 else ""), flush=True)
+    return run_training_loop(
+        trainer, iterator, manager, writer, preemption, total_steps,
+        save_checkpoints_steps=settings.save_checkpoints_steps, iterations_per_loop=settings.iterations_per_loop,
+        max_seconds_per_loop=getattr(settings, "max_seconds_per_loop", 0), format_metrics=_format_metrics,
+        diverged=_diverged, read_error=lambda error: read_error(train_files, error, "the training data"),
+        hooks=_PretrainingHooks(settings, heldout, budget))
 
 
 def _eval_dataset(settings, strategy, eval_files):

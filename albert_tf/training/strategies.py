@@ -5,7 +5,7 @@ import os
 
 import tensorflow as tf
 
-STRATEGIES = ("one_device", "mirrored", "multi_worker", "tpu")
+STRATEGIES = ("one_device", "mirrored", "multi_worker", "tpu")  # distribution_flags.STRATEGY_NAMES too
 
 
 def _local_devices():

@@ -33,7 +33,7 @@ def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch
     from albert_tf.models.model_dir import checkpoints_newest_first, load_pretrainer
     from albert_tf.data.pretraining_dataset import expand_data_files, make_pretraining_dataset
     from albert_tf.tasks.pretraining_losses import batch_sums, metrics_from_sums
-    from albert_tf.training.pretraining_trainer import MODEL_INPUTS
+    from albert_tf.tasks.pretraining_losses import MODEL_INPUTS
 
     files = expand_data_files(eval_prefix)
     dataset = make_pretraining_dataset(files, batch_size, seq_length, predictions, is_training=False)

@@ -118,7 +118,7 @@ def evaluate_albert_tf(checkpoint, eval_dataset):
     import tensorflow as tf
 
     from albert_tf.models.model_dir import load_pretrainer
-    from albert_tf.training.pretraining_trainer import MODEL_INPUTS
+    from albert_tf.tasks.pretraining_losses import MODEL_INPUTS
 
     model = load_pretrainer(checkpoint)
     predict = tf.function(lambda batch: model({name: batch[name] for name in MODEL_INPUTS}, training=False))

@@ -3,7 +3,7 @@ r"""Where a pretraining step spends its time, from the TensorFlow profiler.
   python -m benchmarks.speed.profile_step [--peer=albert_tf] [--precision=fp32] [--preset=albert_base_v2] \
       [--batch_size=8] [--seq_length=128] [--steps=3] [--jit_compile] [--top=15] [--logdir=/tmp/albert_profile]
 
-Builds the training step of benchmarks/speed/train_step.py (albert_tf's PretrainingTrainer, or
+Builds the training step of benchmarks/speed/train_step.py (albert_tf's Trainer, or
 --peer=keras_hub for KerasHub's AlbertMaskedLM step, to see where the two differ; random
 weights, one batch held in memory), warms it up, records --steps steps with
 tf.profiler.experimental, and reads the trace (the .xplane.pb TensorBoard's

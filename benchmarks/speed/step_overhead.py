@@ -6,7 +6,7 @@ r"""Small models: how much of run_pretraining's step time is spent outside the m
 For each preset, two measurements of the same training step (same config, batch,
 optimizer, XLA setting), each in a fresh process, interleaved over --rounds:
 
-  model only   PretrainingTrainer.train_loop over one batch held in memory, 100
+  model only   Trainer.train_loop over one batch held in memory, 100
                steps per call: forward, backward and the optimizer update, nothing else.
   end to end   `python -m albert_tf.run_pretraining` on TFRecords made from the
                built-in corpus (3 MB, seq 64, dupe factor 2), iterations_per_loop 100: the
@@ -77,7 +77,8 @@ def model_only(args):
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.optimization import create_optimizer
-    from albert_tf.training.pretraining_trainer import PretrainingTrainer
+    from albert_tf.tasks.pretraining_losses import PretrainingObjective
+    from albert_tf.training.trainer import Trainer
     from benchmarks.speed.train_step import random_batch
 
     config = AlbertConfig.from_json_file(args.config)
@@ -86,7 +87,7 @@ def model_only(args):
     strategy = tf.distribute.get_strategy()
     model = AlbertPretrainer(config, seq_length=s, max_predictions_per_seq=PREDICTIONS)
     optimizer = create_optimizer(5e-4, 100000, 1000, optimizer="adamw", gradients_are_aggregated=True)
-    trainer = PretrainingTrainer(strategy, model, optimizer, b, jit_compile=args.jit_compile)
+    trainer = Trainer(strategy, model, optimizer, PretrainingObjective(), b, jit_compile=args.jit_compile)
     iterator = iter(tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat())
     loop = tf.constant(LOOP)
     trainer.train_loop(iterator, loop)[0]["sequences"].numpy()  # compile and warm up

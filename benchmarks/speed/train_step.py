@@ -9,7 +9,7 @@ configuration runs in its own fresh process (so TensorFlow and PyTorch never
 share threads), the configurations are interleaved over --rounds rounds, and
 the median sequences/s is reported with its ratio to albert_tf fp32.
 
-  albert_tf   PretrainingTrainer (MLM at the masked positions + SOP, LAMB), fp32/bf16, XLA off/on
+  albert_tf   Trainer + PretrainingObjective (MLM at the masked positions + SOP, LAMB), fp32/bf16, XLA off/on
   KerasHub    AlbertBackbone + AlbertMaskedLM head, GradientTape step with keras.optimizers.Lamb
               (KerasHub has no SOP head), fp32/bf16, XLA off/on
   Hugging Face AlbertForPreTraining (MLM over all positions, as its head does, + SOP), torch AdamW
@@ -104,14 +104,15 @@ def albert_tf_step(config, batch, precision, xla, optimizer="lamb"):
 
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.optimization import create_optimizer
-    from albert_tf.training.pretraining_trainer import PretrainingTrainer
+    from albert_tf.tasks.pretraining_losses import PretrainingObjective
+    from albert_tf.training.trainer import Trainer
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16" if precision == "bf16" else "float32")
     seq_length = batch["input_word_ids"].shape[1]
     strategy = tf.distribute.get_strategy()
     model = AlbertPretrainer(config, seq_length=seq_length, max_predictions_per_seq=PREDICTIONS)
     optimizer = create_optimizer(1e-4, 1000, 10, optimizer=optimizer, gradients_are_aggregated=True)
-    trainer = PretrainingTrainer(strategy, model, optimizer, len(batch["input_word_ids"]), jit_compile=xla)
+    trainer = Trainer(strategy, model, optimizer, PretrainingObjective(), len(batch["input_word_ids"]), jit_compile=xla)
     iterator = iter(tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat())
     one = tf.constant(1)
     return lambda: trainer.train_loop(iterator, one)[0]["sequences"].numpy()

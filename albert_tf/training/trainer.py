@@ -1,20 +1,31 @@
-"""The pretraining loops: many steps per `tf.function` call, under any tf.distribute strategy.
+"""The one compiled trainer: many steps per `tf.function` call, under any tf.distribute strategy.
 
-Input: each worker reads its own batches (`train_batch_size / workers` sequences)
-from a plain `tf.data` iterator, and the loop hands each local replica its
-slice. tf.distribute's own distributed iterators cannot be checkpointed; this
-one can, so a resumed run continues from the exact input position.
+Pretraining and fine-tuning differ only in their objective
+(`albert_tf.tasks.objective.Objective`: what a batch
+computes: the forward pass, the summed metric pieces, this replica's share of
+the loss); the step, the accumulation, the all-reduce, loss scaling and the
+loops are this module's, the same for both.
 
 One training step, per replica:
-  1. the all-reduced masked-LM weight is computed from the input alone, so every
-     replica and every micro-batch divides by the same global denominators
-     (`pretraining_losses.replica_loss`): N replicas x K accumulation micro-batches
-     compute exactly the loss and gradient of one device on the global batch;
+  1. the objective's global sums (pretraining: the masked-LM weight) are
+     all-reduced from the input alone, so every replica and every micro-batch
+     divides by the same global denominators: N replicas x K accumulation
+     micro-batches compute exactly the loss and gradient of one device on the
+     global batch;
   2. forward and backward per micro-batch (optionally XLA-compiled), gradients
      summed over micro-batches, then all-reduced across replicas;
   3. the optimizer (built with `gradients_are_aggregated=True`) clips the global
      gradient to norm 1.0 and applies LAMB/AdamW; for fp16 a Keras
      `LossScaleOptimizer` around it unscales and skips non-finite steps.
+
+Input: the loop takes a plain `tf.data` iterator (tf.distribute's own
+distributed iterators cannot be checkpointed; a plain one can, so a resumed run
+continues from the exact input position) and hands each replica its slice:
+  - worker batches (`input_is_global=False`, pretraining): each worker reads its
+    own `global_batch_size / workers` sequences, split over its local replicas;
+  - global batches (`input_is_global=True`, fine-tuning): every worker reads the
+    same global batch and replica r takes slice r of it, so the replicas
+    together see exactly the batch one device would.
 
 Note on clipping: the original TPU code clipped each shard's gradient before
 CrossShardOptimizer averaged them, so its effective clip depended on the number
@@ -24,36 +35,31 @@ of shards. Clipping the all-reduced gradient is the same on 1 or N devices.
 import keras
 import tensorflow as tf
 
-from albert_tf.tasks.pretraining_losses import batch_sums, replica_loss
-
 _SUM = tf.distribute.ReduceOp.SUM
-SUM_KEYS = ("mlm_loss_sum", "mlm_correct", "masked_weight", "mask_input_correct", "mask_input_weight", "sop_loss_sum",
-            "sop_correct", "sequences")
-MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
 
 
-class PretrainingTrainer:
-    """Builds and runs the compiled train and eval loops of an `AlbertPretrainer`.
+class Trainer:
+    """Builds and runs the compiled train and eval loops of `model` for `objective`.
 
     Create it (and the model and optimizer) inside `strategy.scope()`.
 
     Args:
       strategy: the tf.distribute strategy the model's variables live in.
-      model: the `AlbertPretrainer`.
+      model: the Keras model.
       optimizer: from `create_optimizer(..., gradients_are_aggregated=True)`,
         possibly wrapped in `keras.optimizers.LossScaleOptimizer` (fp16).
-      global_batch_size: sequences per optimizer step, over all replicas and
+      objective: the `Objective`.
+      global_batch_size: examples per optimizer step, over all replicas and
         accumulation micro-batches.
       gradient_accumulation_steps: micro-batches per step on each replica.
       jit_compile: XLA-compile the forward and backward pass.
-      sentence_loss_weight: weight of the sentence-order (or NSP) loss beside MLM; 0 = MLM only.
+      variables: the variables trained (default: all trainable ones); a span
+        head's pooler, say, has no gradient path and is left out.
+      input_is_global: every worker's iterator yields the global batch (see above).
     """
 
-    def __init__(self, strategy, model, optimizer, global_batch_size, gradient_accumulation_steps=1, jit_compile=False,
-                 sentence_loss_weight=1.0):
-        if sentence_loss_weight < 0:
-            raise ValueError(f"sentence_loss_weight must be >= 0, got {sentence_loss_weight}")
-        self.sentence_loss_weight = float(sentence_loss_weight)
+    def __init__(self, strategy, model, optimizer, objective, global_batch_size, gradient_accumulation_steps=1,
+                 jit_compile=False, variables=None, input_is_global=False):
         replicas = strategy.num_replicas_in_sync
         if gradient_accumulation_steps < 1:
             raise ValueError(f"gradient_accumulation_steps must be >= 1, got {gradient_accumulation_steps}")
@@ -65,14 +71,17 @@ class PretrainingTrainer:
         self.strategy = strategy
         self.model = model
         self.optimizer = optimizer
+        self.objective = objective
         self.global_batch_size = global_batch_size
         self.accumulation_steps = gradient_accumulation_steps
+        self.input_is_global = input_is_global
+        self.variables = list(variables) if variables is not None else model.trainable_variables
         self.loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         with strategy.scope():
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step",
                                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
             # Keras builds optimizer slots lazily; under MirroredStrategy they must exist before the loop.
-            optimizer.build(model.trainable_variables)
+            optimizer.build(self.variables)
         # Set (from a SIGTERM handler, say) to end the running loop after the current step. Read
         # once per step on the host; multi-worker runs leave it unset, since every worker must run
         # the same steps and they agree on stopping at loop boundaries instead.
@@ -81,43 +90,49 @@ class PretrainingTrainer:
         self.train_loop = tf.function(self._train_loop_fn)
         self.eval_step = tf.function(self._eval_step_fn)
 
+    @property
+    def sum_keys(self):
+        return self.objective.sum_keys
+
     # --- one replica ---------------------------------------------------------------------------
 
-    def _forward_backward_fn(self, batch, global_masked_weight):
-        variables = self.model.trainable_variables
+    def _forward_backward_fn(self, batch, global_sums):
+        objective = self.objective
         with tf.GradientTape() as tape:
-            outputs = self.model.pretraining_logits({name: batch[name] for name in MODEL_INPUTS}, training=True)
-            sums = batch_sums(outputs, batch)
-            loss = replica_loss(sums, global_masked_weight, self.global_batch_size, self.sentence_loss_weight)
+            outputs = objective.outputs(self.model, {name: batch[name] for name in objective.model_inputs},
+                                        training=True)
+            sums = objective.batch_sums(outputs, batch)
+            loss = objective.replica_loss(sums, global_sums, self.global_batch_size)
             if self.loss_scaling:
                 loss = self.optimizer.scale_loss(loss)
-        gradients = tape.gradient(loss, variables)
+        gradients = tape.gradient(loss, self.variables)
         # The embedding gradient arrives as IndexedSlices; dense sums all-reduce and accumulate simply.
         return [tf.convert_to_tensor(g) for g in gradients], sums
 
     def _replica_step(self, batch):
         context = tf.distribute.get_replica_context()
-        global_masked_weight = context.all_reduce(_SUM, tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)))
+        global_sums = {name: context.all_reduce(_SUM, value)
+                       for name, value in self.objective.global_sums(batch).items()}
         if self.accumulation_steps == 1:
-            gradients, sums = self._forward_backward(batch, global_masked_weight)
+            gradients, sums = self._forward_backward(batch, global_sums)
         else:
-            gradients, sums = self._accumulate(batch, global_masked_weight)
+            gradients, sums = self._accumulate(batch, global_sums)
         gradients = context.all_reduce(_SUM, gradients)
         gradient_norm = tf.linalg.global_norm(gradients)
         if self.loss_scaling:
             gradient_norm = gradient_norm / tf.cast(self.optimizer.dynamic_scale, gradient_norm.dtype)
-        self.optimizer.apply(gradients, self.model.trainable_variables)
+        self.optimizer.apply(gradients, self.variables)
         return sums, gradient_norm
 
-    def _accumulate(self, batch, global_masked_weight):
+    def _accumulate(self, batch, global_sums):
         k = self.accumulation_steps
         micro = {name: tf.reshape(value, [k, -1] + value.shape[1:].as_list()) for name, value in batch.items()}
-        gradients = [tf.zeros_like(v) for v in self.model.trainable_variables]
-        sums = {key: tf.zeros([], tf.float32) for key in SUM_KEYS}
+        gradients = [tf.zeros_like(v) for v in self.variables]
+        sums = {key: tf.zeros([], tf.float32) for key in self.sum_keys}
         for i in tf.range(k):
-            micro_gradients, micro_sums = self._forward_backward({n: v[i] for n, v in micro.items()}, global_masked_weight)
+            micro_gradients, micro_sums = self._forward_backward({n: v[i] for n, v in micro.items()}, global_sums)
             gradients = [a + g for a, g in zip(gradients, micro_gradients)]
-            sums = {key: sums[key] + micro_sums[key] for key in SUM_KEYS}
+            sums = {key: sums[key] + micro_sums[key] for key in self.sum_keys}
         return gradients, sums
 
     # --- loops ---------------------------------------------------------------------------------
@@ -125,7 +140,7 @@ class PretrainingTrainer:
     def _train_loop_fn(self, iterator, num_steps):
         """Runs `num_steps` steps, fewer if `stop_requested` is set meanwhile; returns the summed metric
         pieces, the last gradient norm and learning rate (`step` counts the steps actually run)."""
-        totals = {key: tf.zeros([], tf.float32) for key in SUM_KEYS}
+        totals = {key: tf.zeros([], tf.float32) for key in self.sum_keys}
         gradient_norm = tf.zeros([], tf.float32)
         learning_rate = tf.zeros([], tf.float32)
         for _ in tf.range(num_steps):
@@ -136,35 +151,38 @@ class PretrainingTrainer:
             per_replica_sums, per_replica_norm = self.strategy.run(self._replica_step, args=(batch,))
             # A new dict each step: autograph carries rebound names through the loop, not item assignments.
             totals = {key: totals[key] + self.strategy.reduce(_SUM, per_replica_sums[key], axis=None)
-                      for key in SUM_KEYS}
+                      for key in self.sum_keys}
             # Every replica holds the same all-reduced norm.
             gradient_norm = self.strategy.experimental_local_results(per_replica_norm)[0]
             self.step.assign_add(1)
         return totals, gradient_norm, learning_rate
 
-    def distribute_batch(self, worker_batch):
-        """This worker's batch -> per-replica values, one equal slice per local replica."""
-        if self.strategy.num_replicas_in_sync == 1:
-            return worker_batch
-        local_replicas = len(self.strategy.extended.worker_devices)
+    def distribute_batch(self, batch):
+        """This worker's batch -> per-replica values (see the module docstring)."""
+        strategy = self.strategy
+        if strategy.num_replicas_in_sync == 1:
+            return batch
+        parts = strategy.num_replicas_in_sync if self.input_is_global else len(strategy.extended.worker_devices)
 
         def replica_slice(context):
-            index = context.replica_id_in_sync_group % local_replicas
-            return {name: tf.split(value, local_replicas)[index] for name, value in worker_batch.items()}
+            index = context.replica_id_in_sync_group % parts
+            return {name: tf.split(value, parts)[index] for name, value in batch.items()}
 
-        return self.strategy.experimental_distribute_values_from_function(replica_slice)
+        return strategy.experimental_distribute_values_from_function(replica_slice)
 
     def _eval_replica_step(self, batch):
-        outputs = self.model.pretraining_logits({name: batch[name] for name in MODEL_INPUTS}, training=False)
-        return batch_sums(outputs, batch)
+        objective = self.objective
+        outputs = objective.outputs(self.model, {name: batch[name] for name in objective.model_inputs},
+                                    training=False)
+        return objective.batch_sums(outputs, batch)
 
     def _eval_step_fn(self, batch):
         per_replica = self.strategy.run(self._eval_replica_step, args=(batch,))
-        return {key: self.strategy.reduce(_SUM, per_replica[key], axis=None) for key in SUM_KEYS}
+        return {key: self.strategy.reduce(_SUM, per_replica[key], axis=None) for key in self.sum_keys}
 
     def evaluate(self, distributed_dataset, max_steps=None):
         """Summed metric pieces over the dataset (or its first `max_steps` batches)."""
-        totals = {key: 0.0 for key in SUM_KEYS}
+        totals = {key: 0.0 for key in self.sum_keys}
         for steps, batch in enumerate(distributed_dataset):
             if max_steps is not None and steps >= max_steps:
                 break

@@ -1,0 +1,55 @@
+"""The flags that say where and how a training tool computes, with one meaning in every tool.
+
+run_pretraining, run_classifier, run_squad and run_race define them through
+`define_distribution_flags`; the values go to `strategies.create_strategy`,
+Keras's precision policy (`PRECISIONS`) and the `Trainer`.
+"""
+
+from absl import flags
+
+# Defining the flags imports no TensorFlow (a tool's --help stays fast); strategies.STRATEGIES is the same list.
+STRATEGY_NAMES = ("one_device", "mirrored", "multi_worker", "tpu")
+PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+def define_distribution_flags(iterations_per_loop):
+    """--strategy, --tpu, --mixed_precision, --jit_compile, --gradient_accumulation_steps, --iterations_per_loop
+    and --max_seconds_per_loop; `iterations_per_loop` is the tool's default."""
+    flags.DEFINE_enum("strategy", "one_device", list(STRATEGY_NAMES), "one_device; mirrored (all local GPUs, or the "
+                      "logical CPU devices configured); multi_worker (MultiWorkerMirroredStrategy, cluster from "
+                      "TF_CONFIG; only the chief writes); tpu (TPUStrategy).")
+    flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (Cloud TPU VM: local); implies --strategy=tpu.")
+    flags.DEFINE_alias("tpu_name", "tpu")  # the original scripts' name
+    flags.DEFINE_bool("use_tpu", False, "The original scripts' switch: run on the TPU of --tpu (--tpu_name), or "
+                      "without one on this Cloud TPU VM's own (--tpu=local).")
+    flags.DEFINE_enum("mixed_precision", "none", list(PRECISIONS), "bf16: bfloat16 compute, float32 variables (TPU, "
+                      "Ampere+ GPUs, CPUs with avx512_bf16 or AMX). fp16: float16 with dynamic loss scaling (older "
+                      "GPUs). LayerNorm, softmax and losses stay float32.")
+    flags.DEFINE_bool("jit_compile", False, "XLA-compile the forward and backward pass (the default on TPU; usually "
+                      "faster on GPU; on CPU measure first: XLA:CPU computes bf16 matmuls in float32).")
+    flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per step: the step's gradient is the exact "
+                         "gradient of the whole --train_batch_size batch, with 1/N of the activation memory. "
+                         "--train_batch_size must divide by replicas x N.")
+    flags.DEFINE_integer("iterations_per_loop", iterations_per_loop, "Steps per compiled loop; the progress line, "
+                         "summaries and the divergence check come between loops (and loops end at checkpoints).")
+    flags.DEFINE_integer("max_seconds_per_loop", 60, "A compiled loop also ends after this many seconds, so the "
+                         "progress line, summaries and the divergence check come at least this often whatever "
+                         "--iterations_per_loop is. 0: only --iterations_per_loop ends a loop. Multi-worker runs end "
+                         "loops only by --iterations_per_loop, since every worker must run the same steps.")
+
+
+def strategy_from_flags(values):
+    """The tf.distribute strategy the flags name (see `strategies.create_strategy`)."""
+    from albert_tf.training.strategies import create_strategy
+
+    tpu = values.tpu or ("local" if values.use_tpu else None)
+    return create_strategy(values.strategy, tpu=tpu)
+
+
+def check_distribution_flags(values):
+    """ValueError naming the flag when a distribution flag's value cannot run (`values`: the parsed flags)."""
+    for name in ("gradient_accumulation_steps", "iterations_per_loop"):
+        if values[name].value < 1:
+            raise ValueError(f"--{name} must be >= 1, got {values[name].value}")
+    if values.max_seconds_per_loop < 0:
+        raise ValueError(f"--max_seconds_per_loop must be >= 0, got {values.max_seconds_per_loop}")
