@@ -437,3 +437,37 @@ def test_a_killed_overwrite_run_leaves_the_earlier_run_and_its_staging_goes_next
                                                           init=run_dir / "best"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert not staging[0].exists()
+
+
+def test_finetune_resumes_from_the_newest_intact_checkpoint(tmp_path, capfd):
+    """A damaged newest fine-tuning checkpoint (every tensor's CRC32C checked) falls back to the previous
+    one, with a warning naming it, and the run goes on to the end."""
+    import tensorflow as tf
+
+    from albert_tf.models.albert_classifier import AlbertClassifier
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+    from albert_tf.training.finetuning import FinetuningSettings, finetune
+
+    def example_losses(batch, outputs):
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], outputs["logits"])
+
+    def settings(steps):
+        return FinetuningSettings(num_train_steps=steps, train_batch_size=4, learning_rate=1e-3, num_warmup_steps=1,
+                                  save_checkpoints_steps=2, keep_checkpoint_max=5)
+
+    checkpoints = tmp_path / "checkpoints"
+    model, config, arrays = tiny_classifier_and_rows()
+    common = dict(checkpoint_dir=str(checkpoints), kind="classifier",
+                  metadata={"num_labels": 2, "label_names": ["0", "1"], "is_regression": False})
+    finetune(model, arrays, example_losses, settings(4), **common)
+    data_file = next(checkpoints.glob("ckpt-4.data-*"))
+    content = bytearray(data_file.read_bytes())
+    for offset in range(0, len(content), 512):
+        content[offset] ^= 0xFF
+    data_file.write_bytes(bytes(content))
+    messages = []
+    result = finetune(AlbertClassifier(AlbertEncoder(config), num_labels=2), arrays, example_losses, settings(6),
+                      log=lambda *args, **kwargs: messages.append(" ".join(map(str, args))), **common)
+    assert "ckpt-4 is unreadable" in capfd.readouterr().err
+    assert any(m == f"Resuming from {checkpoints / 'ckpt-2'}" for m in messages), messages
+    assert result["status"] == 0 and result["step"] == 6

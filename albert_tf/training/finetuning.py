@@ -48,7 +48,8 @@ import os
 
 import tensorflow as tf
 
-from albert_tf.models.model_dir import SPM_MODEL_FILE, write_metadata, write_model_dir
+from albert_tf.models.model_dir import (SPM_MODEL_FILE, checkpoints_newest_first, restore_newest_intact,
+                                        write_metadata, write_model_dir)
 from albert_tf.text.albert_tokenizer import copy_spm_model
 from albert_tf.training import TrainingDivergedError
 from albert_tf.training.training_loop import LoopHooks, PreemptionFlag, run_training_loop, stops_every_step
@@ -119,10 +120,13 @@ def finetune(model, arrays, example_losses, settings, checkpoint_dir, kind, meta
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=trainer.step)
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=settings.keep_checkpoint_max,
                                          step_counter=trainer.step, checkpoint_name="ckpt")
-    latest = tf.train.latest_checkpoint(restore_dir) if restore_dir else manager.latest_checkpoint
-    if latest:
-        checkpoint.restore(latest).assert_existing_objects_matched()
-        log(f"Resuming from {latest}", flush=True)
+    candidates = checkpoints_newest_first(restore_dir or checkpoint_dir)
+    if candidates:
+        # A damaged newest checkpoint falls back to the previous one; a full restore after a failed one
+        # leaves nothing of it behind (every object must be matched).
+        resumed = restore_newest_intact(
+            lambda prefix: checkpoint.restore(prefix).assert_existing_objects_matched(), candidates)
+        log(f"Resuming from {resumed}", flush=True)
     write_metadata(checkpoint_dir, kind, model.albert_config, **metadata)
     spm_copy = os.path.join(checkpoint_dir, SPM_MODEL_FILE)
     # So that checkpoint_dir alone is a complete model directory.
