@@ -14,16 +14,31 @@ dev), OUTPUT_DIR/best (the best of them, an albert_tf model directory of kind
 `index<TAB>prediction` (CoLA.tsv, MNLI-m.tsv, MNLI-mm.tsv, STS-B.tsv, ...).
 --init_checkpoint may also be a fine-tuned classifier, to evaluate or predict
 without training. Flags and output layout are those of every fine-tuning tool
-(albert_tf.training.finetuning_tool).
+(albert_tf.training.finetuning_flags, albert_tf.training.finetuning_tool).
 """
 
-from albert_tf.tasks.glue_task import GlueTask
-from albert_tf.training import finetuning_tool
+from absl import flags
+
+from albert_tf.settings import field_default
+from albert_tf.tasks.glue_task import RECIPES, GlueConfig, GlueTask
+from albert_tf.training import finetuning_flags
+
+
+def define_glue_flags():
+    flags.DEFINE_enum("task_name", None, sorted(RECIPES), "The GLUE task (any case).", case_sensitive=False)
+    flags.DEFINE_string("data_dir", None, "The task's GLUE directory (train.tsv, dev.tsv, test.tsv).")
+    flags.DEFINE_float("dropout", field_default(GlueConfig, "dropout"), "Dropout before the classifier (original: "
+                       "0.1; 0 makes runs on different device layouts train alike).")
+
+
+def glue_config():
+    values = flags.FLAGS
+    return GlueConfig(task_name=values.task_name, data_dir=values.data_dir, dropout=values.dropout)
 
 
 def console_main():
     """The `albert-run-classifier` console script."""
-    finetuning_tool.run(GlueTask())
+    finetuning_flags.run(GlueTask(), define_glue_flags, glue_config)
 
 
 if __name__ == "__main__":

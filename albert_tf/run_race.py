@@ -8,16 +8,34 @@ max_seq_length 512, max_qa_length 128, batch 32, AdamW lr 1e-5, 12k steps with
 1k warmup. Every checkpoint is evaluated on dev and the best is kept in
 OUTPUT_DIR/best; --do_predict answers test/ (OUTPUT_DIR/test_predictions.json).
 Flags and output layout are those of every fine-tuning tool
-(albert_tf.training.finetuning_tool).
+(albert_tf.training.finetuning_flags, albert_tf.training.finetuning_tool).
 """
 
-from albert_tf.tasks.race_task import RaceTask
-from albert_tf.training import finetuning_tool
+from absl import flags
+
+from albert_tf.settings import field_default
+from albert_tf.tasks import race
+from albert_tf.tasks.race_task import RaceConfig, RaceTask
+from albert_tf.training import finetuning_flags
+
+
+def define_race_flags():
+    flags.DEFINE_string("data_dir", None, "The RACE directory ({train,dev,test}/{middle,high}/*.txt).")
+    flags.DEFINE_multi_enum("levels", list(field_default(RaceConfig, "levels")), list(race.LEVELS),
+                            "RACE levels to use (repeatable).")
+    flags.DEFINE_integer("max_qa_length", field_default(RaceConfig, "max_qa_length"),
+                         "Tokens of question + option at most.")
+
+
+def race_config():
+    values = flags.FLAGS
+    return RaceConfig(data_dir=values.data_dir, levels=tuple(dict.fromkeys(values.levels)),
+                      max_qa_length=values.max_qa_length)
 
 
 def console_main():
     """The `albert-run-race` console script."""
-    finetuning_tool.run(RaceTask())
+    finetuning_flags.run(RaceTask(), define_race_flags, race_config)
 
 
 if __name__ == "__main__":

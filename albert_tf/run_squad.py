@@ -32,13 +32,47 @@ Writes into --output_dir, as every fine-tuning tool does (albert_tf.training.fin
                            has answers; for v2.0 also the best null threshold
 """
 
-from albert_tf.tasks.squad_task import SquadTask
-from albert_tf.training import finetuning_tool
+import dataclasses
+
+from absl import flags
+
+from albert_tf.settings import field_default
+from albert_tf.tasks import squad
+from albert_tf.tasks.squad_task import SquadConfig, SquadTask
+from albert_tf.training import finetuning_flags
+
+
+def default(name):
+    return field_default(SquadConfig, name)
+
+
+def define_squad_flags():
+    flags.DEFINE_enum("version", None, list(squad.VERSIONS), "SQuAD version of the files: 1.1, or 2.0 (adds "
+                      "unanswerable questions, predicted as \"\" by the [CLS] null score).")
+    flags.DEFINE_string("train_file", None, "SQuAD JSON to train on (official layout), for --do_train.")
+    flags.DEFINE_string("predict_file", None, "SQuAD JSON to answer (--do_predict) or to score checkpoints on "
+                        "(--do_eval).")
+    flags.DEFINE_integer("doc_stride", default("doc_stride"), "Tokens between the starts of consecutive windows over "
+                         "a long context (original: 128).")
+    flags.DEFINE_integer("max_query_length", default("max_query_length"), "Questions are cut to this many tokens "
+                         "(original: 64).")
+    flags.DEFINE_integer("n_best_size", default("n_best_size"), "Answers kept per question in "
+                         "nbest_predictions.json, and start/end candidates tried per window (original: 20).")
+    flags.DEFINE_integer("max_answer_length", default("max_answer_length"), "Longest answer, in tokens "
+                         "(original: 30).")
+    flags.DEFINE_float("null_score_diff_threshold", default("null_score_diff_threshold"), "v2.0: predict no answer "
+                       "when score_null - best span score exceeds this (logit units; default 0.0). "
+                       "eval_results.json's best_f1_thresh is the value that would have been best on the predict "
+                       "file.")
+
+
+def squad_config():
+    return SquadConfig(**{field.name: flags.FLAGS[field.name].value for field in dataclasses.fields(SquadConfig)})
 
 
 def console_main():
     """The `albert-run-squad` console script."""
-    finetuning_tool.run(SquadTask())
+    finetuning_flags.run(SquadTask(), define_squad_flags, squad_config)
 
 
 if __name__ == "__main__":

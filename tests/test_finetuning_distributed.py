@@ -160,15 +160,14 @@ def free_port():
 def run_two_workers(module, *args):
     """Two MultiWorkerMirroredStrategy workers of `module` on one --output_dir (as on a shared file system)."""
     cluster = {"worker": [f"localhost:{free_port()}", f"localhost:{free_port()}"]}
-    processes = [subprocess.Popen(
-        [sys.executable, "-m", module, *args, "--strategy=multi_worker"], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+    from test_pretraining_from_documents import finish_logged, run_logged
+
+    output_dir = next(arg.split("=", 1)[1] for arg in args if arg.startswith("--output_dir="))
+    processes = [run_logged(
+        [sys.executable, "-m", module, *args, "--strategy=multi_worker"], f"{output_dir}-worker{index}",
         env=environment(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})))
         for index in range(2)]
-    outputs = [process.communicate(timeout=600) for process in processes]
-    for process, (_, stderr) in zip(processes, outputs):
-        assert process.returncode == 0, stderr[-3000:]
-    return [stdout for stdout, _ in outputs]
+    return [finish_logged(process, log, timeout=600) for process, log in processes]
 
 
 def weights_of(directory):

@@ -5,20 +5,16 @@ import os
 import re
 import subprocess
 import sys
-import types
-
 import pytest
 
 from albert_tf.tasks.finetuning_task import Recipe
 from albert_tf.tasks.glue_task import RECIPES
+from albert_tf.training.finetuning_config import FinetuningConfig
 from albert_tf.training.finetuning_tool import training_schedule
 
-UNSET = dict(learning_rate=None, train_batch_size=None, num_train_steps=None, num_train_epochs=None,
-             num_warmup_steps=None, warmup_proportion=None)
 
-
-def schedule(recipe, rows, **flags):
-    return training_schedule(recipe, rows, types.SimpleNamespace(**{**UNSET, **flags}))
+def schedule(recipe, rows, **settings):
+    return training_schedule(recipe, rows, FinetuningConfig(**settings))
 
 
 def test_unset_flags_take_the_recipe_and_set_ones_replace_it():
@@ -72,3 +68,63 @@ def test_short_help_lists_the_shared_and_the_task_flags():
                             text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     listed = set(re.findall(r"^\s+--(?:\[no\])?([a-z_0-9]+):", result.stdout, flags=re.MULTILINE))
     assert {"num_train_steps", "warmup_proportion", "overwrite", "do_eval", "version", "doc_stride"} <= listed
+
+
+def test_settings_errors_name_settings_and_the_tools_say_flags():
+    from albert_tf.settings import SettingError
+    from albert_tf.tasks.squad_task import SquadConfig, SquadTask
+    from albert_tf.training.pretraining_config import PretrainingConfig
+
+    with pytest.raises(SettingError) as info:
+        FinetuningConfig(output_dir="out", init_checkpoint="ckpt", do_train=True, max_seq_length=0).check()
+    assert str(info.value) == "max_seq_length must be >= 1, got 0"
+    assert str(info.value.for_flags()) == "--max_seq_length must be >= 1, got 0"
+    with pytest.raises(SettingError, match=r"^num_warmup_steps must be in \[0, num_train_steps=2\]$"):
+        PretrainingConfig(input_file="data", output_dir="out", num_train_steps=2, num_warmup_steps=5).check()
+    with pytest.raises(SettingError, match=r"^strategy must be one of"):
+        FinetuningConfig(output_dir="out", init_checkpoint="ckpt", do_eval=True, strategy="gpus").check()
+    squad = FinetuningConfig(output_dir="out", init_checkpoint="ckpt", do_predict=True, max_seq_length=64,
+                             task=SquadConfig(version="2.0"))
+    with pytest.raises(SettingError) as info:
+        SquadTask().validate(squad)
+    assert str(info.value) == "predict_file required" and str(info.value.for_flags()) == "--predict_file required"
+
+
+def test_a_run_is_configured_in_python_without_flags(tmp_path):
+    """The library path the tools take, given configs directly: it trains, evaluates, and records the
+    config (with what it resolved: the casing and length of the starting model) in run_config.json."""
+    import json
+    import random
+
+    from albert_tf.albert_config import AlbertConfig
+    from albert_tf.models.albert_pretrainer import AlbertPretrainer
+    from albert_tf.models.model_dir import write_model_dir
+    from albert_tf.tasks.glue_task import GlueConfig, GlueTask
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+    from albert_tf.training.finetuning_tool import run_finetuning
+    from test_glue import write_task
+    from text_fixtures import train_small_spm
+
+    class Factory:  # train_small_spm wants a tmp_path_factory
+        @staticmethod
+        def mktemp(name):
+            path = tmp_path / name
+            path.mkdir()
+            return path
+
+    spm = train_small_spm(Factory(), name="spm")
+    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "num_hidden_layers": 1,
+                                     "vocab_size": AlbertTokenizer(str(spm)).vocab_size})
+    checkpoint = write_model_dir(AlbertPretrainer(config), str(tmp_path / "pretrained"), "pretrainer",
+                                 files={"spm.model": str(spm)}, max_seq_length=32, lower_case=True)
+    data = write_task(tmp_path / "MRPC", "mrpc", random.Random(0))
+    run = FinetuningConfig(output_dir=str(tmp_path / "out"), init_checkpoint=checkpoint, do_train=True,
+                           do_eval=True, num_train_steps=4, num_warmup_steps=1, train_batch_size=8,
+                           save_checkpoints_steps=2, iterations_per_loop=2,
+                           task=GlueConfig(task_name="MRPC", data_dir=str(data)))
+    assert run_finetuning(GlueTask(), run) == 0
+    record = json.loads((tmp_path / "out" / "run_config.json").read_text())
+    expected = {**run.to_json(), "max_seq_length": 32, "do_lower_case": True, "keep_checkpoint_max": 5}
+    assert record["config"] == json.loads(json.dumps(expected))
+    history = json.loads((tmp_path / "out" / "checkpoints" / "evaluations.json").read_text())
+    assert [h["step"] for h in history] == [2, 4] and "accuracy" in history[0]

@@ -5,7 +5,7 @@
       -> tasks (readers, heads, losses, metrics)
       -> checkpoints (formats, conversion) / export_lib (SavedModels, export)
       -> models -> networks / data -> layers / text / optimization
-      -> base (albert_config, file_utils, progress, cli)
+      -> base (albert_config, file_utils, progress, cli, settings)
 
 A module may import its own package and anything in a lower layer, never a higher one.
 Tools are leaves: no module imports a tool, neither another tool nor the Beam pipeline
@@ -16,7 +16,7 @@ import ast
 import pathlib
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "albert_tf"
-BASE_MODULES = ("albert_config", "file_utils", "progress", "cli")
+BASE_MODULES = ("albert_config", "file_utils", "progress", "cli", "settings")
 RANKS = {"base": 0, "layers": 1, "text": 1, "optimization": 1, "networks": 2, "data": 2, "models": 3,
          "export_lib": 4, "checkpoints": 4, "tasks": 5, "training": 6, "tools": 7, "package": 8}
 # Code outside the package that uses it: the Beam pipeline and the benchmarks.

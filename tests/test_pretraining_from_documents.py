@@ -119,12 +119,25 @@ def two_workers(data, tmp_path, *extra, steps):
     for index in range(2):
         tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
         args = command(data, tmp_path / f"worker{index}", "--strategy=multi_worker", *extra, steps=steps)
-        processes.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                          env=environment(TF_CONFIG=tf_config), cwd=REPO_ROOT))
-    outputs = [process.communicate(timeout=600) for process in processes]  # two processes on 2 shared cores
-    for process, (stdout, stderr) in zip(processes, outputs):
-        assert process.returncode == 0, stderr
-    return [stdout for stdout, _ in outputs]
+        processes.append(run_logged(args, tmp_path / f"worker{index}.log", env=environment(TF_CONFIG=tf_config)))
+    return [finish_logged(process, log, timeout=600) for process, log in processes]  # 2 processes on 2 cores
+
+
+def run_logged(args, log, env):
+    """Starts `args` with stdout and stderr into files: a worker blocked on a full pipe while its peer waits
+    for it in a collective would hang both."""
+    out, err = open(f"{log}.out", "w"), open(f"{log}.err", "w")
+    process = subprocess.Popen(args, stdout=out, stderr=err, text=True, env=env, cwd=REPO_ROOT)
+    out.close(), err.close()
+    return process, log
+
+
+def finish_logged(process, log, timeout):
+    """The stdout of a `run_logged` process, after checking it succeeded."""
+    process.wait(timeout=timeout)
+    stderr = open(f"{log}.err").read()
+    assert process.returncode == 0, stderr[-3000:]
+    return open(f"{log}.out").read()
 
 
 def test_two_workers_read_their_own_documents_and_train_identically(data, tmp_path):

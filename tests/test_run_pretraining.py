@@ -226,6 +226,8 @@ def free_port():
 
 
 def test_multi_worker_trains_identically_and_only_the_chief_writes(data, tmp_path):
+    from test_pretraining_from_documents import finish_logged, run_logged
+
     ports = [free_port(), free_port()]
     cluster = {"worker": [f"localhost:{port}" for port in ports]}
     processes = []
@@ -233,11 +235,8 @@ def test_multi_worker_trains_identically_and_only_the_chief_writes(data, tmp_pat
         tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
         args = command(data, tmp_path / f"worker{index}", "--strategy=multi_worker", "--save_checkpoints_steps=4",
                        steps=8)
-        processes.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                          env=environment(TF_CONFIG=tf_config), cwd=REPO_ROOT))
-    outputs = [process.communicate(timeout=300) for process in processes]
-    for process, (stdout, stderr) in zip(processes, outputs):
-        assert process.returncode == 0, stderr
+        processes.append(run_logged(args, tmp_path / f"worker{index}.log", env=environment(TF_CONFIG=tf_config)))
+    outputs = [(finish_logged(process, log, timeout=300), None) for process, log in processes]
     assert "2 replica(s)" in outputs[0][0]
     assert fingerprint(outputs[0][0]) == fingerprint(outputs[1][0])
     chief, other = tmp_path / "worker0", tmp_path / "worker1"

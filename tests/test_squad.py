@@ -572,15 +572,15 @@ def test_cli_rejects_a_malformed_file_in_one_line(tmp_path, encoder_dir):
 
 
 def test_fine_tuning_starts_from_checkpoints_or_an_exported_encoder(tmp_path, encoder_dir):
-    import types
 
     import tensorflow as tf
 
     from albert_tf.models.model_dir import find_spm_model, load_encoder
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
-    from albert_tf.tasks.squad_task import SquadTask
+    from albert_tf.tasks.squad_task import SquadConfig, SquadTask
     from albert_tf.training.finetuning import model_for_evaluation
+    from albert_tf.training.finetuning_config import FinetuningConfig
     from albert_tf.training.finetuning_tool import starting_model
 
     encoder = load_encoder(str(encoder_dir))
@@ -588,8 +588,8 @@ def test_fine_tuning_starts_from_checkpoints_or_an_exported_encoder(tmp_path, en
     tf.saved_model.save(module, str(tmp_path / "export" / "encoder"), signatures=module.signatures())
 
     for source, kind in ((encoder_dir, "'encoder' model"), (tmp_path / "export", "exported encoder")):
-        flags = types.SimpleNamespace(init_checkpoint=str(source), albert_config=None, seed=1, version="1.1")
-        labeler = starting_model(SquadTask(), flags)
+        config = FinetuningConfig(init_checkpoint=str(source), seed=1, task=SquadConfig(version="1.1"))
+        labeler = starting_model(SquadTask(), config)
         assert isinstance(labeler, AlbertSpanLabeler)
         for ours, theirs in zip(labeler.encoder.weights, encoder.weights):
             np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
@@ -600,17 +600,16 @@ def test_fine_tuning_starts_from_checkpoints_or_an_exported_encoder(tmp_path, en
 
 
 def test_a_span_labeler_keeps_its_head_when_fine_tuned_again(tmp_path, encoder_dir):
-    import types
-
     from albert_tf.models.model_dir import load_encoder, write_model_dir
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
-    from albert_tf.tasks.squad_task import SquadTask
+    from albert_tf.tasks.squad_task import SquadConfig, SquadTask
+    from albert_tf.training.finetuning_config import FinetuningConfig
     from albert_tf.training.finetuning_tool import starting_model
 
     tuned = AlbertSpanLabeler(load_encoder(str(encoder_dir)))
     directory = write_model_dir(tuned, str(tmp_path / "tuned"), "span_labeler")
-    flags = types.SimpleNamespace(init_checkpoint=str(directory), albert_config=None, seed=2, version="1.1")
-    again = starting_model(SquadTask(), flags)
+    config = FinetuningConfig(init_checkpoint=str(directory), seed=2, task=SquadConfig(version="1.1"))
+    again = starting_model(SquadTask(), config)
     assert len(again.weights) == len(tuned.weights)
     for ours, theirs in zip(again.weights, tuned.weights):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -228,7 +228,7 @@ def test_a_preset_takes_the_vocabulary_size_of_the_sentencepiece_model(data, tmp
     result = pretraining(data, tmp_path / "a", "--albert_config_file=albert_tiny", "--num_train_steps=2",
                          "--iterations_per_loop=2", "--save_checkpoints_steps=2")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"--albert_config=albert_tiny with vocab_size {pieces}, the size of --spm_model_file" in result.stdout
+    assert f"albert_config=albert_tiny with vocab_size {pieces}, the size of spm_model_file" in result.stdout
     assert json.loads((tmp_path / "a" / "albert_tf.json").read_text())["albert_config"]["vocab_size"] == pieces
     refused = tool("run_pretraining", f"--input_file={data.prefix}", f"--output_dir={tmp_path / 'b'}",
                    "--albert_config=albert_tiny", f"--max_seq_length={SEQ_LENGTH}",

@@ -1,15 +1,16 @@
 """What a fine-tuning task supplies to the one fine-tuning front end (`albert_tf.training.finetuning_tool`).
 
-A task (GLUE, SQuAD, RACE) is one `FinetuningTask` subclass: its own flags, its
+A task (GLUE, SQuAD, RACE) is one `FinetuningTask` subclass: its own settings, its
 reader, its model head, its loss, its metrics, the kind its fine-tuned models
 are saved as, and what --do_predict writes. Everything else is the front end's
-and the same for every task: the shared flags and their meaning, the starting
+and the same for every task: the shared settings and their meaning, the starting
 model and the SentencePiece model, resolving steps and warmup, the training loop
 with best-checkpoint selection, TensorBoard summaries, eval_results.json and the
 output layout (OUTPUT_DIR/checkpoints, OUTPUT_DIR/best).
 
-The methods get the parsed absl flags (`flags`) and the `AlbertTokenizer`; they
-read their own flags from `flags` by name.
+The methods get the run's `FinetuningConfig` (`config`: the shared settings, the
+task's own config, a dataclass of `config_class`, as `config.task`) and the
+`AlbertTokenizer`. Tasks define no flags: the tools map their flags to the configs.
 """
 
 import dataclasses
@@ -52,37 +53,35 @@ class FinetuningTask:
     recipe_note = ""  # help text: where the training defaults come from
     do_eval_help = ""
     do_predict_help = ""
+    config_class = None  # the dataclass of the task's own settings (`config.task`)
 
-    def title(self, flags):
+    def title(self, config):
         """The task in the tool's closing line: "GLUE mrpc", "SQuAD 1.1"."""
         raise NotImplementedError
 
-    def define_flags(self):
-        """Defines the task's own flags (its data, lengths, decoding)."""
+    def validate(self, config):
+        """Raises `albert_tf.settings.SettingError` naming the setting when the task's settings do not fit."""
 
-    def validate(self, flags):
-        """Raises ValueError (or FileNotFoundError) naming the flag when the task's flags do not fit."""
-
-    def recipe(self, flags) -> Recipe:
+    def recipe(self, config) -> Recipe:
         raise NotImplementedError
 
-    def metadata(self, flags) -> dict:
+    def metadata(self, config) -> dict:
         """Keys saved in the fine-tuned model's albert_tf.json beside its kind and config."""
-        return {"max_seq_length": flags.max_seq_length}
+        return {"max_seq_length": config.max_seq_length}
 
-    def task_name(self, flags):
+    def task_name(self, config):
         """The name a fine-tuned model must record to be evaluated by this task (None: any of the kind)."""
         return None
 
-    def build_model(self, encoder, flags):
+    def build_model(self, encoder, config):
         """The task model: `encoder` under a fresh head."""
         raise NotImplementedError
 
-    def read_train(self, tokenizer, flags) -> dict:
+    def read_train(self, tokenizer, config) -> dict:
         """Training rows: equal-length numpy arrays, the encoder inputs plus what `loss` reads."""
         raise NotImplementedError
 
-    def read_eval(self, tokenizer, flags):
+    def read_eval(self, tokenizer, config):
         """The evaluation data `evaluate` takes (read once, evaluated at every checkpoint)."""
         raise NotImplementedError
 
@@ -100,20 +99,20 @@ class FinetuningTask:
         """The variables fine-tuning updates (default: all trainable ones)."""
         return model.trainable_variables
 
-    def evaluate(self, model, eval_data, flags) -> dict:
+    def evaluate(self, model, eval_data, config) -> dict:
         """{metric: float} of `model` on `eval_data` (run inside the strategy's scope: `predict_outputs`
         spreads the batches over its replicas)."""
         raise NotImplementedError
 
-    def best_metric(self, flags) -> str:
+    def best_metric(self, config) -> str:
         """The `evaluate` metric whose highest value picks the best checkpoint."""
         raise NotImplementedError
 
-    def output_files(self, flags) -> list:
+    def output_files(self, config) -> list:
         """Names of the files --do_predict writes into the output directory (replaced by --overwrite)."""
         return []
 
-    def predict(self, model, tokenizer, flags, output_dir):
+    def predict(self, model, tokenizer, config, output_dir):
         """Writes the predictions into `output_dir`; returns (metrics or None, [paths written])."""
         raise NotImplementedError
 

@@ -6,10 +6,10 @@ checkpoint is picked by the task's leaderboard metric (MNLI: matched accuracy).
 --do_predict writes GLUE submission files `index<TAB>prediction`.
 """
 
+import dataclasses
 import os
 
-from absl import flags as absl_flags
-
+from albert_tf.settings import SettingError
 from albert_tf.tasks import glue
 from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, predict_logits
 from albert_tf.tasks.glue_metrics import primary_metric, task_metrics
@@ -29,6 +29,15 @@ RECIPES = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class GlueConfig:
+    """GLUE's own settings (run_classifier's flags of the same names)."""
+
+    task_name: str | None = None  # any case: "MRPC", "mrpc"
+    data_dir: str | None = None  # the task's GLUE directory (train.tsv, dev.tsv, test.tsv)
+    dropout: float = 0.1  # before the classifier (original: 0.1)
+
+
 class GlueTask(FinetuningTask):
     tool = "albert_tf.run_classifier"
     model_kind = "classifier"
@@ -37,63 +46,62 @@ class GlueTask(FinetuningTask):
     do_eval_help = "Evaluate on dev.tsv (every checkpoint while training)."
     do_predict_help = "Write GLUE submission files for test.tsv."
 
-    def title(self, flags):
-        return f"GLUE {self._task(flags)}"
+    def title(self, config):
+        return f"GLUE {self._task(config)}"
 
-    def define_flags(self):
-        absl_flags.DEFINE_enum("task_name", None, sorted(RECIPES), "The GLUE task (any case).", case_sensitive=False)
-        absl_flags.DEFINE_string("data_dir", None, "The task's GLUE directory (train.tsv, dev.tsv, test.tsv).")
-        absl_flags.DEFINE_float("dropout", 0.1, "Dropout before the classifier (original: 0.1).")
+    config_class = GlueConfig
 
-    def validate(self, flags):
+    def validate(self, config):
         for name in ("task_name", "data_dir"):
-            if not flags[name].value:
-                raise ValueError(f"--{name} required")
+            if not getattr(config.task, name):
+                raise SettingError(f"<{name}> required")
+        if self._task(config) not in RECIPES:
+            raise SettingError(f"<task_name> must be one of {sorted(RECIPES)} (any case), got {config.task.task_name!r}")
         # [CLS] A [SEP] (B [SEP]) with at least one token of each text.
-        pair = glue.task_spec(self._task(flags)).text_b is not None
+        pair = glue.task_spec(self._task(config)).text_b is not None
         shortest = 5 if pair else 3
-        if flags.max_seq_length < shortest:
-            raise ValueError(f"--max_seq_length={flags.max_seq_length} cannot hold a {self._task(flags)} input: "
-                             f"[CLS] A [SEP]{' B [SEP]' if pair else ''} with a token of each text needs at least "
-                             f"{shortest}")
+        if config.max_seq_length < shortest:
+            raise SettingError(f"<max_seq_length>={config.max_seq_length} cannot hold a {self._task(config)} input: "
+                               f"[CLS] A [SEP]{' B [SEP]' if pair else ''} with a token of each text needs at least "
+                               f"{shortest}")
 
-    def _task(self, flags):
-        return flags.task_name.lower()
+    def _task(self, config):
+        return config.task.task_name.lower()
 
-    def _regression(self, flags):
-        return glue.is_regression(self._task(flags))
+    def _regression(self, config):
+        return glue.is_regression(self._task(config))
 
-    def recipe(self, flags):
-        return RECIPES[self._task(flags)]
+    def recipe(self, config):
+        return RECIPES[self._task(config)]
 
-    def task_name(self, flags):
-        return self._task(flags)
+    def task_name(self, config):
+        return self._task(config)
 
-    def metadata(self, flags):
-        task = self._task(flags)
+    def metadata(self, config):
+        task = self._task(config)
         regression = glue.is_regression(task)
         labels = glue.task_spec(task).labels
         return {"num_labels": 1 if regression else len(labels), "label_names": ["score"] if regression else list(labels),
-                "is_regression": regression, "task_name": task, "max_seq_length": flags.max_seq_length}
+                "is_regression": regression, "task_name": task, "max_seq_length": config.max_seq_length}
 
-    def build_model(self, encoder, flags):
+    def build_model(self, encoder, config):
         from albert_tf.models.albert_classifier import AlbertClassifier
 
-        return AlbertClassifier(encoder, self.metadata(flags)["num_labels"], dropout=flags.dropout)
+        return AlbertClassifier(encoder, self.metadata(config)["num_labels"], dropout=config.task.dropout)
 
-    def _read(self, split, flags):
-        task = self._task(flags)
-        return {name: glue.read_examples(task, os.path.join(flags.data_dir, file), split)
+    def _read(self, split, config):
+        task = self._task(config)
+        return {name: glue.read_examples(task, os.path.join(config.task.data_dir, file), split)
                 for name, file in glue.split_files(task, split).items()}
 
-    def _encode(self, examples, tokenizer, flags):
-        return glue.encode_examples(examples, tokenizer, flags.max_seq_length, self._regression(flags))
+    def _encode(self, examples, tokenizer, config):
+        return glue.encode_examples(examples, tokenizer, config.max_seq_length, self._regression(config))
 
-    def read_train(self, tokenizer, flags):
-        return self._encode(self._read("train", flags)[""], tokenizer, flags)
+    def read_train(self, tokenizer, config):
+        return self._encode(self._read("train", config)[""], tokenizer, config)
 
-    def read_eval(self, tokenizer, flags):
-        return {name: self._encode(examples, tokenizer, flags) for name, examples in self._read("dev", flags).items()}
+    def read_eval(self, tokenizer, config):
+        return {name: self._encode(examples, tokenizer, config) for name, examples in self._read("dev", config).items()}
 
     def example_losses(self, batch, outputs):
         import tensorflow as tf
@@ -103,43 +111,43 @@ class GlueTask(FinetuningTask):
             return tf.square(logits[:, 0] - tf.cast(batch["label_ids"], tf.float32))
         return tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], logits)
 
-    def _predictions(self, model, arrays, batch_size, flags):
+    def _predictions(self, model, arrays, batch_size, config):
         """Label indices, or scores for regression."""
         logits = predict_logits(model, arrays, batch_size)
-        return logits[:, 0] if self._regression(flags) else logits.argmax(-1)
+        return logits[:, 0] if self._regression(config) else logits.argmax(-1)
 
-    def evaluate(self, model, eval_data, flags):
+    def evaluate(self, model, eval_data, config):
         results = {}
         for name, arrays in eval_data.items():
-            metrics = task_metrics(self._task(flags), self._predictions(model, arrays, flags.eval_batch_size, flags),
+            metrics = task_metrics(self._task(config), self._predictions(model, arrays, config.eval_batch_size, config),
                                    arrays["label_ids"])
             results.update({(f"{name}_{k}" if name else k): v for k, v in metrics.items()})
         return results
 
-    def best_metric(self, flags):
-        task = self._task(flags)
+    def best_metric(self, config):
+        task = self._task(config)
         return primary_metric(task) if task != "mnli" else f"matched_{primary_metric(task)}"
 
-    def _submission_name(self, name, flags):
+    def _submission_name(self, name, config):
         suffix = {"matched": "-m", "mismatched": "-mm"}.get(name, "")
-        return f"{glue.task_spec(self._task(flags)).submission_name}{suffix}.tsv"
+        return f"{glue.task_spec(self._task(config)).submission_name}{suffix}.tsv"
 
-    def output_files(self, flags):
-        return [self._submission_name(name, flags) for name in glue.split_files(self._task(flags), "test")]
+    def output_files(self, config):
+        return [self._submission_name(name, config) for name in glue.split_files(self._task(config), "test")]
 
-    def predict(self, model, tokenizer, flags, output_dir):
+    def predict(self, model, tokenizer, config, output_dir):
         import numpy as np
 
-        spec = glue.task_spec(self._task(flags))
+        spec = glue.task_spec(self._task(config))
         written = []
-        for name, examples in self._read("test", flags).items():
-            predictions = self._predictions(model, self._encode(examples, tokenizer, flags), flags.predict_batch_size,
-                                            flags)
-            path = os.path.join(output_dir, self._submission_name(name, flags))
+        for name, examples in self._read("test", config).items():
+            predictions = self._predictions(model, self._encode(examples, tokenizer, config), config.predict_batch_size,
+                                            config)
+            path = os.path.join(output_dir, self._submission_name(name, config))
             with open(path + ".tmp", "w") as f:
                 f.write("index\tprediction\n")
                 for example, prediction in zip(examples, predictions):
-                    if self._regression(flags):  # STS-B scores are similarities in [0, 5]
+                    if self._regression(config):  # STS-B scores are similarities in [0, 5]
                         value = f"{float(np.clip(prediction, 0.0, 5.0)):.3f}"
                     else:
                         value = spec.labels[int(prediction)]

@@ -5,15 +5,24 @@ max_seq_length 512, max_qa_length 128, batch 32, AdamW lr 1e-5, 12k steps with
 1k warmup. --do_predict answers test/ and writes test_predictions.json.
 """
 
+import dataclasses
 import json
 import os
 
-from absl import flags as absl_flags
-
+from albert_tf.settings import SettingError
 from albert_tf.tasks import race
 from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, predict_logits
 
 PREDICTIONS_FILE = "test_predictions.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceConfig:
+    """RACE's own settings (run_race's flags of the same names)."""
+
+    data_dir: str | None = None  # {train,dev,test}/{middle,high}/*.txt
+    levels: tuple = ("middle", "high")
+    max_qa_length: int = 128  # tokens of question + option at most
 
 
 class RaceTask(FinetuningTask):
@@ -24,42 +33,41 @@ class RaceTask(FinetuningTask):
     do_eval_help = "Evaluate on dev/ (every checkpoint while training)."
     do_predict_help = "Evaluate on test/ and write test predictions."
 
-    def title(self, flags):
+    def title(self, config):
         return "RACE"
 
-    def define_flags(self):
-        absl_flags.DEFINE_string("data_dir", None, "The RACE directory ({train,dev,test}/{middle,high}/*.txt).")
-        absl_flags.DEFINE_multi_enum("levels", ["middle", "high"], ["middle", "high"],
-                                     "RACE levels to use (repeatable).")
-        absl_flags.DEFINE_integer("max_qa_length", 128, "Tokens of question + option at most.")
+    config_class = RaceConfig
 
-    def validate(self, flags):
-        if not flags.data_dir:
-            raise ValueError("--data_dir required")
-        if not 0 < flags.max_qa_length <= flags.max_seq_length - 3:
-            raise ValueError(f"--max_qa_length={flags.max_qa_length} must be in 1..--max_seq_length - 3")
+    def validate(self, config):
+        if not config.task.data_dir:
+            raise SettingError("<data_dir> required")
+        if not 0 < config.task.max_qa_length <= config.max_seq_length - 3:
+            raise SettingError(f"<max_qa_length>={config.task.max_qa_length} must be in 1..<max_seq_length> - 3")
+        unknown = sorted(set(config.task.levels) - set(race.LEVELS))
+        if unknown or not config.task.levels:
+            raise SettingError(f"<levels> must be some of {list(race.LEVELS)}, got {list(config.task.levels)}")
 
-    def recipe(self, flags):
+    def recipe(self, config):
         return Recipe(1e-5, 32, num_train_steps=12000, num_warmup_steps=1000)
 
-    def metadata(self, flags):
-        return {"num_choices": race.NUM_CHOICES, "max_seq_length": flags.max_seq_length,
-                "max_qa_length": flags.max_qa_length}
+    def metadata(self, config):
+        return {"num_choices": race.NUM_CHOICES, "max_seq_length": config.max_seq_length,
+                "max_qa_length": config.task.max_qa_length}
 
-    def build_model(self, encoder, flags):
+    def build_model(self, encoder, config):
         from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 
         return AlbertMultipleChoice(encoder, race.NUM_CHOICES).build_variables()
 
-    def _encoded(self, split, tokenizer, flags):
-        examples = race.read_split(flags.data_dir, split, tuple(dict.fromkeys(flags.levels)))
-        return examples, race.encode_examples(examples, tokenizer, flags.max_seq_length, flags.max_qa_length)
+    def _encoded(self, split, tokenizer, config):
+        examples = race.read_split(config.task.data_dir, split, tuple(dict.fromkeys(config.task.levels)))
+        return examples, race.encode_examples(examples, tokenizer, config.max_seq_length, config.task.max_qa_length)
 
-    def read_train(self, tokenizer, flags):
-        return self._encoded("train", tokenizer, flags)[1]
+    def read_train(self, tokenizer, config):
+        return self._encoded("train", tokenizer, config)[1]
 
-    def read_eval(self, tokenizer, flags):
-        return self._encoded("dev", tokenizer, flags)
+    def read_eval(self, tokenizer, config):
+        return self._encoded("dev", tokenizer, config)
 
     def example_losses(self, batch, outputs):
         import tensorflow as tf
@@ -70,19 +78,19 @@ class RaceTask(FinetuningTask):
     def _choices(model, arrays, batch_size):
         return predict_logits(model, arrays, batch_size).argmax(-1)
 
-    def evaluate(self, model, eval_data, flags):
+    def evaluate(self, model, eval_data, config):
         examples, arrays = eval_data
-        return race.accuracies(self._choices(model, arrays, flags.eval_batch_size), examples)
+        return race.accuracies(self._choices(model, arrays, config.eval_batch_size), examples)
 
-    def best_metric(self, flags):
+    def best_metric(self, config):
         return "accuracy"
 
-    def output_files(self, flags):
+    def output_files(self, config):
         return [PREDICTIONS_FILE]
 
-    def predict(self, model, tokenizer, flags, output_dir):
-        examples, arrays = self._encoded("test", tokenizer, flags)
-        choices = self._choices(model, arrays, flags.predict_batch_size)
+    def predict(self, model, tokenizer, config, output_dir):
+        examples, arrays = self._encoded("test", tokenizer, config)
+        choices = self._choices(model, arrays, config.predict_batch_size)
         path = os.path.join(output_dir, PREDICTIONS_FILE)
         with open(path + ".tmp", "w") as f:
             json.dump({e.guid: "ABCD"[int(p)] for e, p in zip(examples, choices)}, f, indent=2)

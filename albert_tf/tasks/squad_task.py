@@ -14,15 +14,29 @@ v2.0 also the best null threshold. --do_eval scores every training checkpoint on
 --predict_file and keeps the one with the best F1 in OUTPUT_DIR/best.
 """
 
+import dataclasses
 import math
 import os
 
-from absl import flags as absl_flags
-
+from albert_tf.settings import SettingError, check_at_least
 from albert_tf.tasks import squad
 from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, predict_outputs
 
 DEFAULT_LEARNING_RATES = {"1.1": 5e-5, "2.0": 3e-5}
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadConfig:
+    """SQuAD's own settings (run_squad's flags of the same names; the defaults are the original's)."""
+
+    version: str | None = None  # "1.1" or "2.0"
+    train_file: str | None = None  # SQuAD JSON to train on
+    predict_file: str | None = None  # SQuAD JSON to answer, or to score checkpoints on
+    doc_stride: int = 128  # tokens between the starts of consecutive windows over a long context
+    max_query_length: int = 64  # questions are cut to this many tokens
+    n_best_size: int = 20  # answers kept per question, and start/end candidates tried per window
+    max_answer_length: int = 30  # longest answer, in tokens
+    null_score_diff_threshold: float = 0.0  # v2.0: no answer when score_null - best span score exceeds this
 
 
 class SquadTask(FinetuningTask):
@@ -37,74 +51,60 @@ class SquadTask(FinetuningTask):
                     "and keep the best in OUTPUT_DIR/best.")
     do_predict_help = "Answer the questions of --predict_file (scored with the official EM/F1 when they have answers)."
 
-    def define_flags(self):
-        absl_flags.DEFINE_enum("version", None, list(squad.VERSIONS), "SQuAD version of the files: 1.1, or 2.0 "
-                               "(adds unanswerable questions, predicted as \"\" by the [CLS] null score).")
-        absl_flags.DEFINE_string("train_file", None, "SQuAD JSON to train on (official layout), for --do_train.")
-        absl_flags.DEFINE_string("predict_file", None, "SQuAD JSON to answer (--do_predict) or to score checkpoints "
-                                 "on (--do_eval).")
-        absl_flags.DEFINE_integer("doc_stride", 128, "Tokens between the starts of consecutive windows over a long "
-                                  "context (original: 128).")
-        absl_flags.DEFINE_integer("max_query_length", 64, "Questions are cut to this many tokens (original: 64).")
-        absl_flags.DEFINE_integer("n_best_size", 20, "Answers kept per question in nbest_predictions.json, and "
-                                  "start/end candidates tried per window (original: 20).")
-        absl_flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in tokens (original: 30).")
-        absl_flags.DEFINE_float("null_score_diff_threshold", 0.0, "v2.0: predict no answer when score_null - best "
-                                "span score exceeds this (logit units; default 0.0). eval_results.json's "
-                                "best_f1_thresh is the value that would have been best on the predict file.")
+    config_class = SquadConfig
 
-    def validate(self, flags):
-        if not flags.version:
-            raise ValueError("--version is required (1.1 or 2.0)")
-        required = {"train_file": flags.do_train, "predict_file": flags.do_predict or flags.do_eval}
-        missing = [f"--{name}" for name, needed in required.items() if needed and not flags[name].value]
+    def validate(self, config):
+        task = config.task
+        if task.version not in squad.VERSIONS:
+            raise SettingError(f"<version> is required: one of {list(squad.VERSIONS)}, got {task.version!r}")
+        required = {"train_file": config.do_train, "predict_file": config.do_predict or config.do_eval}
+        missing = [f"<{name}>" for name, needed in required.items() if needed and not getattr(task, name)]
         if missing:
-            raise ValueError(f"{' and '.join(missing)} required")
-        for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
-            if flags[name].value < 1:
-                raise ValueError(f"--{name} must be >= 1, got {flags[name].value}")
-        if flags.max_seq_length <= flags.max_query_length + 3:
-            raise ValueError(f"--max_seq_length={flags.max_seq_length} must exceed --max_query_length="
-                             f"{flags.max_query_length} + 3 ([CLS] and two [SEP]) to leave room for the context")
+            raise SettingError(f"{' and '.join(missing)} required")
+        check_at_least(task, ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"), 1,
+                       allow_none=False)
+        if config.max_seq_length <= task.max_query_length + 3:
+            raise SettingError(f"<max_seq_length>={config.max_seq_length} must exceed <max_query_length>="
+                               f"{task.max_query_length} + 3 ([CLS] and two [SEP]) to leave room for the context")
         for name in ("train_file", "predict_file"):
-            path = flags[name].value
+            path = getattr(task, name)
             if path and not os.path.isfile(path):
-                raise FileNotFoundError(f"{path}: no such file (--{name})")
+                raise SettingError(f"<{name}>={path}: no such file")
 
-    def recipe(self, flags):
-        return Recipe(DEFAULT_LEARNING_RATES[flags.version], 48, num_train_epochs=2.0, warmup_proportion=0.1)
+    def recipe(self, config):
+        return Recipe(DEFAULT_LEARNING_RATES[config.task.version], 48, num_train_epochs=2.0, warmup_proportion=0.1)
 
-    def title(self, flags):
-        return f"SQuAD {flags.version}"
+    def title(self, config):
+        return f"SQuAD {config.task.version}"
 
-    def metadata(self, flags):
-        return {"squad_version": flags.version, "max_seq_length": flags.max_seq_length}
+    def metadata(self, config):
+        return {"squad_version": config.task.version, "max_seq_length": config.max_seq_length}
 
-    def build_model(self, encoder, flags):
+    def build_model(self, encoder, config):
         from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 
         return AlbertSpanLabeler(encoder)
 
-    def _features(self, path, tokenizer, flags, labeled, what):
+    def _features(self, path, tokenizer, config, labeled, what):
         from albert_tf.progress import Progress
 
-        articles, examples = squad.read_squad(path, flags.version, labeled=labeled)
+        articles, examples = squad.read_squad(path, config.task.version, labeled=labeled)
         if not examples:
             raise ValueError(f"{path}: no questions")
         progress = Progress(len(examples), lambda done, elapsed: f"{what}: {done}/{len(examples)} questions")
         features = squad.convert_examples_to_features(
-            examples, tokenizer, max_seq_length=flags.max_seq_length, doc_stride=flags.doc_stride,
-            max_query_length=flags.max_query_length, progress=progress)
+            examples, tokenizer, max_seq_length=config.max_seq_length, doc_stride=config.task.doc_stride,
+            max_query_length=config.task.max_query_length, progress=progress)
         progress.finish(len(examples))
         return articles, examples, features
 
-    def read_train(self, tokenizer, flags):
-        return squad.feature_arrays(self._features(flags.train_file, tokenizer, flags, True, "train")[2])
+    def read_train(self, tokenizer, config):
+        return squad.feature_arrays(self._features(config.task.train_file, tokenizer, config, True, "train")[2])
 
-    def read_eval(self, tokenizer, flags):
-        data = self._features(flags.predict_file, tokenizer, flags, False, "eval")
+    def read_eval(self, tokenizer, config):
+        data = self._features(config.task.predict_file, tokenizer, config, False, "eval")
         if not _answered(data[1]):
-            raise ValueError(f"{flags.predict_file}: has questions without answers; --do_eval needs answers to score")
+            raise ValueError(f"{config.task.predict_file}: has questions without answers; --do_eval needs answers to score")
         return data
 
     def example_losses(self, batch, outputs):
@@ -114,42 +114,42 @@ class SquadTask(FinetuningTask):
         # The pooler is not on the span head's path and gets no gradient.
         return [v for v in model.trainable_variables if "pooler" not in v.path]
 
-    def _answers(self, model, features, examples, flags):
+    def _answers(self, model, features, examples, config):
         """(predictions, nbest, null_odds) of the model on the windows."""
-        start_logits, end_logits = span_logits(model, features, flags.predict_batch_size)
+        start_logits, end_logits = span_logits(model, features, config.predict_batch_size)
         return squad.postprocess_predictions(
-            examples, features, start_logits, end_logits, n_best_size=flags.n_best_size,
-            max_answer_length=flags.max_answer_length, version_2_with_negative=flags.version == "2.0",
-            null_score_diff_threshold=flags.null_score_diff_threshold)
+            examples, features, start_logits, end_logits, n_best_size=config.task.n_best_size,
+            max_answer_length=config.task.max_answer_length, version_2_with_negative=config.task.version == "2.0",
+            null_score_diff_threshold=config.task.null_score_diff_threshold)
 
-    def _score(self, articles, predictions, null_odds, flags):
+    def _score(self, articles, predictions, null_odds, config):
         from albert_tf.tasks.squad_evaluation import evaluate
 
         # math.inf: score the predictions as written; null_odds only feed the best-threshold search.
-        return evaluate(articles, predictions, na_probs=null_odds if flags.version == "2.0" else None,
+        return evaluate(articles, predictions, na_probs=null_odds if config.task.version == "2.0" else None,
                         na_prob_thresh=math.inf)
 
-    def evaluate(self, model, eval_data, flags):
+    def evaluate(self, model, eval_data, config):
         articles, examples, features = eval_data
-        predictions, _, null_odds = self._answers(model, features, examples, flags)
-        return self._score(articles, predictions, null_odds, flags)
+        predictions, _, null_odds = self._answers(model, features, examples, config)
+        return self._score(articles, predictions, null_odds, config)
 
-    def best_metric(self, flags):
+    def best_metric(self, config):
         return "f1"
 
-    def output_files(self, flags):
+    def output_files(self, config):
         return [squad.PREDICTIONS_FILE, squad.NBEST_FILE, squad.NULL_ODDS_FILE]
 
-    def predict(self, model, tokenizer, flags, output_dir):
-        articles, examples, features = self._features(flags.predict_file, tokenizer, flags, False, "predict")
-        predictions, nbest, null_odds = self._answers(model, features, examples, flags)
+    def predict(self, model, tokenizer, config, output_dir):
+        articles, examples, features = self._features(config.task.predict_file, tokenizer, config, False, "predict")
+        predictions, nbest, null_odds = self._answers(model, features, examples, config)
         written = squad.write_predictions(output_dir, predictions, nbest,
-                                          null_odds if flags.version == "2.0" else None)
+                                          null_odds if config.task.version == "2.0" else None)
         print(f"Answered {len(examples)} questions ({len(features)} windows): " + ", ".join(written), flush=True)
         if not _answered(examples):
-            print(f"{flags.predict_file} has questions without answers: not scored.", flush=True)
+            print(f"{config.task.predict_file} has questions without answers: not scored.", flush=True)
             return None, written
-        return self._score(articles, predictions, null_odds, flags), written
+        return self._score(articles, predictions, null_odds, config), written
 
     def eval_results(self, evaluation, prediction):
         return prediction or evaluation

@@ -1,14 +1,18 @@
 """The flags that say where and how a training tool computes, with one meaning in every tool.
 
 run_pretraining, run_classifier, run_squad and run_race define them through
-`define_distribution_flags`; the values go to `strategies.create_strategy`,
-Keras's precision policy (`PRECISIONS`) and the `Trainer`.
+`define_distribution_flags` and put their values (`distribution_settings`) into the
+run config; from there they go to `strategies.create_strategy`, Keras's precision
+policy (`PRECISIONS`) and the `Trainer`.
 """
 
 from absl import flags
 
 # Defining the flags imports no TensorFlow (a tool's --help stays fast); strategies.STRATEGIES is the same list.
 STRATEGY_NAMES = ("one_device", "mirrored", "multi_worker", "tpu")
+# The settings these flags set (distribution_settings).
+DISTRIBUTION_NAMES = ("strategy", "tpu", "mixed_precision", "jit_compile", "gradient_accumulation_steps",
+                      "iterations_per_loop", "max_seconds_per_loop")
 PRECISIONS = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
@@ -38,18 +42,28 @@ def define_distribution_flags(iterations_per_loop):
                          "loops only by --iterations_per_loop, since every worker must run the same steps.")
 
 
-def strategy_from_flags(values):
-    """The tf.distribute strategy the flags name (see `strategies.create_strategy`)."""
+def create_strategy_for(config):
+    """The tf.distribute strategy a run config names (`strategy`, `tpu`; see `strategies.create_strategy`)."""
     from albert_tf.training.strategies import create_strategy
 
-    tpu = values.tpu or ("local" if values.use_tpu else None)
-    return create_strategy(values.strategy, tpu=tpu)
+    return create_strategy(config.strategy, tpu=config.tpu)
 
 
-def check_distribution_flags(values):
-    """ValueError naming the flag when a distribution flag's value cannot run (`values`: the parsed flags)."""
-    for name in ("gradient_accumulation_steps", "iterations_per_loop"):
-        if values[name].value < 1:
-            raise ValueError(f"--{name} must be >= 1, got {values[name].value}")
-    if values.max_seconds_per_loop < 0:
-        raise ValueError(f"--max_seconds_per_loop must be >= 0, got {values.max_seconds_per_loop}")
+def distribution_settings(values):
+    """The distribution flags' values by setting name; --use_tpu without --tpu means this VM's TPU."""
+    return {"strategy": values.strategy, "tpu": values.tpu or ("local" if values.use_tpu else None),
+            "mixed_precision": values.mixed_precision, "jit_compile": values.jit_compile,
+            "gradient_accumulation_steps": values.gradient_accumulation_steps,
+            "iterations_per_loop": values.iterations_per_loop, "max_seconds_per_loop": values.max_seconds_per_loop}
+
+
+def check_distribution_settings(config):
+    """SettingError naming the setting when a distribution setting of `config` cannot run."""
+    from albert_tf.settings import SettingError, check_at_least
+
+    check_at_least(config, ("gradient_accumulation_steps", "iterations_per_loop"), 1, allow_none=False)
+    check_at_least(config, ("max_seconds_per_loop",), 0, allow_none=False)
+    if config.strategy not in STRATEGY_NAMES:
+        raise SettingError(f"<strategy> must be one of {STRATEGY_NAMES}, got {config.strategy!r}")
+    if config.mixed_precision not in PRECISIONS:
+        raise SettingError(f"<mixed_precision> must be one of {tuple(PRECISIONS)}, got {config.mixed_precision!r}")

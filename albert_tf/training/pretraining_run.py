@@ -1,9 +1,9 @@
 """One pretraining run: resume checks, the compiled loop with progress and checkpoints, preemption, evaluation.
 
-`albert_tf.run_pretraining` parses and checks the flags, resolves the model
-config and data files, creates the distribution strategy and takes the output
-directory's lock, then calls `train_and_evaluate` with `settings`: the flag
-values by name (`settings.train_batch_size`, ...).
+`albert_tf.run_pretraining` maps its flags to a `PretrainingConfig` (its
+fields carry the flag names) and calls `run`, which checks it, resolves the
+model config and data files, creates the distribution strategy and takes the
+output directory's lock, then calls `train_and_evaluate` with it as `settings`.
 
 Held-out evaluation while training (`eval_every_steps`): every N steps the
 held-out records are evaluated (at most `max_eval_steps` batches), printed
@@ -35,6 +35,7 @@ from albert_tf.data.dynamic_instances import EpochInstanceMaker, make_dynamic_da
 from albert_tf.data.pretraining_data_job import DOCUMENTS_FORMAT, CreationConfig
 from albert_tf.data.pretraining_dataset import read_error
 from albert_tf.file_utils import file_sha256, write_json
+from albert_tf.settings import SettingError
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.optimization import create_optimizer
 from albert_tf.text.albert_tokenizer import AlbertTokenizer, copy_spm_model
@@ -79,37 +80,37 @@ def _check_or_write_run_config(settings, output_dir, resuming, chief, config, tr
                 if isinstance(previous.get(key), dict) and previous[key] != current[key]:
                     fields = sorted(k for k in set(previous[key]) | set(current[key])
                                     if previous[key].get(k) != current[key].get(k))
-                    changed.append(f"--albert_config={settings.albert_config} resolves to another model ("
+                    changed.append(f"<albert_config>={settings.albert_config} resolves to another model ("
                                    + ", ".join(f"{k}={current[key].get(k)}, was {previous[key].get(k)}"
                                                for k in fields) + ")")
                 elif isinstance(previous.get(key), str) and previous[key] != settings.albert_config:
-                    changed.append(f"--albert_config={settings.albert_config} (the checkpoints were made with "
+                    changed.append(f"<albert_config>={settings.albert_config} (the checkpoints were made with "
                                    f"{previous[key]})")
             elif previous.get(key, _INVARIANT_DEFAULTS.get(key)) != current[key]:
-                changed.append(f"--{key}={current[key]} (the checkpoints were made with {previous.get(key)})")
+                changed.append(f"<{key}>={current[key]} (the checkpoints were made with {previous.get(key)})")
         if changed:
-            raise ValueError(f"{output_dir} holds checkpoints of another run: " + "; ".join(changed) +
-                             ". Use another --output_dir, or the original flags to resume.")
+            raise SettingError(f"{output_dir} holds checkpoints of another run: " + "; ".join(changed) +
+                               ". Use another <output_dir>, or the original settings to resume.")
         # By path, not by name: the checkpointed input iterator holds these paths and reads from them.
         if "input_files" in previous and previous["input_files"] != current["input_files"]:
-            raise ValueError(
+            raise SettingError(
                 f"{output_dir}: the training files changed since its checkpoints were written "
                 f"({len(previous['input_files'])} file(s) then, e.g. {previous['input_files'][0]}; "
                 f"{len(current['input_files'])} now), and the saved input position is a position in those files. "
-                "Resume with the same --input_file at the same path, or continue training on the new data in a "
-                f"new --output_dir with --init_checkpoint={output_dir}")
+                "Resume with the same <input_file> at the same path, or continue training on the new data in a "
+                f"new <output_dir> with <init_checkpoint>={output_dir}")
     elif chief:
         write_json(path, current)
 
 
 def _check_spm_model_file(settings, output_dir, resuming):
-    """On resume, --spm_model_file must be the model the run started with (it is copied into output_dir)."""
+    """On resume, spm_model_file must be the model the run started with (it is copied into output_dir)."""
     stored = os.path.join(output_dir, model_dir.SPM_MODEL_FILE)
     if not (resuming and settings.spm_model_file and tf.io.gfile.exists(stored)):
         return
     if file_sha256(stored) != file_sha256(settings.spm_model_file):
-        raise ValueError(f"--spm_model_file={settings.spm_model_file} is not the SentencePiece model this run started "
-                         f"with ({stored}); pass that one, or train into a new --output_dir")
+        raise SettingError(f"<spm_model_file>={settings.spm_model_file} is not the SentencePiece model this run "
+                           f"started with ({stored}); pass that one, or train into a new <output_dir>")
 
 
 def _write_model_metadata(settings, output_dir, config, train_files):
@@ -138,7 +139,7 @@ def _restore_init_checkpoint(settings, model, path):
         restore_weights(source, prefix)
         source_encoder = getattr(source, "encoder", source)
         copy_weights(model.encoder.weights, source_encoder.weights,
-                     f"{path} (its encoder, for --albert_config={settings.albert_config})")
+                     f"{path} (its encoder, for albert_config={settings.albert_config})")
         print(f"Initialized the encoder from {path} ({kind}); the pretraining heads start fresh.", flush=True)
 
 
@@ -154,6 +155,72 @@ def _format_metrics(metrics):
             f"mlm_loss {metrics['masked_lm_loss']:.4f}  mlm_acc {metrics['masked_lm_accuracy']:.4f} "
             f"(at [MASK] {metrics['masked_lm_accuracy_at_mask']:.4f})  "
             f"sop_loss {metrics['sentence_order_loss']:.4f}  sop_acc {metrics['sentence_order_accuracy']:.4f}")
+
+
+def run(settings):
+    """Runs the pretraining a `PretrainingConfig` describes; returns the tool's exit status.
+
+    Checks the settings, resolves the model config and the data's lengths (settings travel
+    with the data: its lengths, unless the config says them, and then they are checked),
+    creates the strategy, takes the output directory's lock and trains."""
+    import contextlib
+    import dataclasses
+
+    from albert_tf.file_utils import exclusive_directory_lock
+    from albert_tf.training.distribution_flags import create_strategy_for
+    from albert_tf.training.strategies import is_chief
+
+    settings.check()
+    config = _model_config(settings)
+    train_files = data.expand_data_files(settings.input_file)
+    if settings.max_seq_length is None or settings.max_predictions_per_seq is None:
+        seq_length, predictions = data.infer_shapes(train_files)
+        settings = dataclasses.replace(settings, max_seq_length=settings.max_seq_length or seq_length,
+                                       max_predictions_per_seq=settings.max_predictions_per_seq or predictions)
+    data.check_pretraining_files(train_files, settings.max_seq_length, settings.max_predictions_per_seq,
+                                 config.vocab_size, spm_model_file=settings.spm_model_file)
+    if data.data_set_format(train_files)[0] == DOCUMENTS_FORMAT and not settings.spm_model_file:
+        raise SettingError(f"{settings.input_file} holds tokenized documents, made into instances while training: "
+                           "pass <spm_model_file>, the SentencePiece model the data was made with (its word "
+                           "boundaries and ordinary pieces drive the masking)")
+    eval_files = []
+    if settings.do_eval or settings.eval_every_steps:
+        eval_files = data.expand_data_files(settings.eval_input_file)
+        if data.data_set_format(eval_files)[0] == DOCUMENTS_FORMAT:
+            raise SettingError(f"<eval_input_file>={settings.eval_input_file} holds tokenized documents; evaluation "
+                               "reads fixed instances, such as the PREFIX-heldout set of create_pretraining_data "
+                               "--heldout_every")
+        data.check_pretraining_files(eval_files, settings.max_seq_length, settings.max_predictions_per_seq,
+                                     config.vocab_size)
+    if settings.max_seq_length > config.max_position_embeddings:
+        raise SettingError(f"<max_seq_length>={settings.max_seq_length} exceeds the config's max_position_embeddings "
+                           f"({config.max_position_embeddings})")
+
+    strategy = create_strategy_for(settings)
+    chief = is_chief(strategy)
+    output_dir = settings.output_dir
+    tf.io.gfile.makedirs(output_dir)
+    # One run per output directory: a second one would overwrite the first one's checkpoints.
+    with exclusive_directory_lock(output_dir, "run_pretraining") if chief else contextlib.nullcontext():
+        return train_and_evaluate(settings, config, strategy, chief, output_dir, train_files, eval_files)
+
+
+def _model_config(settings):
+    """albert_config with vocab_size, or a preset's vocabulary size replaced by spm_model_file's."""
+    from albert_tf.albert_config import AlbertConfig, preset_names
+
+    config = AlbertConfig.from_name_or_path(settings.albert_config)
+    vocab_size = settings.vocab_size
+    if vocab_size is None and settings.spm_model_file and settings.albert_config in preset_names():
+        pieces = AlbertTokenizer(settings.spm_model_file).vocab_size
+        if pieces != config.vocab_size:
+            print(f"albert_config={settings.albert_config} with vocab_size {pieces}, the size of spm_model_file "
+                  f"(the preset has {config.vocab_size}).", flush=True)
+            vocab_size = pieces
+    if vocab_size is None or vocab_size == config.vocab_size:
+        return config
+    return AlbertConfig.from_dict({**config.to_dict(), "vocab_size": vocab_size},
+                                  source=f"albert_config={settings.albert_config} with vocab_size={vocab_size}")
 
 
 def train_and_evaluate(settings, config, strategy, chief, output_dir, train_files, eval_files):
@@ -308,7 +375,7 @@ class HeldoutEvaluation:
         start = time.monotonic()
         totals = self.trainer.evaluate(self.dataset, max_steps=self.settings.max_eval_steps)
         if totals["sequences"] == 0:
-            raise ValueError(f"{self.settings.eval_input_file}: fewer than --eval_batch_size="
+            raise SettingError(f"{self.settings.eval_input_file}: fewer than <eval_batch_size>="
                              f"{self.settings.eval_batch_size} records")
         heldout = metrics_from_sums(totals)
         heldout["loss"] = heldout["masked_lm_loss"] + heldout["sentence_order_loss"]
@@ -455,7 +522,7 @@ def _eval_dataset(settings, strategy, eval_files):
                                              input_context=input_context)
 
     if settings.eval_batch_size % strategy.num_replicas_in_sync:
-        raise ValueError(f"--eval_batch_size={settings.eval_batch_size} must be divisible by the number of replicas "
+        raise SettingError(f"<eval_batch_size>={settings.eval_batch_size} must be divisible by the number of replicas "
                          f"({strategy.num_replicas_in_sync})")
     return strategy.distribute_datasets_from_function(eval_dataset_fn)
 
@@ -464,7 +531,8 @@ def _evaluate(settings, trainer, strategy, eval_files, output_dir, chief):
     dataset = _eval_dataset(settings, strategy, eval_files)
     totals = trainer.evaluate(dataset, max_steps=settings.max_eval_steps)
     if totals["sequences"] == 0:
-        raise ValueError(f"{settings.eval_input_file}: fewer than --eval_batch_size={settings.eval_batch_size} records")
+        raise SettingError(f"{settings.eval_input_file}: fewer than <eval_batch_size>={settings.eval_batch_size} "
+                           "records")
     metrics = metrics_from_sums(totals)
     metrics["loss"] = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
     step = int(trainer.step.numpy())

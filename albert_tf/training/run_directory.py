@@ -55,7 +55,8 @@ def read_run_config(output_dir):
 
 def resume_conflicts(previous, current):
     """The settings of `current` (a `training` record) that differ from `previous`'s, each in words that
-    name the flag; after a divergence stop the schedule settings may differ."""
+    name the setting as `<name>` (albert_tf.settings.SettingError); after a divergence stop the schedule
+    settings may differ."""
     exempt = SCHEDULE_SETTINGS if previous.get("diverged") else ()
     before = previous.get("training") or {}
     return [_describe_change(name, before[name], current[name]) for name in current
@@ -73,7 +74,7 @@ def _describe_change(name, before, now):
         fields = sorted(key for key in set(before) | set(now) if before.get(key) != now.get(key))
         return "the starting model's config (" + ", ".join(f"{key} {now.get(key)}, was {before.get(key)}"
                                                           for key in fields) + ")"
-    return f"--{name}={now} (the checkpoints were made with {before})"
+    return f"<{name}>={now} (the checkpoints were made with {before})"
 
 
 def foreign_outputs(output_dir, names, record):
@@ -83,11 +84,14 @@ def foreign_outputs(output_dir, names, record):
     return [name for name in names if os.path.lexists(os.path.join(output_dir, name)) and name not in owned]
 
 
-def next_record(previous, tool, names, training):
-    """The run_config.json of a run writing `names`, with its `training` settings (None: this run does not
-    train, and the earlier training record stays)."""
+def next_record(previous, tool, names, training, config=None):
+    """The run_config.json of a run writing `names`: its config (`FinetuningConfig.to_json()`, as given)
+    and its resolved `training` settings (None: this run does not train, and the earlier training record
+    stays)."""
     record = dict(previous or {})
     record["tool"] = tool
+    if config is not None:
+        record["config"] = config
     record["outputs"] = sorted(set(record.get("outputs", ())) | set(names))
     if training is not None:
         before = record.get("training") or {}

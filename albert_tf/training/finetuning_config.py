@@ -1,0 +1,87 @@
+"""Every setting of a fine-tuning run, typed: what run_classifier, run_squad and run_race map their flags to.
+
+    from albert_tf.tasks.glue_task import GlueConfig, GlueTask
+    from albert_tf.training.finetuning_config import FinetuningConfig
+    from albert_tf.training.finetuning_tool import run_finetuning
+
+    config = FinetuningConfig(output_dir="mrpc", init_checkpoint="ckpt/albert_base", do_train=True, do_eval=True,
+                              task=GlueConfig(task_name="mrpc", data_dir="glue/MRPC"))
+    run_finetuning(GlueTask(), config)
+
+The shared fields carry the tools' flag names and defaults (the flags take theirs from
+here); `task` holds the task's own config (`GlueConfig`, `SquadConfig`, `RaceConfig`). A
+field left None takes the task's recipe (steps, warmup, batch, learning rate) or the
+starting model's record (casing, length). `check` raises `albert_tf.settings.SettingError`
+naming the setting; run_config.json records the config as `to_json` gives it.
+"""
+
+import dataclasses
+import os
+from typing import Any
+
+from albert_tf.settings import SettingError, check_at_least
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningConfig:
+    output_dir: str | None = None
+    task: Any = None  # the task's config
+    init_checkpoint: str | None = None
+    albert_config: str | None = None
+    spm_model_file: str | None = None
+    do_lower_case: bool | None = None
+    max_seq_length: int | None = None
+    force: bool = False
+    do_train: bool = False
+    do_eval: bool = False
+    do_predict: bool = False
+    train_batch_size: int | None = None
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    learning_rate: float | None = None
+    num_train_steps: int | None = None
+    num_train_epochs: float | None = None
+    num_warmup_steps: int | None = None
+    warmup_proportion: float | None = None
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int | None = None  # None: the task's
+    seed: int = 12345
+    overwrite: bool = False
+    # Where and how it computes (albert_tf.training.distribution_flags).
+    strategy: str = "one_device"
+    tpu: str | None = None
+    mixed_precision: str = "none"
+    jit_compile: bool = False
+    gradient_accumulation_steps: int = 1
+    iterations_per_loop: int = 100
+    max_seconds_per_loop: int = 60
+
+    def check(self):
+        """SettingError naming the setting for a value or combination that cannot run (the task's own
+        settings are the task's to check: `FinetuningTask.validate`)."""
+        from albert_tf.training.distribution_flags import check_distribution_settings
+
+        if not self.output_dir:
+            raise SettingError("<output_dir> required")
+        if not (self.do_train or self.do_eval or self.do_predict):
+            raise SettingError("nothing to do: pass <do_train>, <do_eval> and/or <do_predict>")
+        if not self.init_checkpoint and not (self.do_train and self.albert_config):
+            raise SettingError("<init_checkpoint> required (or, to train from a random start, <albert_config>)")
+        check_at_least(self, ("max_seq_length", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps",
+                              "keep_checkpoint_max", "train_batch_size", "num_train_steps"), 1)
+        for name in ("learning_rate", "num_train_epochs"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise SettingError(f"<{name}> must be > 0, got {value}")
+        check_at_least(self, ("num_warmup_steps",), 0)
+        if self.warmup_proportion is not None and not 0 <= self.warmup_proportion <= 1:
+            raise SettingError(f"<warmup_proportion> must be in [0, 1], got {self.warmup_proportion}")
+        if self.spm_model_file and not os.path.isfile(self.spm_model_file):
+            raise SettingError(f"<spm_model_file>={self.spm_model_file}: no such file")
+        check_distribution_settings(self)
+        return self
+
+    def to_json(self):
+        """The config as JSON values, the task's config under "task"."""
+        return {**{field.name: getattr(self, field.name) for field in dataclasses.fields(self) if field.name != "task"},
+                "task": dataclasses.asdict(self.task) if dataclasses.is_dataclass(self.task) else self.task}

@@ -1,0 +1,85 @@
+"""Every setting of a pretraining run, typed: what `run_pretraining` maps its flags to.
+
+    config = PretrainingConfig(input_file="data/train", output_dir="ckpt/small", albert_config="albert_base_v2",
+                               train_batch_size=64, num_train_steps=10_000, num_warmup_steps=1_000)
+    config.check()
+
+Fields carry the tool's flag names and defaults (the flags take their defaults from here);
+the defaults are the paper's recipe (LAMB, lr 0.00176, batch 4096, 125k steps, 3125 warmup
+steps). `check` raises `albert_tf.settings.SettingError` naming the setting. run_config.json
+records the fields a resumed run must share (`pretraining_run`).
+"""
+
+import dataclasses
+import os
+
+from albert_tf.settings import SettingError, check_at_least
+
+OPTIMIZER_NAMES = ("lamb", "adamw")
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingConfig:
+    input_file: str | None = None
+    output_dir: str | None = None
+    albert_config: str = "albert_base_v2"
+    vocab_size: int | None = None
+    init_checkpoint: str | None = None
+    spm_model_file: str | None = None
+    do_train: bool = True
+    do_eval: bool = False
+    eval_input_file: str | None = None
+    eval_every_steps: int = 0
+    train_budget_hours: float = 0.0
+    input_workers: int = 2
+    train_batch_size: int = 4096
+    eval_batch_size: int = 8
+    max_eval_steps: int = 100
+    max_seq_length: int | None = None
+    max_predictions_per_seq: int | None = None
+    num_train_steps: int = 125000
+    num_warmup_steps: int = 3125
+    learning_rate: float = 0.00176
+    optimizer: str = "lamb"
+    weight_decay_rate: float = 0.01
+    clip_norm: float = 1.0
+    save_checkpoints_steps: int = 5000
+    keep_checkpoint_max: int = 5
+    sentence_loss_weight: float = 1.0
+    seed: int = 12345
+    shuffle_buffer_size: int = 10000
+    # Where and how it computes (albert_tf.training.distribution_flags).
+    strategy: str = "one_device"
+    tpu: str | None = None
+    mixed_precision: str = "none"
+    jit_compile: bool = False
+    gradient_accumulation_steps: int = 1
+    iterations_per_loop: int = 1000
+    max_seconds_per_loop: int = 60
+
+    def check(self):
+        """SettingError naming the setting for a value or combination that cannot run."""
+        from albert_tf.training.distribution_flags import check_distribution_settings
+
+        missing = [f"<{name}>" for name in ("input_file", "output_dir") if not getattr(self, name)]
+        if missing:
+            raise SettingError(f"{' and '.join(missing)} required")
+        check_at_least(self, ("train_batch_size", "eval_batch_size", "max_seq_length", "max_predictions_per_seq",
+                              "num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max", "vocab_size",
+                              "input_workers"), 1)
+        check_distribution_settings(self)
+        if not 0 <= self.num_warmup_steps <= self.num_train_steps:
+            raise SettingError(f"<num_warmup_steps> must be in [0, <num_train_steps>={self.num_train_steps}]")
+        if self.learning_rate <= 0:
+            raise SettingError(f"<learning_rate> must be > 0, got {self.learning_rate}")
+        check_at_least(self, ("sentence_loss_weight", "eval_every_steps", "train_budget_hours"), 0)
+        if self.optimizer not in OPTIMIZER_NAMES:
+            raise SettingError(f"<optimizer> must be one of {OPTIMIZER_NAMES}, got {self.optimizer!r}")
+        if (self.do_eval or self.eval_every_steps) and not self.eval_input_file:
+            raise SettingError("<do_eval> and <eval_every_steps> need <eval_input_file>")
+        if self.spm_model_file and not os.path.isfile(self.spm_model_file):
+            raise SettingError(f"<spm_model_file>={self.spm_model_file}: no such SentencePiece model")
+        return self
+
+    def to_json(self):
+        return dataclasses.asdict(self)
