@@ -25,12 +25,14 @@ def define_race_flags():
                             "RACE levels to use (repeatable).")
     flags.DEFINE_integer("max_qa_length", field_default(RaceConfig, "max_qa_length"),
                          "Tokens of question + option at most.")
+    flags.DEFINE_float("dropout", field_default(RaceConfig, "dropout"), "Dropout before the choice scorer (original: "
+                       "0.1; 0 makes runs on different device layouts train alike).")
 
 
 def race_config():
     values = flags.FLAGS
     return RaceConfig(data_dir=values.data_dir, levels=tuple(dict.fromkeys(values.levels)),
-                      max_qa_length=values.max_qa_length)
+                      max_qa_length=values.max_qa_length, dropout=values.dropout)
 
 
 def console_main():

@@ -18,7 +18,7 @@ from test_glue import write_task
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 FAMILIES = ("speed", "learning", "downstream")
 # Modules a benchmark imports for its own use, not benchmarks themselves.
-HELPERS = {"benchmarks.learning.cloze"}
+HELPERS = {"benchmarks.learning.cloze", "benchmarks.speed.step_comparison"}
 
 
 def benchmark_modules():
@@ -95,6 +95,12 @@ def test_speed_family_smoke(tmp_path):
                   "--steps=1", "--rounds=1", "--only=albert_tf", f"--skip={skip}", results=tmp_path)
     table = (tmp_path / "train_step.md").read_text()
     assert "albert_tf" in table and "fp32" in table, table
+    # The fine-tuning step beside Hugging Face's (KerasHub is not among the test requirements).
+    skip = "albert_tf:bf16:noxla,albert_tf:bf16:xla,albert_tf:fp32:xla,huggingface:bf16:noxla"
+    run_benchmark("benchmarks.speed.finetune_step", "--preset=albert_tiny", "--batch_size=2", "--seq_length=16",
+                  "--steps=1", "--rounds=1", "--only=albert_tf,huggingface", f"--skip={skip}", results=tmp_path)
+    rows = [line for line in (tmp_path / "finetune_step.md").read_text().splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in rows[1:]] == ["| albert_tf", "| huggingface"], rows
 
 
 def test_from_scratch_comparison_reads_the_runs_histories(tmp_path):

@@ -4,8 +4,8 @@ In process, for each task's model and loss (GLUE's classifier, SQuAD's span labe
 choice): MirroredStrategy over the two logical CPU devices (conftest.py) and 2-step gradient
 accumulation train to the weights one device reaches on the same global batches; evaluation spread
 over the replicas returns the outputs one device computes, in row order, for a row count that does
-not fill the last batch. Through the tools: two worker processes with TF_CONFIG fine-tune GLUE and
-SQuAD to the one-device run's weights and predictions (SQuAD's n-best over all windows); bf16 and
+not fill the last batch. Through the tools: two worker processes with TF_CONFIG fine-tune GLUE, SQuAD
+and RACE to the one-device run's weights and predictions (SQuAD's n-best over all windows); bf16 and
 XLA runs finish with metrics close to float32's; SIGTERM saves, exits 143 and the rerun resumes.
 """
 
@@ -271,6 +271,22 @@ def test_two_workers_fine_tune_squad_like_one_device(tiny_checkpoint, tmp_path):
                 assert [e["text"] for e in one[question]] == [e["text"] for e in two[question]]
                 assert [e["probability"] for e in one[question]] == pytest.approx(
                     [e["probability"] for e in two[question]], abs=1e-4)
+
+
+def test_two_workers_fine_tune_race_like_one_device(tiny_checkpoint, tmp_path):
+    from test_race import write_race
+
+    root = write_race(tmp_path / "RACE", random.Random(1), files=2)
+    common = [f"--data_dir={root}", f"--init_checkpoint={tiny_checkpoint}", "--max_seq_length=48",
+              "--max_qa_length=16", "--train_step=4", "--warmup_step=1", "--train_batch_size=4",
+              "--save_checkpoints_steps=2", "--iterations_per_loop=2", "--eval_batch_size=3", "--dropout=0",
+              "--do_train", "--do_eval"]
+    run_tool("albert_tf.run_race", f"--output_dir={tmp_path / 'one'}", *common)
+    run_two_workers("albert_tf.run_race", f"--output_dir={tmp_path / 'two'}", *common)
+    assert_same_weights(tmp_path / "one" / "checkpoints", tmp_path / "two" / "checkpoints")
+    one = json.loads((tmp_path / "one" / "eval_results.json").read_text())["dev"]
+    two = json.loads((tmp_path / "two" / "eval_results.json").read_text())["dev"]
+    assert two == pytest.approx(one, abs=1e-6)
 
 
 def test_sigterm_saves_exits_143_and_the_rerun_resumes(glue_data, tiny_checkpoint, tmp_path):

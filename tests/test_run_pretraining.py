@@ -68,6 +68,10 @@ def test_uninterrupted_run_writes_a_loadable_checkpoint_dir(uninterrupted, data)
     assert (output_dir / "spm.model").read_bytes() == data.spm_model.read_bytes()
     names = {p.name for p in output_dir.iterdir()}
     assert {"ckpt-30.index", "ckpt-40.index", "albert_tf.json", "run_config.json"} <= names
+    # run_config.json holds the run's whole config, as resolved (the lengths read from the data).
+    recorded = json.loads((output_dir / "run_config.json").read_text())["config"]
+    assert recorded["train_batch_size"] == 8 and recorded["num_train_steps"] == STEPS
+    assert recorded["max_seq_length"] == SEQ_LENGTH and recorded["strategy"] == "one_device"
     events = list((output_dir / "train").glob("events.out.tfevents.*"))
     assert events, "TensorBoard summaries"
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

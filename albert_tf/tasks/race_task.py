@@ -23,6 +23,7 @@ class RaceConfig:
     data_dir: str | None = None  # {train,dev,test}/{middle,high}/*.txt
     levels: tuple = ("middle", "high")
     max_qa_length: int = 128  # tokens of question + option at most
+    dropout: float = 0.1  # before the choice scorer (original: 0.1)
 
 
 class RaceTask(FinetuningTask):
@@ -57,7 +58,7 @@ class RaceTask(FinetuningTask):
     def build_model(self, encoder, config):
         from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 
-        return AlbertMultipleChoice(encoder, race.NUM_CHOICES).build_variables()
+        return AlbertMultipleChoice(encoder, race.NUM_CHOICES, dropout=config.task.dropout).build_variables()
 
     def _encoded(self, split, tokenizer, config):
         examples = race.read_split(config.task.data_dir, split, tuple(dict.fromkeys(config.task.levels)))

@@ -206,7 +206,7 @@ def run_finetuning(task, config):
         return _run(task, config, strategy)
 
 
-def _worker_outputs(output_dir):
+def _worker_outputs():
     """A worker that is not the chief computes what the chief does (the steps and evaluations are
     collective) and writes it into a directory of its own, removed at the end."""
     import contextlib
@@ -225,7 +225,6 @@ def _worker_outputs(output_dir):
 
 
 def _run(task, config, strategy, chief=True):
-    output_dir = config.output_dir
     from albert_tf.models.model_dir import checkpoints_newest_first, find_spm_model
     from albert_tf.file_utils import file_sha256, write_json_atomically
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
@@ -235,14 +234,16 @@ def _run(task, config, strategy, chief=True):
                                                   resume_conflicts, run_outputs)
     from albert_tf.training.training_loop import PREEMPTED_EXIT_CODE
 
+    output_dir = config.output_dir
     # Everything is read and checked before anything in output_dir changes.
     spm = find_spm_model(config.init_checkpoint, config.spm_model_file)
     check_vocabulary(spm, config)
     tokenizer = AlbertTokenizer(spm, lower_case=config.do_lower_case)
     eval_data = task.read_eval(tokenizer, config) if config.do_eval else None
-    record = read_run_config(output_dir)
+    # The chief checks the directory; the other workers write nothing there (and might read it mid-write).
+    record = read_run_config(output_dir) if chief else None
     names = output_names(task, config)
-    foreign = foreign_outputs(output_dir, names, record)
+    foreign = foreign_outputs(output_dir, names, record) if chief else []
     if foreign:
         raise SettingError(f"{output_dir} holds {', '.join(foreign)}, which no earlier {task.tool} run wrote there "
                            f"(its {RUN_CONFIG_FILE} lists what it wrote); move them or choose another <output_dir>")
@@ -268,7 +269,7 @@ def _run(task, config, strategy, chief=True):
 
     final_best_dir = os.path.join(output_dir, BEST_SUBDIR)
     summary = []
-    outputs = run_outputs(output_dir, config.overwrite, record) if chief else _worker_outputs(output_dir)
+    outputs = run_outputs(output_dir, config.overwrite, record) if chief else _worker_outputs()
     with outputs as run_dir:
         if chief:
             write_json_atomically(os.path.join(run_dir, RUN_CONFIG_FILE),

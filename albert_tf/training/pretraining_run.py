@@ -65,6 +65,8 @@ def _run_config(settings, config, train_files):
     run_config["albert_config"] = config.to_dict()
     # The checkpointed input position is a position in these files; it means nothing in others.
     run_config["input_files"] = list(train_files)
+    # And the whole config the run started with, as resolved (the lengths from the data).
+    run_config["config"] = settings.to_json()
     return run_config
 
 
