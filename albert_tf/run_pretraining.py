@@ -35,7 +35,8 @@ from absl import flags
 
 from albert_tf import cli
 from albert_tf.settings import field_default
-from albert_tf.training.distribution_flags import DISTRIBUTION_NAMES, define_distribution_flags
+from albert_tf.training.distribution_config import DISTRIBUTION_NAMES
+from albert_tf.training.distribution_flags import define_distribution_flags
 from albert_tf.training.pretraining_config import PretrainingConfig
 
 
@@ -92,7 +93,7 @@ def define_flags():
     flags.DEFINE_float("clip_norm", default("clip_norm"), "Clip the global gradient norm (over all replicas) to this.")
     flags.DEFINE_integer("save_checkpoints_steps", default("save_checkpoints_steps"), "Save a checkpoint every this many steps (and at the end).")
     flags.DEFINE_integer("keep_checkpoint_max", default("keep_checkpoint_max"), "Checkpoints kept in --output_dir (older ones are deleted).")
-    define_distribution_flags(iterations_per_loop=default("iterations_per_loop"))
+    define_distribution_flags(PretrainingConfig)
     flags.DEFINE_float("sentence_loss_weight", default("sentence_loss_weight"), "Weight of the sentence-level loss (SOP, or NSP for data made "
                        "with --random_next_sentence) added to the MLM loss; the original: 1. 0 trains MLM only "
                        "(the paper's Table 5 'None' row).")

@@ -37,3 +37,28 @@ def test_training_tools_share_flag_names(tool):
     assert not missing, f"{tool} lacks {missing}"
     for alias, target in ALIASES[tool].items():
         assert re.search(rf"--{alias}: Alias for --{target}\.", text), f"{tool}: --{alias} is not an alias of --{target}"
+
+
+def flag_default(text, name):
+    """The default absl's --helpfull prints for --name (None when it prints none)."""
+    match = re.search(rf"^\s+--(?:\[no\])?{name}:(?:(?!^\s+--).)*?\(default: '([^']*)'\)", text,
+                      flags=re.MULTILINE | re.DOTALL)
+    return match and match.group(1)
+
+
+@pytest.mark.parametrize("tool", TRAINING_TOOLS)
+def test_distribution_flags_default_to_the_tools_config(tool):
+    """Every training tool defines the distribution settings as flags whose defaults are its config's fields."""
+    from albert_tf.training.distribution_config import DISTRIBUTION_NAMES
+    from albert_tf.training.finetuning_config import FinetuningConfig
+    from albert_tf.training.pretraining_config import PretrainingConfig
+
+    config = PretrainingConfig() if tool == "albert_tf.run_pretraining" else FinetuningConfig()
+    text = flag_help(tool)
+    for name in DISTRIBUTION_NAMES:
+        expected = getattr(config, name)
+        if expected is None:
+            assert re.search(rf"^\s+--{name}:", text, flags=re.MULTILINE), f"{tool} lacks --{name}"
+            continue
+        expected = str(expected).lower() if isinstance(expected, bool) else str(expected)
+        assert flag_default(text, name) == expected, f"{tool}: --{name}"

@@ -11,7 +11,8 @@
 The shared fields carry the tools' flag names and defaults (the flags take theirs from
 here); `task` holds the task's own config (`GlueConfig`, `SquadConfig`, `RaceConfig`). A
 field left None takes the task's recipe (steps, warmup, batch, learning rate) or the
-starting model's record (casing, length). `check` raises `albert_tf.settings.SettingError`
+starting model's record (casing, length); where and how it computes are
+`DistributionConfig`'s fields. `check` raises `albert_tf.settings.SettingError`
 naming the setting; run_config.json records the config as `to_json` gives it.
 """
 
@@ -20,10 +21,11 @@ import os
 from typing import Any
 
 from albert_tf.settings import SettingError, check_at_least
+from albert_tf.training.distribution_config import DistributionConfig
 
 
 @dataclasses.dataclass(frozen=True)
-class FinetuningConfig:
+class FinetuningConfig(DistributionConfig):
     output_dir: str | None = None
     task: Any = None  # the task's config
     init_checkpoint: str | None = None
@@ -47,20 +49,10 @@ class FinetuningConfig:
     keep_checkpoint_max: int | None = None  # None: the task's
     seed: int = 12345
     overwrite: bool = False
-    # Where and how it computes (albert_tf.training.distribution_flags).
-    strategy: str = "one_device"
-    tpu: str | None = None
-    mixed_precision: str = "none"
-    jit_compile: bool = False
-    gradient_accumulation_steps: int = 1
-    iterations_per_loop: int = 100
-    max_seconds_per_loop: int = 60
 
     def check(self):
         """SettingError naming the setting for a value or combination that cannot run (the task's own
         settings are the task's to check: `FinetuningTask.validate`)."""
-        from albert_tf.training.distribution_flags import check_distribution_settings
-
         if not self.output_dir:
             raise SettingError("<output_dir> required")
         if not (self.do_train or self.do_eval or self.do_predict):
@@ -78,7 +70,7 @@ class FinetuningConfig:
             raise SettingError(f"<warmup_proportion> must be in [0, 1], got {self.warmup_proportion}")
         if self.spm_model_file and not os.path.isfile(self.spm_model_file):
             raise SettingError(f"<spm_model_file>={self.spm_model_file}: no such file")
-        check_distribution_settings(self)
+        self.check_distribution()
         return self
 
     def to_json(self):

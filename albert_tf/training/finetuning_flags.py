@@ -19,7 +19,8 @@ from absl import flags
 
 from albert_tf import cli
 from albert_tf.settings import field_default
-from albert_tf.training.distribution_flags import DISTRIBUTION_NAMES, define_distribution_flags, distribution_settings
+from albert_tf.training.distribution_config import DISTRIBUTION_NAMES
+from albert_tf.training.distribution_flags import define_distribution_flags, distribution_settings
 from albert_tf.training.finetuning_config import FinetuningConfig
 
 FLAGS = flags.FLAGS
@@ -75,7 +76,7 @@ def define_flags(task, define_task_flags):
                       "finished, replace the earlier run's checkpoints, best model, results, summaries and predictions "
                       "(only what the tool wrote; a failed run leaves them as they were). Without it, training resumes "
                       "from the latest checkpoint.")
-    define_distribution_flags(iterations_per_loop=default("iterations_per_loop"))
+    define_distribution_flags(FinetuningConfig)
     define_task_flags()
 
 

@@ -191,7 +191,8 @@ def run_finetuning(task, config):
     import keras
 
     from albert_tf.file_utils import exclusive_directory_lock
-    from albert_tf.training.distribution_flags import PRECISIONS, create_strategy_for
+    from albert_tf.training.distribution_config import PRECISIONS
+    from albert_tf.training.distribution_flags import create_strategy_for
     from albert_tf.training.strategies import is_chief
 
     config = checked_config(task, config)

@@ -6,20 +6,22 @@
 
 Fields carry the tool's flag names and defaults (the flags take their defaults from here);
 the defaults are the paper's recipe (LAMB, lr 0.00176, batch 4096, 125k steps, 3125 warmup
-steps). `check` raises `albert_tf.settings.SettingError` naming the setting. run_config.json
-records the fields a resumed run must share (`pretraining_run`).
+steps); where and how it computes are `DistributionConfig`'s fields. `check` raises
+`albert_tf.settings.SettingError` naming the setting. run_config.json records the config,
+and the fields a resumed run must share are checked against it (`pretraining_run`).
 """
 
 import dataclasses
 import os
 
 from albert_tf.settings import SettingError, check_at_least
+from albert_tf.training.distribution_config import DistributionConfig
 
 OPTIMIZER_NAMES = ("lamb", "adamw")
 
 
 @dataclasses.dataclass(frozen=True)
-class PretrainingConfig:
+class PretrainingConfig(DistributionConfig):
     input_file: str | None = None
     output_dir: str | None = None
     albert_config: str = "albert_base_v2"
@@ -48,26 +50,17 @@ class PretrainingConfig:
     sentence_loss_weight: float = 1.0
     seed: int = 12345
     shuffle_buffer_size: int = 10000
-    # Where and how it computes (albert_tf.training.distribution_flags).
-    strategy: str = "one_device"
-    tpu: str | None = None
-    mixed_precision: str = "none"
-    jit_compile: bool = False
-    gradient_accumulation_steps: int = 1
-    iterations_per_loop: int = 1000
-    max_seconds_per_loop: int = 60
+    iterations_per_loop: int = 1000  # DistributionConfig's, with this tool's default
 
     def check(self):
         """SettingError naming the setting for a value or combination that cannot run."""
-        from albert_tf.training.distribution_flags import check_distribution_settings
-
         missing = [f"<{name}>" for name in ("input_file", "output_dir") if not getattr(self, name)]
         if missing:
             raise SettingError(f"{' and '.join(missing)} required")
         check_at_least(self, ("train_batch_size", "eval_batch_size", "max_seq_length", "max_predictions_per_seq",
                               "num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max", "vocab_size",
                               "input_workers"), 1)
-        check_distribution_settings(self)
+        self.check_distribution()
         if not 0 <= self.num_warmup_steps <= self.num_train_steps:
             raise SettingError(f"<num_warmup_steps> must be in [0, <num_train_steps>={self.num_train_steps}]")
         if self.learning_rate <= 0:

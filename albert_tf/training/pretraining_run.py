@@ -40,7 +40,7 @@ from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.optimization import create_optimizer
 from albert_tf.text.albert_tokenizer import AlbertTokenizer, copy_spm_model
 from albert_tf.training import TrainingDivergedError
-from albert_tf.training.distribution_flags import PRECISIONS
+from albert_tf.training.distribution_config import PRECISIONS
 from albert_tf.training.divergence import rerun_advice
 from albert_tf.tasks.pretraining_losses import SUM_KEYS, PretrainingObjective, metrics_from_sums
 from albert_tf.training.learning_phase import learning_phase

@@ -5,7 +5,7 @@ import os
 
 import tensorflow as tf
 
-STRATEGIES = ("one_device", "mirrored", "multi_worker", "tpu")  # distribution_flags.STRATEGY_NAMES too
+from albert_tf.training.distribution_config import STRATEGY_NAMES as STRATEGIES
 
 
 def _local_devices():

@@ -35,6 +35,7 @@ def record_seconds(directory, step, seconds, keep_steps):
     if tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path) as f:
             recorded = json.load(f)
-    kept = {key: value for key, value in recorded.items() if int(key) in set(keep_steps)}
+    keep_steps = set(keep_steps)
+    kept = {key: value for key, value in recorded.items() if int(key) in keep_steps}
     kept[str(step)] = round(seconds, 1)
     write_json(path, dict(sorted(kept.items(), key=lambda item: int(item[0]))))
