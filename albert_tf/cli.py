@@ -6,6 +6,8 @@ import sys
 
 from absl import app, flags, logging
 
+from albert_tf.settings import SettingError
+
 # Errors that describe bad input or environment, reported in one line. Anything
 # else is a bug and keeps its traceback.
 # OSError covers what the environment does to a run: a read-only or full file system
@@ -102,6 +104,8 @@ def run(main, define_flags, uses_tensorflow=True, flag_modules=None):
         except USER_ERRORS + _tensorflow_environment_errors() as error:
             if flags.FLAGS["verbosity"].value >= 1:
                 raise
+            if isinstance(error, SettingError):  # the library names a setting; a command line says its flag
+                error = error.for_flags()
             print(f"{program}: error: {error_line(error)}", file=sys.stderr)
             return 1
         except Exception as error:  # re-raised unless its class states its exit status

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from albert_tf.settings import SettingError
 from albert_tf.training.learning_phase import FREQUENT_PIECE, LEARNING, MEMORIZING, learning_phase
 from albert_tf.training.train_budget import plan_budget
 from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
@@ -181,8 +182,9 @@ def test_budget_plan_counts_evaluations_and_refuses_a_budget_shorter_than_warmup
     # 3000 s left at 0.5 s + 30 s / 300 = 0.6 s per step.
     assert plan.num_train_steps == 100 + 5000
     assert plan_budget(1.0, 600, 100, 0.5, 0, 0, max_steps=2000, num_warmup_steps=50).num_train_steps == 2000
-    with pytest.raises(ValueError, match="fewer than --num_warmup_steps=9000"):
+    with pytest.raises(SettingError, match="^train_budget_hours=1 allows .* fewer than num_warmup_steps=9000") as info:
         plan_budget(1.0, 600, 100, 0.5, 0, 0, max_steps=10**6, num_warmup_steps=9000)
+    assert "--train_budget_hours=1 allows" in str(info.value.for_flags())
 
 
 def metrics(at_mask=0.3, sop=0.7, mlm_loss=4.0):

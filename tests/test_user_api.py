@@ -172,6 +172,26 @@ def test_fill_mask_cli_prints_words_and_the_filled_sentence(pretrained):
 # --- errors keep their cause; help is a success -----------------------------------------------------------
 
 
+def test_every_tool_says_a_library_setting_error_in_flags(tmp_path):
+    """The library names a setting as `name`; whatever tool it reaches says `--name`, in one line, status 1."""
+    script = tmp_path / "tool.py"
+    script.write_text(
+        "from albert_tf import cli\n"
+        "from albert_tf.settings import SettingError\n"
+        "def main(argv):\n"
+        "    raise SettingError('<max_seq_length> must be >= 1, got 0; or pass <albert_config>')\n"
+        "cli.run(main, lambda: None, uses_tensorflow=False)\n")
+    root = os.path.dirname(os.path.dirname(albert_tf.__file__))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": root})
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith(
+        "error: --max_seq_length must be >= 1, got 0; or pass --albert_config")
+    from albert_tf.settings import SettingError
+
+    assert str(SettingError("<max_seq_length> must be >= 1")) == "max_seq_length must be >= 1"
+
+
 def test_a_layer_raised_error_keeps_its_message_in_one_line(pretrained):
     import keras
     import tensorflow as tf

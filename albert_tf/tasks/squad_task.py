@@ -104,7 +104,8 @@ class SquadTask(FinetuningTask):
     def read_eval(self, tokenizer, config):
         data = self._features(config.task.predict_file, tokenizer, config, False, "eval")
         if not _answered(data[1]):
-            raise ValueError(f"{config.task.predict_file}: has questions without answers; --do_eval needs answers to score")
+            raise SettingError(f"{config.task.predict_file}: has questions without answers; <do_eval> needs answers to "
+                               "score")
         return data
 
     def example_losses(self, batch, outputs):

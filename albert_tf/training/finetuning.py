@@ -50,6 +50,7 @@ import tensorflow as tf
 
 from albert_tf.models.model_dir import (SPM_MODEL_FILE, checkpoints_newest_first, restore_newest_intact,
                                         write_metadata, write_model_dir)
+from albert_tf.settings import SettingError, check_at_least
 from albert_tf.text.albert_tokenizer import copy_spm_model
 from albert_tf.training import TrainingDivergedError
 from albert_tf.training.training_loop import LoopHooks, PreemptionFlag, run_training_loop, stops_every_step
@@ -79,15 +80,13 @@ class FinetuningSettings:
     max_seconds_per_loop: int = 60
 
     def __post_init__(self):
-        for name in ("num_train_steps", "train_batch_size", "save_checkpoints_steps", "keep_checkpoint_max",
-                     "gradient_accumulation_steps", "iterations_per_loop"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_at_least(self, ("num_train_steps", "train_batch_size", "save_checkpoints_steps", "keep_checkpoint_max",
+                              "gradient_accumulation_steps", "iterations_per_loop"), 1, allow_none=False)
         if not 0 <= self.num_warmup_steps <= self.num_train_steps:
-            raise ValueError(f"num_warmup_steps must be in [0, num_train_steps={self.num_train_steps}], "
-                             f"got {self.num_warmup_steps}")
+            raise SettingError(f"<num_warmup_steps> must be in [0, <num_train_steps>={self.num_train_steps}], "
+                               f"got {self.num_warmup_steps}")
         if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+            raise SettingError(f"<learning_rate> must be > 0, got {self.learning_rate}")
 
 
 def finetune(model, arrays, example_losses, settings, checkpoint_dir, kind, metadata=None, evaluate=None,
@@ -221,17 +220,17 @@ def model_for_evaluation(best_dir, trained_model, init_checkpoint, kind, task_na
     if trained_model is not None:
         return trained_model
     if not init_checkpoint:
-        raise ValueError(f"nothing to evaluate: pass --do_train or a fine-tuned {kind} as --init_checkpoint")
+        raise SettingError(f"nothing to evaluate: pass <do_train> or a fine-tuned {kind} as <init_checkpoint>")
     if exported_encoder_dir(init_checkpoint):
-        raise ValueError(f"{init_checkpoint}: holds an exported encoder; evaluating needs a {kind} "
-                         "(fine-tune one with --do_train)")
+        raise SettingError(f"{init_checkpoint}: holds an exported encoder; evaluating needs a {kind} "
+                           "(fine-tune one with <do_train>)")
     opened = open_for_inference(init_checkpoint, tokenizer=False)
     loaded = opened.metadata
     if loaded["model"] != kind or (task_name and loaded.get("task_name", task_name) != task_name):
         held = " ".join(filter(None, (loaded.get("task_name"), repr(loaded["model"]))))
         wanted = " ".join(filter(None, (task_name, kind)))
-        raise ValueError(f"{init_checkpoint}: holds a {held} model; evaluating needs a {wanted} "
-                         "(fine-tune one with --do_train)")
+        raise SettingError(f"{init_checkpoint}: holds a {held} model; evaluating needs a {wanted} "
+                           "(fine-tune one with <do_train>)")
     return opened.model
 
 
@@ -253,7 +252,7 @@ def starting_encoder(init_checkpoint=None, albert_config=None, seed=12345):
     if init_checkpoint:
         return load_encoder(init_checkpoint)
     if not albert_config:
-        raise ValueError("--init_checkpoint (or, for a random start, --albert_config) required")
+        raise SettingError("<init_checkpoint> (or, for a random start, <albert_config>) required")
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.networks.albert_encoder import AlbertEncoder
 

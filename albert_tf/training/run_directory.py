@@ -29,6 +29,7 @@ import os
 import shutil
 
 from albert_tf.file_utils import make_owned_staging, remove_stale_staging, write_json_atomically
+from albert_tf.settings import SettingError
 
 RUN_CONFIG_FILE = "run_config.json"
 STAGING_PREFIX = ".overwrite-staging-"
@@ -46,10 +47,10 @@ def read_run_config(output_dir):
         with open(path) as f:
             record = json.load(f)
     except ValueError as error:
-        raise ValueError(f"{path}: not valid JSON ({error}); it records what was written in {output_dir} and how: "
-                         "restore it, or choose another --output_dir") from None
+        raise SettingError(f"{path}: not valid JSON ({error}); it records what was written in {output_dir} and "
+                           "how: restore it, or choose another <output_dir>") from None
     if not isinstance(record, dict):
-        raise ValueError(f"{path}: not a run record; restore it, or choose another --output_dir")
+        raise SettingError(f"{path}: not a run record; restore it, or choose another <output_dir>")
     return record
 
 

@@ -5,6 +5,7 @@ import os
 
 import tensorflow as tf
 
+from albert_tf.settings import SettingError
 from albert_tf.training.distribution_config import STRATEGY_NAMES as STRATEGIES
 
 
@@ -19,15 +20,15 @@ def create_strategy(name="one_device", tpu=None):
     if tpu:
         name = "tpu"
     if name not in STRATEGIES:
-        raise ValueError(f"--strategy must be one of {STRATEGIES}, got {name!r}")
+        raise SettingError(f"<strategy> must be one of {STRATEGIES}, got {name!r}")
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy(_local_devices()[0])
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(devices=_local_devices())
     if name == "multi_worker":
         if "TF_CONFIG" not in os.environ:
-            raise ValueError("--strategy=multi_worker needs TF_CONFIG describing the cluster and this task "
-                             "(see docs/pipeline.md: several machines)")
+            raise SettingError("<strategy>=multi_worker needs TF_CONFIG describing the cluster and this task "
+                               "(see docs/pipeline.md: several machines)")
         try:
             json.loads(os.environ["TF_CONFIG"])
         except json.JSONDecodeError as error:
@@ -46,8 +47,8 @@ def _tpu_strategy(tpu):
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
         if len(reason) > 160:
             reason = reason[:160] + "..."
-        raise ValueError(
-            f"--tpu={tpu!r}: no TPU could be reached ({reason}). On a Cloud TPU VM pass --tpu=local; "
+        raise SettingError(
+            f"<tpu>={tpu!r}: no TPU could be reached ({reason}). On a Cloud TPU VM pass <tpu>=local; "
             "elsewhere on Google Cloud the TPU's name or grpc://ADDRESS:8470. See BUILD.md: Cloud TPU."
         ) from None
     return tf.distribute.TPUStrategy(resolver)

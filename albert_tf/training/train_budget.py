@@ -13,6 +13,8 @@ resumes it. A run killed before it measured its step time measures again.
 
 import dataclasses
 
+from albert_tf.settings import SettingError
+
 CALIBRATION_STEPS = 20
 
 
@@ -71,7 +73,7 @@ def plan_budget(hours, elapsed_seconds, step, step_seconds, eval_seconds, eval_e
     remaining = max(0.0, hours * 3600.0 - elapsed_seconds)
     steps = min(max_steps, step + int(remaining // per_step))
     if steps < max(num_warmup_steps, step, 1):
-        raise ValueError(f"--train_budget_hours={hours:g} allows {steps} steps at the measured {per_step:.3f} s per "
-                         f"step, fewer than --num_warmup_steps={num_warmup_steps} or the {step} steps already done; "
-                         "give a longer budget or fewer warmup steps")
+        raise SettingError(f"<train_budget_hours>={hours:g} allows {steps} steps at the measured {per_step:.3f} s "
+                           f"per step, fewer than <num_warmup_steps>={num_warmup_steps} or the {step} steps already "
+                           "done; give a longer budget or fewer warmup steps")
     return BudgetPlan(hours, steps, step_seconds, eval_seconds, eval_every_steps, step, elapsed_seconds)
