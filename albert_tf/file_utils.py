@@ -6,6 +6,8 @@ import os
 import shutil
 import tempfile
 
+from albert_tf.settings import SettingFileExists
+
 
 def _umask():
     mask = os.umask(0)
@@ -89,15 +91,15 @@ def check_replaceable(directory, overwrite):
     if not os.path.isdir(directory) or not os.listdir(directory):
         return
     if not overwrite:
-        raise FileExistsError(f"{directory} exists and is not empty; choose another path or pass --overwrite")
+        raise SettingFileExists(f"{directory} exists and is not empty; choose another path or pass <overwrite>")
     foreign = foreign_entries(directory)
     if foreign is None:
-        raise FileExistsError(f"{directory} was not written by albert_tf (it has no {MANIFEST_FILE}); --overwrite "
+        raise SettingFileExists(f"{directory} was not written by albert_tf (it has no {MANIFEST_FILE}); <overwrite> "
                               "replaces only albert_tf's own outputs: remove it yourself or choose another path")
     if foreign:
-        raise FileExistsError(f"{directory} holds files albert_tf did not write there ({', '.join(foreign[:5])}"
-                              f"{', ...' if len(foreign) > 5 else ''}); --overwrite would delete them: move them "
-                              "out or choose another path")
+        raise SettingFileExists(f"{directory} holds files albert_tf did not write there ({', '.join(foreign[:5])}"
+                                f"{', ...' if len(foreign) > 5 else ''}); <overwrite> would delete them: move them "
+                                "out or choose another path")
 
 
 @contextlib.contextmanager

@@ -75,6 +75,12 @@ def define_flags():
                        "is recorded in run_config.json and a resumed run keeps it. 0: train --num_train_steps.")
     flags.DEFINE_integer("input_workers", default("input_workers"), "Threads making instances from a documents data set "
                          "(create_pretraining_data --output_format=documents); the order does not depend on it.")
+    flags.DEFINE_integer("input_mixed_documents", default("input_mixed_documents"), "Documents of a documents data "
+                         "set whose instances are drawn from in turn, one from each, before the shuffle buffer: a "
+                         "long document makes its instances together and would otherwise fill the buffer and most "
+                         "of a stretch of batches. Each holds the rest of its instances in memory and in the "
+                         "checkpointed input position. 1: one document's instances after another (runs started "
+                         "before this setting existed). Fixed for the run (a resumed run keeps it).")
     flags.DEFINE_integer("train_batch_size", default("train_batch_size"), "Sequences per optimizer step, over all devices and "
                          "accumulation micro-batches (paper: 4096).")
     flags.DEFINE_integer("eval_batch_size", default("eval_batch_size"), "Sequences per evaluation batch (original: 8).")

@@ -3,25 +3,35 @@
 The library's run configs (`PretrainingConfig`, `FinetuningConfig`, the tasks' configs) are
 dataclasses whose fields carry the tools' flag names. A setting that cannot run raises
 `SettingError`, whose message writes each setting as `<name>`: the library's message says
-`name`, a tool's says `--name` (`for_flags`).
+`name`, a tool's says `--name` (`for_flags`). Where a Python parameter is named otherwise than
+its flag (a flag named after a Python keyword, such as convert's --from), `<flag|parameter>`
+says `parameter` in the library's words and `--flag` in a command line's.
 """
 
 import dataclasses
 import re
 
-_SETTING = re.compile(r"<(\w+)>")
+_SETTING = re.compile(r"<(\w+)(?:\|(\w+))?>")
 
 
 class SettingError(ValueError):
-    """A setting (or combination) that cannot run. `template` names settings as `<name>`."""
+    """A setting (or combination) that cannot run. `template` names settings as `<name>` or `<flag|parameter>`."""
 
     def __init__(self, template):
         self.template = template
-        super().__init__(_SETTING.sub(r"\1", template))
+        super().__init__(_SETTING.sub(lambda setting: setting[2] or setting[1], template))
 
     def for_flags(self):
-        """The same error in a command line's words: `--name` for every setting."""
+        """The same error in a command line's words: `--name` (`--flag`) for every setting."""
         return ValueError(_SETTING.sub(r"--\1", self.template))
+
+
+class SettingFileNotFound(SettingError, FileNotFoundError):
+    """A file a setting names, or must name, is missing (still a FileNotFoundError to callers)."""
+
+
+class SettingFileExists(SettingError, FileExistsError):
+    """An output a setting names exists and the settings do not allow replacing it (still a FileExistsError)."""
 
 
 def field_default(config_class, name):

@@ -49,15 +49,19 @@ BENCHMARKS = [
      "The recipes' training text (the 14 MB corpus less every 10th document) as static dupe-10 instances and as "
      "documents (create_pretraining_data --output_format=documents): their size on disk; the documents reader of "
      "run_pretraining alone (instances/s, 1 and 2 input workers); and run_pretraining's own sequences/s on each "
-     "input, median of its progress lines after the compiling first loop. The reader's threads share the 2 cores "
-     "with the step, so any input cost shows in the last column."),
+     "input, median of its progress lines after the compiling first loop (the reader's threads share the 2 cores "
+     "with the step, so any input cost shows); and how batches mix documents: the documents stream with one "
+     "document's instances after another and drawn from 16 documents in turn (run_pretraining's default), each "
+     "instance traced to its document, against batches drawn at random from the whole corpus (the static tool's "
+     "shuffle). `--parts` measures some of these and keeps the recorded others."),
     ("from_scratch", "Pretraining from scratch on a 3-hour budget: documents vs static copies vs Hugging Face",
      "python -m benchmarks.learning.from_scratch --work_dir=/tmp/albert_recipes",
      "albert_small from scratch, each run alone on the machine for the same wall-clock budget, its step count and "
-     "decay fitted to its measured step time: albert_tf on documents (new pairs and masks every epoch; recipe "
-     "small_adamw_3h_dynamic), albert_tf on static dupe-10 instances (small_adamw_3h), and Hugging Face's "
-     "from-scratch route (benchmarks.learning.huggingface_from_scratch); all held-out records evaluated every 500 "
-     "steps. The three runs' commands are in the module's help; this command reads their histories. "
+     "decay fitted to its measured step time: albert_tf on documents (new pairs and masks every epoch, instances "
+     "drawn from 16 documents in turn; recipe small_adamw_3h_mixed), the same reading one document's instances "
+     "after another (small_adamw_3h_dynamic), albert_tf on static dupe-10 instances (small_adamw_3h), and Hugging "
+     "Face's from-scratch route (benchmarks.learning.huggingface_from_scratch); all held-out records evaluated "
+     "every 500 steps. The runs' commands are in the module's help; this command reads their histories. "
      "Plot: results/from_scratch.png."),
     ("paper_experiments", "The paper's experiments at small scale: sharing (Table 4), SOP vs NSP vs none (Table 5), "
      "Figure 2",
@@ -131,11 +135,15 @@ CONCLUSIONS = {
                                "noise: the flat [MASK] accuracy is the budget's, not a defect of albert_tf.",
     "pretraining_recipes": "AdamW at albert_small leaves the frequent-piece level after about 3,000 steps and "
                            "reaches 23% at held-out [MASK] by 18,500; LAMB at batch 64 learns more slowly.",
-    "dynamic_input": "The documents reader makes about 175x the instances albert_small's step consumes, so the "
-                     "step never waits, on 46-49x less disk than static dupe-10 instances.",
-    "from_scratch": "Partial (the documents run only): in 3 hours albert_small on documents reaches 20% at held-out "
-                    "[MASK] in 1.33 h and ends at 22.8%, but memorizes sentence order (held-out 59%, training 80%) "
-                    "after about 32 passes over the 14 MB corpus; the static and Hugging Face runs are not run yet.",
+    "dynamic_input": "The documents reader makes about 150x the instances albert_small's step consumes, so the "
+                     "step never waits, on 46-49x less disk than static dupe-10 instances; drawing from 16 "
+                     "documents in turn keeps a long document from flooding batches (none over half one document, "
+                     "against 7% read one document at a time).",
+    "from_scratch": "Partial: on documents read one document at a time albert_small reaches 20% at held-out "
+                    "[MASK] in 1.33 h and ends at 22.8%, memorizing sentence order (held-out 59%, training 80%) "
+                    "after about 32 passes over the 14 MB corpus; static copies reached 20% sooner (1.17 h, 1.92 "
+                    "of their 3 h run so far); the documents run with the reader's round-robin and Hugging Face's "
+                    "route are not run yet.",
     "paper_experiments": "At small scale the four sharing variants lie within about one point of each other "
                          "(Table 4); an NSP-trained model cannot do SOP (51.5%), as in the paper's Table 5.",
     "transfer": "The small recipe's checkpoint gains +3.1 SQuAD F1 (about 9 standard deviations) over random "

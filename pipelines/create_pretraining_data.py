@@ -49,6 +49,7 @@ from albert_tf.data import pretraining_data_job as job
 from albert_tf.data.corpus_reader import CorpusStats
 from albert_tf.data.pretraining_data_job import UnitProcessor
 from albert_tf.data.pretraining_instances import InstanceStats
+from albert_tf.settings import SettingError
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
 FLAGS = flags.FLAGS
@@ -265,6 +266,8 @@ def main():
         try:
             return run(argv, beam_args)
         except (FileNotFoundError, FileExistsError, ValueError) as error:
+            if isinstance(error, SettingError):  # albert_tf names a setting; this command line says its flag
+                error = error.for_flags()
             print(f"pipelines.create_pretraining_data: error: {error}", file=sys.stderr)
             return 1
 

@@ -73,6 +73,9 @@ def test_cli_requires_a_named_runner_and_passes_beam_options(tmp_path, inputs):
             "--max_predictions_per_seq=10", "--dupe_factor=1"]
     result = subprocess.run(base, capture_output=True, text=True)
     assert result.returncode == 1 and "name the Beam runner: --runner=FnApiRunner" in result.stderr
+    # albert_tf's checks name settings; this command line says them as flags.
+    result = subprocess.run(base + ["--runner=FnApiRunner", "--heldout_every=1"], capture_output=True, text=True)
+    assert result.returncode == 1 and "error: --heldout_every must be 0 (no held-out set) or >= 2" in result.stderr
     result = subprocess.run(base + ["--runner=FnApiRunner", "--direct_num_workers=1"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert os.path.exists(tmp_path / "d-00000-of-00001.tfrecord") and os.path.exists(tmp_path / "d.metadata.json")

@@ -165,8 +165,9 @@ def test_existing_outputs_are_kept_unless_overwrite(tmp_path, corpus, spm_model)
     prefix = str(tmp_path / "d")
     create_pretraining_data(paths, prefix, spm_model, SMALL, progress=False)
     before = shard_bytes(prefix)
-    with pytest.raises(FileExistsError, match="exist: choose another --output_file or pass --overwrite"):
+    with pytest.raises(FileExistsError, match="exist: choose another output_prefix or pass overwrite$") as refused:
         create_pretraining_data(paths, prefix, spm_model, SMALL, progress=False)
+    assert str(refused.value.for_flags()).endswith("choose another --output_file or pass --overwrite")
     assert shard_bytes(prefix) == before
     one_shard = CreationConfig(**{**SMALL.__dict__, "num_output_shards": 1})
     create_pretraining_data(paths, prefix, spm_model, one_shard, progress=False, overwrite=True)

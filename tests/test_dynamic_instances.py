@@ -152,8 +152,10 @@ def test_cli_writes_documents_and_a_heldout_set_and_says_where(tmp_path, corpus,
 def test_heldout_and_format_settings_are_checked(tmp_path, corpus, spm_model):
     with pytest.raises(ValueError, match="heldout_every must be 0"):
         CreationConfig(heldout_every=1)
-    with pytest.raises(ValueError, match="need the instances format"):
+    with pytest.raises(ValueError, match="single_segment=other_document need output_format=instances$") as refused:
         CreationConfig(output_format="documents", instances=InstanceConfig(random_next_sentence=True))
+    assert str(refused.value.for_flags()).endswith(  # as create_pretraining_data says it
+        "NSP (--random_next_sentence) and --single_segment=other_document need --output_format=instances")
     # Too few documents per file to hold any out: refused before anything is written.
     config = dataclasses.replace(CONFIG, heldout_every=1000)
     with pytest.raises(ValueError, match="no document was held out"):
@@ -187,26 +189,59 @@ def from_model_inputs(batch):
     return {name: batch[MODEL_INPUT_NAMES.get(name, name)] for name in MODEL_FEATURES + list(FLOAT_FEATURES)}
 
 
-def test_input_pipeline_yields_epoch_zero_then_new_epochs_deterministically(data_sets, spm_model):
+def document_instances(prefix, maker, epoch):
+    """[serialized model-input examples] of each document of the set, in file order, made in `epoch`."""
+    made = []
+    for record in records(prefix):
+        document = tf.train.Example.FromString(record).features.feature
+        made.append(as_examples(maker.instances(epoch, *(np.array(document[name].int64_list.value)
+                                                         for name in ("token_ids", "sentence_offsets", "document_id")))))
+    return made
+
+
+def stream(files, maker, count, **options):
+    """The first `count` instances of the documents pipeline (batches of 1, no shuffle buffer), serialized."""
+    batches = batches_of(make_dynamic_dataset(files, 1, maker, seed=CONFIG.seed, shuffle_buffer=1, **options), count)
+    return [example for batch in batches for example in as_examples(from_model_inputs(batch))]
+
+
+def test_input_pipeline_yields_every_epoch_zero_instance_then_new_epochs_deterministically(data_sets, spm_model):
     documents_prefix, _ = data_sets["documents"]
     files = expand_data_files(documents_prefix)
     maker = maker_for(spm_model)
-    expected = []
-    for record in records(documents_prefix):
-        document = tf.train.Example.FromString(record).features.feature
-        expected += as_examples(maker.instances(0, *(np.array(document[name].int64_list.value)
-                                                     for name in ("token_ids", "sentence_offsets", "document_id"))))
+    expected = [example for document in document_instances(documents_prefix, maker, 0) for example in document]
     per_epoch = len(expected)
-    first = batches_of(make_dynamic_dataset(files, 1, maker, seed=CONFIG.seed, shuffle_buffer=1, num_workers=2),
-                       per_epoch + 20)
-    got = [example for batch in first[:per_epoch] for example in as_examples(from_model_inputs(batch))]
-    assert sorted(got) == sorted(expected)
-    # The next epoch is not a repeat, and the stream is the same with another number of input workers.
-    second_epoch = {example for batch in first[per_epoch:] for example in as_examples(from_model_inputs(batch))}
-    assert not second_epoch & set(expected)
-    again = batches_of(make_dynamic_dataset(files, 1, maker, seed=CONFIG.seed, shuffle_buffer=1, num_workers=1),
-                       per_epoch + 20)
-    assert all(np.array_equal(a[name], b[name]) for a, b in zip(first, again) for name in a)
+    got = stream(files, maker, 3 * per_epoch, num_workers=2)
+    # Documents are drawn from in turn across the end of an epoch, so epoch 0 and 1 overlap a little;
+    # every instance of epoch 0 comes exactly once, and the rest are new.
+    epoch_zero = set(expected)
+    assert sorted(example for example in got if example in epoch_zero) == sorted(expected)
+    later = [example for example in got if example not in epoch_zero]
+    assert len(later) >= per_epoch and len(set(later)) == len(later)
+    # The stream is the same with another number of input workers.
+    assert stream(files, maker, 3 * per_epoch, num_workers=1) == got
+
+
+def test_batches_draw_from_many_documents_in_turn(data_sets, spm_model):
+    """A document's instances are made together; the stream takes one from each of `mixed_documents` documents
+    in turn, so that a long document cannot fill the shuffle buffer and most of a stretch of batches."""
+    documents_prefix, _ = data_sets["documents"]
+    files = expand_data_files(documents_prefix)
+    maker = maker_for(spm_model)
+    owner = {example: index for index, document in enumerate(document_instances(documents_prefix, maker, 0))
+             for example in document}
+    in_turn = [owner[example] for example in stream(files, maker, 40, mixed_documents=4)]
+    assert len(set(in_turn[:4])) == 4 and in_turn[4:8] == in_turn[:4]  # one from each, then again
+    one_after_another = [owner[example] for example in stream(files, maker, 40, mixed_documents=1)]
+    runs = 1 + sum(a != b for a, b in zip(one_after_another, one_after_another[1:]))
+    assert runs == len(set(one_after_another)) < 40  # each document's instances together
+
+
+def test_run_pretraining_mixes_as_many_documents_as_the_reader_by_default():
+    from albert_tf.data.dynamic_instances import MIXED_DOCUMENTS
+    from albert_tf.training.pretraining_config import PretrainingConfig
+
+    assert PretrainingConfig().input_mixed_documents == MIXED_DOCUMENTS > 1
 
 
 def test_iterator_checkpoint_resumes_at_the_same_instance(data_sets, spm_model, tmp_path):

@@ -437,7 +437,7 @@ def test_export_cli_errors_and_atomicity(exported, tmp_path, monkeypatch):
                              f"--output_dir={exported['root']}"], capture_output=True, text=True, cwd=REPO_ROOT)
     assert result.returncode == 1 and "not empty" in result.stderr and "--overwrite" in result.stderr
 
-    with pytest.raises(ValueError, match="--max_seq_length=1000 exceeds the max_position_embeddings"):
+    with pytest.raises(ValueError, match="^max_seq_length=1000 exceeds the max_position_embeddings"):
         export(exported["checkpoint"], str(tmp_path / "long"), max_seq_length=1000)
     with pytest.raises(FileNotFoundError, match="no such SentencePiece model"):
         export(exported["checkpoint"], str(tmp_path / "spm"), spm_model_file=str(tmp_path / "missing.model"))

@@ -337,5 +337,6 @@ def test_the_sentencepiece_model_comes_with_the_checkpoint_or_export(checkpoint,
         spm_model_for(checkpoint, str(tmp_path / "missing.model"))
     empty = tmp_path / "empty"
     write_model_dir(AlbertEncoder(AlbertConfig.from_preset("albert_tiny")), str(empty), "encoder")
-    with pytest.raises(FileNotFoundError, match="holds no spm.model; pass --spm_model_file"):
+    with pytest.raises(FileNotFoundError, match="holds no spm.model; pass spm_model_file$") as refused:
         spm_model_for(str(empty))
+    assert str(refused.value.for_flags()).endswith("holds no spm.model; pass --spm_model_file")

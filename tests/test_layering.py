@@ -14,6 +14,7 @@ Tools are leaves: no module imports a tool, neither another tool nor the Beam pi
 
 import ast
 import pathlib
+import re
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "albert_tf"
 BASE_MODULES = ("albert_config", "file_utils", "progress", "cli", "settings")
@@ -122,3 +123,58 @@ def test_benchmarks_use_albert_tf_through_documented_modules():
             if target != "albert_tf" and group(target) != "base" and f"`{name}`" not in layout:
                 undocumented.add(f"{path.relative_to(PACKAGE.parent)}: {target}")
     assert not undocumented, "benchmarks import modules BUILD.md does not document:\n" + "\n".join(sorted(undocumented))
+
+
+# A command-line flag as a message writes it.
+_FLAG = re.compile(r"(?<![\w-])--[a-z]\w*")
+
+
+def command_names():
+    """How a message names a tool's command: albert_tf.<tool>, its console script, or a tool's compound name."""
+    stems = [path.stem for path in PACKAGE.glob("*.py") if group(module_name(path)) == "tools"]
+    scripts = re.findall(r"^(albert-[\w-]+) =", (PACKAGE.parent / "pyproject.toml").read_text(), re.MULTILINE)
+    return [f"albert_tf.{stem}" for stem in stems] + scripts + [stem for stem in stems if "_" in stem]
+
+
+def flags_in_raised_messages(source_text, commands):
+    """(line, flag) for each `--flag` the message of a raise statement says, unless the message quotes a
+    command line (names one of `commands`): a library says `<name>` (albert_tf.settings.SettingError)."""
+    found = []
+    for node in ast.walk(ast.parse(source_text)):
+        if not isinstance(node, ast.Raise) or node.exc is None:
+            continue
+        pieces, parts_of_f_strings = [], set()
+        for sub in ast.walk(node.exc):
+            if isinstance(sub, ast.JoinedStr):  # an f-string: its text with each value as "x"
+                pieces.append("".join(part.value if isinstance(part, ast.Constant) else "x" for part in sub.values))
+                parts_of_f_strings.update(id(part) for part in sub.values)
+            elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) not in parts_of_f_strings:
+                pieces.append(sub.value)
+        message = " ".join(pieces)
+        if not any(command in message for command in commands):
+            found.extend((node.lineno, flag) for flag in _FLAG.findall(message))
+    return found
+
+
+def test_library_errors_name_settings_and_leave_flags_to_the_tools():
+    """Below the tools, an error names a setting as `<name>` (SettingError): a Python caller reads `name`, a
+    tool's user `--name` (albert_tf.cli.run). A message may quote another command's flags when it names it."""
+    commands = command_names()
+    assert {"albert_tf.convert", "albert-convert", "create_pretraining_data"} <= set(commands)
+    flag_speaking = [f"{path.relative_to(PACKAGE)}:{line} {flag}" for path in sorted(PACKAGE.rglob("*.py"))
+                     if group(module_name(path)) not in ("tools", "package")
+                     for line, flag in flags_in_raised_messages(path.read_text(encoding="utf-8"), commands)]
+    assert not flag_speaking, "library errors that speak flags:\n" + "\n".join(flag_speaking)
+
+
+def test_the_flag_check_reads_f_strings_and_allows_quoted_commands():
+    source = ("def f(name):\n"
+              "    raise ValueError(f'bad --{name}')\n"
+              "def g():\n"
+              "    raise ValueError('rerun create_pretraining_data --overwrite')\n"
+              "def h():\n"
+              "    raise SettingError('pass <overwrite>, not ' '--force')\n"
+              "def k(path):\n"
+              "    raise OSError(f'{path} exists: pass --overwrite')\n")
+    assert sorted(flags_in_raised_messages(source, ["create_pretraining_data"])) == [
+        (2, "--x"), (6, "--force"), (8, "--overwrite")]

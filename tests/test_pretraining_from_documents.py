@@ -3,6 +3,7 @@ with the learning phase, exact resume, and a time budget that fixes the schedule
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -174,6 +175,21 @@ def test_a_time_budget_fixes_the_step_count_records_it_and_a_resumed_run_keeps_i
     assert again.returncode == 0 and f"Already trained for {final} steps" in again.stdout
     changed = run(command(data, tmp_path, "--train_budget_hours=5", steps=100000))
     assert changed.returncode != 0 and "--train_budget_hours=5" in changed.stderr
+
+
+def test_a_resumed_run_keeps_its_document_mixing_and_a_run_from_before_the_setting_read_one_at_a_time(
+        data, uninterrupted, tmp_path):
+    """The mixing shapes the checkpointed input position: a resumed run must keep it."""
+    copy = tmp_path / "run"
+    shutil.copytree(uninterrupted[0], copy)
+    changed = run(command(data, copy, "--input_mixed_documents=1"))
+    assert changed.returncode == 1
+    assert "--input_mixed_documents=1 (the checkpoints were made with 16)" in changed.stderr
+    record = json.loads((copy / "run_config.json").read_text())
+    del record["input_mixed_documents"]  # as a run_config.json written before the setting existed
+    (copy / "run_config.json").write_text(json.dumps(record))
+    older = run(command(data, copy))
+    assert older.returncode == 1 and "--input_mixed_documents=16 (the checkpoints were made with 1)" in older.stderr
 
 
 def test_budget_plan_counts_evaluations_and_refuses_a_budget_shorter_than_warmup():

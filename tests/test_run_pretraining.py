@@ -189,11 +189,11 @@ def test_a_truncated_tfrecord_is_named(data, tmp_path):
     assert f"{victim}: corrupt or truncated TFRecord file" in result.stderr
 
 
-def test_data_that_does_not_fit_the_flags_or_model_is_named(data, tmp_path):
+def test_data_that_does_not_fit_the_settings_or_model_is_named(data, tmp_path):
     from albert_tf.data.pretraining_dataset import check_pretraining_files
 
     files = data.files()
-    with pytest.raises(ValueError, match=r"metadata.json: the data has max_seq_length=32, but --max_seq_length=64"):
+    with pytest.raises(ValueError, match=r"metadata.json: the data has max_seq_length=32, but max_seq_length=64"):
         check_pretraining_files(files, 64, PREDICTIONS, 392)
     with pytest.raises(ValueError, match=r"vocabulary, but the model's vocab_size is 30000"):
         check_pretraining_files(files, SEQ_LENGTH, PREDICTIONS, 30000)
@@ -201,7 +201,7 @@ def test_data_that_does_not_fit_the_flags_or_model_is_named(data, tmp_path):
     import shutil
 
     shutil.copy(files[0], tmp_path / "plain.tfrecord")
-    with pytest.raises(ValueError, match=r"plain.tfrecord: input_ids has length 32, but --max_seq_length=128"):
+    with pytest.raises(ValueError, match=r"plain.tfrecord: input_ids has length 32, but max_seq_length=128"):
         check_pretraining_files([str(tmp_path / "plain.tfrecord")], 128, PREDICTIONS, 30000)
     with pytest.raises(ValueError, match=r"plain.tfrecord: holds token id \d+, but the model's vocab_size is 50"):
         check_pretraining_files([str(tmp_path / "plain.tfrecord")], SEQ_LENGTH, PREDICTIONS, 50)

@@ -144,7 +144,7 @@ def test_reader_reads_v1_and_v2(tmp_path):
         squad.SquadExample("q2", "Smallest animal?", context, "", -1, is_impossible=True),
     ]
     with pytest.raises(ValueError, match=r"squad.json: data\[0\].paragraphs\[0\].qas\[1\] \(question id q2\): "
-                       "an unanswerable .* use --version=2.0"):
+                       "an unanswerable .* use version=2.0"):
         squad.read_squad(path, "1.1")
 
 

@@ -63,8 +63,10 @@ def test_training_is_reproducible_and_atomic(tmp_path, spm_model):
               input_sentence_size=200, seed=7, overwrite=True)
         models.append((tmp_path / "vocab.model").read_bytes())
     assert models[0] == models[1]
-    with pytest.raises(ValueError, match="too small for --vocab_size=50000"):
+    with pytest.raises(ValueError, match="too small for vocab_size=50000 .*; pass a smaller vocab_size or "
+                                         "hard_vocab_limit=False$") as refused:
         train([str(corpus)], str(tmp_path / "big"), vocab_size=50000, num_threads=1)
+    assert "pass a smaller --vocab_size or --hard_vocab_limit=False" in str(refused.value.for_flags())
     assert not list(tmp_path.glob("big*"))
     assert not list(tmp_path.glob(".*staging*"))
 

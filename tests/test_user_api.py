@@ -179,17 +179,22 @@ def test_every_tool_says_a_library_setting_error_in_flags(tmp_path):
         "from albert_tf import cli\n"
         "from albert_tf.settings import SettingError\n"
         "def main(argv):\n"
-        "    raise SettingError('<max_seq_length> must be >= 1, got 0; or pass <albert_config>')\n"
+        "    raise SettingError('<max_seq_length> must be >= 1, got 0; or pass <albert_config> or <from|source>')\n"
         "cli.run(main, lambda: None, uses_tensorflow=False)\n")
     root = os.path.dirname(os.path.dirname(albert_tf.__file__))
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": root})
     assert result.returncode == 1, result.stderr
     assert result.stderr.strip().splitlines()[-1].endswith(
-        "error: --max_seq_length must be >= 1, got 0; or pass --albert_config")
-    from albert_tf.settings import SettingError
+        "error: --max_seq_length must be >= 1, got 0; or pass --albert_config or --from")
+    from albert_tf.settings import SettingError, SettingFileExists, SettingFileNotFound
 
     assert str(SettingError("<max_seq_length> must be >= 1")) == "max_seq_length must be >= 1"
+    # A flag named otherwise than its Python parameter: the parameter in the library's words.
+    assert str(SettingError("<from|source_format> and <to|target_format>")) == "source_format and target_format"
+    # Missing or existing files stay what callers catch.
+    assert isinstance(SettingFileNotFound("x"), FileNotFoundError)
+    assert isinstance(SettingFileExists("x"), FileExistsError)
 
 
 def test_a_layer_raised_error_keeps_its_message_in_one_line(pretrained):

@@ -8,6 +8,8 @@ casing (and, from an albert_tf source, the sequence length) travels with the mod
 
 import os
 
+from albert_tf.settings import SettingError, SettingFileNotFound
+
 FORMATS = ("albert_tf", "huggingface", "tf1")
 _SPM_NAMES = {"albert_tf": "spm.model", "huggingface": "spiece.model", "tf1": "30k-clean.model"}
 
@@ -40,7 +42,7 @@ def read_source(source_format, path, albert_config=None):
     prefix = tf1_format.resolve_tf1_checkpoint(path)
     config_source = albert_config or os.path.join(os.path.dirname(prefix), tf1_format.ORIGINAL_CONFIG_FILE)
     if not albert_config and not os.path.isfile(config_source):
-        raise FileNotFoundError(f"{config_source}: not found; pass --albert_config=PATH or a preset name")
+        raise SettingFileNotFound(f"{config_source}: not found; pass <albert_config>=PATH or a preset name")
     return AlbertConfig.from_name_or_path(config_source), tf1_format.read_tf1_checkpoint(prefix), None, {}
 
 
@@ -75,7 +77,8 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
     from albert_tf.text.albert_tokenizer import copy_spm_model, read_spm_model
 
     if source_format == target_format:
-        raise ValueError(f"--from and --to are both {source_format!r}; nothing to convert")
+        raise SettingError(f"<from|source_format> and <to|target_format> are both {source_format!r}; "
+                           "nothing to convert")
     check_replaceable(output_dir, overwrite)
     config, tensors, source_spm, recorded = read_source(source_format, input_path, albert_config)
     preprocessing = resolve_preprocessing({**recorded, "albert_config": config.to_dict()}, do_lower_case, force=force,

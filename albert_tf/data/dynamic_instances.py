@@ -15,7 +15,13 @@ threads or the number of input workers:
   - document d of file f gives the pairs and masks of the generator seeded by
     (seed, f, d) in epoch 0, exactly what the static tool writes at
     --dupe_factor=1 with that seed, and by (seed, f, d, e) in epoch e > 0;
-  - instances pass a seeded shuffle buffer, then form batches.
+  - the instances of `mixed_documents` documents (16) are drawn round-robin, one
+    from each in turn, then pass a seeded shuffle buffer and form batches.
+Why the round-robin: the builder makes a document's instances together, and a
+book-length document makes thousands. Through a shuffle buffer alone such a
+document floods the buffer, and for a stretch of steps most of every batch
+comes from it, where the static tool shuffles its instances over the whole
+corpus (benchmarks/speed/dynamic_input.py measures both streams).
 Everything but the instance builder is a tf.data op whose position a
 tf.train.Checkpoint saves with the iterator. The builder is a pure function of
 (epoch, document), so its Python state needs no saving (the dataset's external
@@ -39,6 +45,11 @@ from albert_tf.data.pretraining_instances import (
     InstanceStats,
     TokenizedDocument,
 )
+
+# Documents whose instances are drawn from in turn (make_dynamic_dataset). Enough that no document dominates
+# a batch beyond its share of the corpus; each costs memory (and iterator checkpoint bytes) for the rest
+# of its instances, so not more.
+MIXED_DOCUMENTS = 16
 
 _DOCUMENT_SPEC = {
     "token_ids": tf.io.VarLenFeature(tf.int64),
@@ -104,11 +115,15 @@ class EpochInstanceMaker:
         return features
 
 
-def make_dynamic_dataset(files, batch_size, maker, seed, input_context=None, shuffle_buffer=10_000, num_workers=2):
+def make_dynamic_dataset(files, batch_size, maker, seed, input_context=None, shuffle_buffer=10_000, num_workers=2,
+                         mixed_documents=MIXED_DOCUMENTS):
     """A repeating tf.data pipeline of model-input batches made from documents-format `files`.
 
     With several input pipelines (multi-worker), each reads its own files, or its
-    own documents when there are fewer files than pipelines.
+    own documents when there are fewer files than pipelines. `mixed_documents`:
+    how many documents' instances are drawn from in turn (1: a document's
+    instances one after another). Their instances are part of the iterator's
+    saved position, as the shuffle buffer's are.
     """
     if not files:
         raise ValueError("no document files")
@@ -131,9 +146,14 @@ def make_dynamic_dataset(files, batch_size, maker, seed, input_context=None, shu
             records = records.shard(pipelines, pipeline_id)
         return records.map(lambda record: (epoch, record))
 
-    dataset = tf.data.Dataset.counter().flat_map(epoch_records)
-    dataset = dataset.map(maker.tf_instances, num_parallel_calls=max(1, num_workers), deterministic=True)
-    dataset = dataset.unbatch().shuffle(shuffle_buffer, seed=seed)
+    documents = tf.data.Dataset.counter().flat_map(epoch_records)
+    instance_sets = documents.map(maker.tf_instances, num_parallel_calls=max(1, num_workers), deterministic=True)
+    if mixed_documents == 1:  # (unbatch, not a 1-cycle interleave: the saved positions of earlier runs restore)
+        instances = instance_sets.unbatch()
+    else:  # one instance from each document in turn (across epoch ends too, as the static tool's copies mix)
+        instances = instance_sets.interleave(tf.data.Dataset.from_tensor_slices, cycle_length=mixed_documents,
+                                             block_length=1)  # sequential: deterministic
+    dataset = instances.shuffle(shuffle_buffer, seed=seed)
     dataset = dataset.batch(batch_size, drop_remainder=True).map(to_model_inputs)
     options = tf.data.Options()
     # The instance builder is a pure function of its inputs: the iterator's saved position is complete without it.

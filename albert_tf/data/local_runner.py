@@ -16,6 +16,7 @@ import os
 import shutil
 
 from albert_tf.file_utils import make_owned_staging, remove_stale_staging, write_json_atomically
+from albert_tf.settings import SettingFileExists
 
 STAGING_PREFIX = ".create_pretraining_data-"
 
@@ -66,8 +67,8 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
     previous = [job.existing_outputs(prefix) for prefix, _ in sets]
     if any(previous) and not overwrite:
         found = [path for paths in previous for path in paths]
-        raise FileExistsError(f"{found[0]} (and {len(found) - 1} more) exist: choose another --output_file "
-                              "or pass --overwrite")
+        raise SettingFileExists(f"{found[0]} (and {len(found) - 1} more) exist: choose another "
+                                "<output_file|output_prefix> or pass <overwrite>")
     output_dir = os.path.dirname(os.path.abspath(output_prefix))
     os.makedirs(output_dir, exist_ok=True)
     for stale in remove_stale_staging(output_dir, STAGING_PREFIX):
@@ -126,7 +127,7 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
             except concurrent.futures.process.BrokenProcessPool:
                 raise WorkerDiedError(
                     "a worker process died (killed by a signal, e.g. by the out-of-memory killer); nothing was "
-                    f"written to {output_prefix}. Rerun with fewer --num_workers or more memory") from None
+                    f"written to {output_prefix}. Rerun with fewer workers or more memory") from None
             pool.shutdown()
             pool = None
         if meter:

@@ -54,6 +54,7 @@ from albert_tf.data.pretraining_instances import (
 )
 from albert_tf.data.data_set_files import METADATA_SUFFIX
 from albert_tf.data.tfrecord_io import ExampleEncoder, TFRecordWriter
+from albert_tf.settings import SettingError
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
 FORMAT_VERSION = 1
@@ -85,16 +86,17 @@ class CreationConfig:
 
     def __post_init__(self):
         if self.output_format not in OUTPUT_FORMATS:
-            raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}, got {self.output_format!r}")
+            raise SettingError(f"<output_format> must be one of {OUTPUT_FORMATS}, got {self.output_format!r}")
         if self.heldout_every == 1 or self.heldout_every < 0:
-            raise ValueError(f"heldout_every must be 0 (no held-out set) or >= 2, got {self.heldout_every}")
+            raise SettingError(f"<heldout_every> must be 0 (no held-out set) or >= 2, got {self.heldout_every}")
         if self.output_format == "documents" and self.instances.uses_other_documents:
-            raise ValueError("the documents format makes sentence-order pairs from one document at a time; "
-                             "NSP (random_next_sentence) and single_segment='other_document' need the instances format")
+            raise SettingError("the documents format makes sentence-order pairs from one document at a time; NSP "
+                               "(<random_next_sentence>) and <single_segment>=other_document need "
+                               "<output_format>=instances")
         if self.num_output_shards < 1:
-            raise ValueError(f"num_output_shards must be at least 1, got {self.num_output_shards}")
+            raise SettingError(f"<num_output_shards> must be at least 1, got {self.num_output_shards}")
         if self.compression not in ("none", "gzip"):
-            raise ValueError(f"compression must be 'none' or 'gzip', got {self.compression!r}")
+            raise SettingError(f"<compression> must be 'none' or 'gzip', got {self.compression!r}")
 
     def to_json(self):
         return dataclasses.asdict(self)
@@ -347,9 +349,9 @@ def check_outputs_made(config, set_stats, input_paths, corpus_stats):
         raise ValueError(f"no instances could be made from {', '.join(input_paths)}: "
                          + ("; ".join(corpus_stats.problems()) or "no text"))
     if config.heldout_every and heldout.instances == 0:
-        raise ValueError(f"no document was held out: holding out every {config.heldout_every}th document of a file "
-                         f"needs files of at least {config.heldout_every} documents (blank-line separated); "
-                         f"{corpus_stats.documents} document(s) in {corpus_stats.files} file(s)")
+        raise SettingError(f"no document was held out: holding out every {config.heldout_every}th document of a file "
+                           f"(<heldout_every>) needs files of at least {config.heldout_every} documents (blank-line "
+                           f"separated); {corpus_stats.documents} document(s) in {corpus_stats.files} file(s)")
 
 
 def link_heldout_set(written):

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from albert_tf.data.data_set_files import METADATA_SUFFIX, check_complete, read_metadata, shard_prefix
 from albert_tf.file_utils import file_sha256
+from albert_tf.settings import SettingError
 
 _SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
 
@@ -107,7 +108,7 @@ def infer_shapes(files):
 
 def check_pretraining_files(files, max_seq_length, max_predictions_per_seq, vocab_size, scan_records=1000,
                             spm_model_file=None):
-    """Fails with a message naming the file if the data does not fit the flags or the model.
+    """Fails with a message naming the file if the data does not fit the settings or the model.
 
     Uses the creation metadata when present (including the sha256 of the
     SentencePiece model the data was made with, compared with `spm_model_file`);
@@ -125,16 +126,16 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq, voca
             for name, expected in (("max_seq_length", max_seq_length),
                                    ("max_predictions_per_seq", max_predictions_per_seq)):
                 if metadata[name] != expected:
-                    raise ValueError(f"{source}: the data has {name}={metadata[name]}, but --{name}={expected}")
+                    raise SettingError(f"{source}: the data has {name}={metadata[name]}, but <{name}>={expected}")
             if metadata["vocab_size"] != vocab_size:
-                raise ValueError(f"{source}: the data was tokenized with a {metadata['vocab_size']}-piece vocabulary, "
-                                 f"but the model's vocab_size is {vocab_size}; pass --vocab_size="
-                                 f"{metadata['vocab_size']} (or the --spm_model_file the data was made with)")
+                raise SettingError(f"{source}: the data was tokenized with a {metadata['vocab_size']}-piece "
+                                   f"vocabulary, but the model's vocab_size is {vocab_size}; pass <vocab_size>="
+                                   f"{metadata['vocab_size']} (or the <spm_model_file> the data was made with)")
             recorded = metadata.get("spm_model_sha256")
             if spm_sha256 and recorded and recorded != spm_sha256:
-                raise ValueError(f"{source}: the data was made with another SentencePiece model (sha256 "
-                                 f"{recorded[:12]}...) than --spm_model_file={spm_model_file} ({spm_sha256[:12]}...); "
-                                 "pass the model the data was made with")
+                raise SettingError(f"{source}: the data was made with another SentencePiece model (sha256 "
+                                   f"{recorded[:12]}...) than <spm_model_file>={spm_model_file} "
+                                   f"({spm_sha256[:12]}...); pass the model the data was made with")
         elif not metadata:
             _check_first_record(path, max_seq_length, max_predictions_per_seq)
     if not checked_prefixes:
@@ -164,8 +165,8 @@ def _check_first_record(path, max_seq_length, max_predictions_per_seq):
             raise ValueError(f"{path}: not pretraining data (no {name} feature)")
         found = len(feature[name].int64_list.value)
         if found != expected:
-            flag = "max_seq_length" if name == "input_ids" else "max_predictions_per_seq"
-            raise ValueError(f"{path}: {name} has length {found}, but --{flag}={expected}")
+            setting = "max_seq_length" if name == "input_ids" else "max_predictions_per_seq"
+            raise SettingError(f"{path}: {name} has length {found}, but <{setting}>={expected}")
 
 
 def find_unreadable_file(files):

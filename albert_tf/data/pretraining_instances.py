@@ -33,6 +33,7 @@ import dataclasses
 import numpy as np
 
 from albert_tf.data.masking import MaskingConfig, mask_batch
+from albert_tf.settings import SettingError
 from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
 
 SINGLE_SEGMENT_MODES = ("split", "other_document")
@@ -52,29 +53,29 @@ class InstanceConfig:
     def __post_init__(self):
         errors = []
         if self.max_seq_length < 5:
-            errors.append(f"max_seq_length must be at least 5, got {self.max_seq_length}")
+            errors.append(f"<max_seq_length> must be at least 5, got {self.max_seq_length}")
         if not 0.0 <= self.short_seq_prob <= 1.0:
-            errors.append(f"short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
+            errors.append(f"<short_seq_prob> must be in [0, 1], got {self.short_seq_prob}")
         if self.dupe_factor < 1:
-            errors.append(f"dupe_factor must be at least 1, got {self.dupe_factor}")
+            errors.append(f"<dupe_factor> must be at least 1, got {self.dupe_factor}")
         if self.single_segment not in SINGLE_SEGMENT_MODES:
-            errors.append(f"single_segment must be one of {SINGLE_SEGMENT_MODES}, got {self.single_segment!r}")
+            errors.append(f"<single_segment> must be one of {SINGLE_SEGMENT_MODES}, got {self.single_segment!r}")
         if self.random_document_pool < 1:
-            errors.append(f"random_document_pool must be at least 1, got {self.random_document_pool}")
+            errors.append(f"<random_document_pool> must be at least 1, got {self.random_document_pool}")
         masking = self.masking
         if not 0.0 <= masking.masked_lm_prob <= 1.0:
-            errors.append(f"masked_lm_prob must be in [0, 1], got {masking.masked_lm_prob}")
+            errors.append(f"<masked_lm_prob> must be in [0, 1], got {masking.masked_lm_prob}")
         if masking.max_predictions_per_seq < 1:
-            errors.append(f"max_predictions_per_seq must be at least 1, got {masking.max_predictions_per_seq}")
+            errors.append(f"<max_predictions_per_seq> must be at least 1, got {masking.max_predictions_per_seq}")
         if masking.max_predictions_per_seq > self.max_seq_length:
             errors.append(
-                f"max_predictions_per_seq {masking.max_predictions_per_seq} exceeds max_seq_length "
+                f"<max_predictions_per_seq> {masking.max_predictions_per_seq} exceeds <max_seq_length> "
                 f"{self.max_seq_length}"
             )
         if masking.ngram < 1:
-            errors.append(f"ngram must be at least 1, got {masking.ngram}")
+            errors.append(f"<ngram> must be at least 1, got {masking.ngram}")
         if errors:
-            raise ValueError("; ".join(errors))
+            raise SettingError("; ".join(errors))
 
     @property
     def uses_other_documents(self):

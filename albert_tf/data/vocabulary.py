@@ -12,6 +12,8 @@ once complete (trained in a staging directory, then renamed).
 import os
 import shutil
 
+from albert_tf.settings import SettingError, SettingFileExists
+
 # From the ALBERT README's spm_train command for 30k-clean.model.
 ORIGINAL_USER_DEFINED_SYMBOLS = ["(", ")", '"', "-", ".", "–", "£", "€"]
 
@@ -52,8 +54,8 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
     existing = [f"{output_prefix}.{extension}" for extension in ("model", "vocab")
                 if os.path.exists(f"{output_prefix}.{extension}")]
     if existing and not overwrite:
-        raise FileExistsError(f"{existing[0]} exists (data made with it would no longer match): choose another "
-                              "--output_prefix or pass --overwrite")
+        raise SettingFileExists(f"{existing[0]} exists (data made with it would no longer match): choose another "
+                                "<output_prefix> or pass <overwrite>")
     stats = CorpusStats()
     output_dir = os.path.dirname(os.path.abspath(output_prefix))
     os.makedirs(output_dir, exist_ok=True)
@@ -91,14 +93,14 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
             if stats.sentences == 0 or "!sentences_.empty()" in message:
                 raise ValueError(f"no text in {', '.join(paths)}: nothing to train a vocabulary on") from None
             if "smaller than required_chars" in message:
-                raise ValueError(
-                    f"--vocab_size={vocab_size} is too small: the corpus's characters and the special pieces "
-                    f"alone need more ({_last_sentence(message)}); pass a larger --vocab_size, or lower "
-                    "--character_coverage") from None
+                raise SettingError(
+                    f"<vocab_size>={vocab_size} is too small: the corpus's characters and the special pieces "
+                    f"alone need more ({_last_sentence(message)}); pass a larger <vocab_size>, or lower "
+                    "<character_coverage>") from None
             if "Vocabulary size too high" in message:
-                raise ValueError(
-                    f"the corpus is too small for --vocab_size={vocab_size} ({_last_sentence(message)}); "
-                    "pass a smaller --vocab_size or --nohard_vocab_limit") from None
+                raise SettingError(
+                    f"the corpus is too small for <vocab_size>={vocab_size} ({_last_sentence(message)}); "
+                    "pass a smaller <vocab_size> or <hard_vocab_limit>=False") from None
             raise ValueError(f"SentencePiece training failed: {message}") from None
         if stats.sentences == 0:
             raise ValueError(f"no text in {', '.join(paths)}: nothing to train a vocabulary on")

@@ -15,6 +15,8 @@ that replaces OUTPUT_DIR only once complete.
 import os
 import re
 
+from albert_tf.settings import SettingError
+
 # Warm-up requests' batch sizes: the small batch buckets (XLA's 1, 2, 4, 8).
 DEFAULT_WARMUP_BATCH_SIZES = (1, 2, 4, 8)
 
@@ -23,11 +25,11 @@ _SERVING_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def check_serving_name(name):
-    """ValueError unless `name` is one plain directory name: no separator, no '..', not absolute, so the
+    """SettingError unless `name` is one plain directory name: no separator, no '..', not absolute, so the
     serving model stays inside OUTPUT_DIR/serving."""
     if not isinstance(name, str) or not _SERVING_NAME.fullmatch(name):
-        raise ValueError(f"--serving_name={name!r}: must be one directory name of letters, digits, '.', '_' and '-' "
-                         "(not starting with '.' or '-'); the model goes to OUTPUT_DIR/serving/NAME/VERSION")
+        raise SettingError(f"<serving_name>={name!r}: must be one directory name of letters, digits, '.', '_' and "
+                           "'-' (not starting with '.' or '-'); the model goes to OUTPUT_DIR/serving/NAME/VERSION")
 
 
 def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, lower_case=None, serving_name="albert",
@@ -51,8 +53,8 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
 
     check_serving_name(serving_name)
     if not isinstance(serving_version, int) or serving_version < 1:
-        raise ValueError(f"--serving_version={serving_version}: must be a positive integer (TF Serving's version "
-                         "directories are numbers)")
+        raise SettingError(f"<serving_version>={serving_version}: must be a positive integer (TF Serving's version "
+                           "directories are numbers)")
     check_replaceable(output_dir, overwrite)
     model, metadata = load_model(checkpoint)
     if metadata["model"] not in SERVED_KINDS:
@@ -64,17 +66,17 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
         print(f"Warning: {warning}.", flush=True)
     max_seq_length, lower_case = preprocessing.max_seq_length, preprocessing.lower_case
     if not 3 <= max_seq_length <= config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] [SEP] [SEP]) and at most the "
-                         f"model's max_position_embeddings ({config.max_position_embeddings})")
+        raise SettingError(f"<max_seq_length>={max_seq_length}: must be at least 3 ([CLS] [SEP] [SEP]) and at most "
+                           f"the model's max_position_embeddings ({config.max_position_embeddings})")
     model_proto = read_spm_model(spm)
     try:
         tokenizer = TFAlbertTokenizer(model_proto, lower_case=lower_case)
     except ValueError as error:
         raise ValueError(f"{spm}: {error}") from None
     if tokenizer.vocab_size > config.vocab_size:
-        raise ValueError(f"{spm}: has {tokenizer.vocab_size} pieces, more than the model's vocab_size "
-                         f"({config.vocab_size}); "
-                         "pass the SentencePiece model it was trained with (--spm_model_file)")
+        raise SettingError(f"{spm}: has {tokenizer.vocab_size} pieces, more than the model's vocab_size "
+                           f"({config.vocab_size}); pass the SentencePiece model it was trained with "
+                           "(<spm_model_file>)")
     encoder = getattr(model, "encoder", model)
     # Checked before anything is written.
     serving = serving_module(tokenizer, max_seq_length, model, metadata, xla=serving_xla, outputs=serving_outputs)

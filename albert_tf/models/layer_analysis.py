@@ -8,6 +8,8 @@ line per model. ALBERT's shared layers move their input smoothly, BERT's oscilla
 
 import os
 
+from albert_tf.settings import SettingFileNotFound
+
 
 def pack_passages(passages, tokenizer, max_seq_length, num_sequences):
     """Passages -> [CLS] tokens [SEP] int32 arrays, passages concatenated to fill sequences."""
@@ -79,6 +81,6 @@ def read_passages(path):
             write_corpus(corpus, max_bytes=200_000)
             return read_passages(corpus)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such --input_file")
+        raise SettingFileNotFound(f"{path}: no such <input_file>")
     with open(path, encoding="utf-8", errors="replace") as f:
         return [line.strip() for line in f if line.strip()]

@@ -24,6 +24,7 @@ import tensorflow as tf
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.file_utils import staged_directory, write_json
 from albert_tf.models import registry
+from albert_tf.settings import SettingFileNotFound
 from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, copy_spm_model, read_spm_model, spm_model_path
 
 if TYPE_CHECKING:  # for the return types only: models.registry imports the model classes when they are built
@@ -81,16 +82,16 @@ def find_spm_model(path=None, spm_model_file=None):
     there is none. The one lookup every tool that tokenizes uses."""
     if spm_model_file:
         if not os.path.isfile(spm_model_file):
-            raise FileNotFoundError(f"{spm_model_file}: no such SentencePiece model")
+            raise SettingFileNotFound(f"{spm_model_file}: no such SentencePiece model (<spm_model_file>)")
         return spm_model_file
     if not path:
-        raise FileNotFoundError("no SentencePiece model: pass --spm_model_file")
+        raise SettingFileNotFound("no SentencePiece model: pass <spm_model_file>")
     exported = exported_encoder_dir(path)
     for directory in [path, exported] if exported else [resolve_checkpoint(path)[0]]:
         found = spm_model_path(directory)
         if found:
             return found
-    raise FileNotFoundError(f"{path}: holds no spm.model; pass --spm_model_file")
+    raise SettingFileNotFound(f"{path}: holds no spm.model; pass <spm_model_file>")
 
 
 def resolve_checkpoint(path):

@@ -16,6 +16,8 @@ Directories written before these keys existed record nothing: the old defaults a
 
 import dataclasses
 
+from albert_tf.settings import SettingError
+
 
 @dataclasses.dataclass(frozen=True)
 class Preprocessing:
@@ -30,7 +32,7 @@ def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, defaul
 
     `lower_case`, `max_seq_length`: the caller's explicit settings, None when not given.
     `default_max_seq_length`: the length when neither the caller nor the model says one.
-    Raises ValueError for a contradiction that cannot work or that `force` does not allow.
+    Raises SettingError (a ValueError) for a contradiction that cannot work or that `force` does not allow.
     """
     recorded_case = metadata.get("lower_case")
     recorded_length = metadata.get("max_seq_length")
@@ -41,16 +43,17 @@ def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, defaul
     elif recorded_case is not None and bool(lower_case) != bool(recorded_case):
         trained = "lowercased" if recorded_case else "cased"
         if not force:
-            raise ValueError(f"--do_lower_case={bool(lower_case)} contradicts {source}, trained on {trained} text "
-                             f"(its albert_tf.json records lower_case={bool(recorded_case)}): its vocabulary and "
-                             "weights expect that casing. Leave the flag out to use the model's, or pass --force")
+            raise SettingError(f"<do_lower_case|lower_case>={bool(lower_case)} contradicts {source}, trained on "
+                               f"{trained} text (its albert_tf.json records lower_case={bool(recorded_case)}): its "
+                               "vocabulary and weights expect that casing. Leave the setting out to use the model's, "
+                               "or pass <force>")
         warnings.append(f"--force: {'lowercasing' if lower_case else 'keeping the case of'} the input for {source}, "
                         f"which was trained on {trained} text")
     if max_seq_length is None:
         max_seq_length = min(recorded_length or default_max_seq_length, positions)
     if max_seq_length > positions:
-        raise ValueError(f"--max_seq_length={max_seq_length} exceeds the max_position_embeddings ({positions}) of "
-                         f"{source}: it has no position embeddings beyond {positions}")
+        raise SettingError(f"<max_seq_length>={max_seq_length} exceeds the max_position_embeddings ({positions}) "
+                           f"of {source}: it has no position embeddings beyond {positions}")
     if recorded_length and max_seq_length > recorded_length:
         warnings.append(f"max_seq_length {max_seq_length} is longer than the {recorded_length} {source} was trained "
                         f"at: positions {recorded_length}-{max_seq_length - 1} were never trained")

@@ -11,6 +11,8 @@ import math
 import os
 import sys
 
+from albert_tf.settings import SettingError
+
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
@@ -55,7 +57,7 @@ class Example:
 
 def task_spec(task):
     if task not in TASKS:
-        raise ValueError(f"--task_name must be one of {sorted(TASKS)}, got {task!r}")
+        raise SettingError(f"<task_name> must be one of {sorted(TASKS)}, got {task!r}")
     return TASKS[task]
 
 

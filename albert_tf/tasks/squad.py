@@ -37,6 +37,7 @@ import unicodedata
 
 import numpy as np
 
+from albert_tf.settings import SettingError
 from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID, SPIECE_UNDERLINE
 
 VERSIONS = ("1.1", "2.0")
@@ -121,8 +122,8 @@ def _read_question(qa, qas_id, context, version, labeled, where, path):
     if not isinstance(is_impossible, bool):
         raise ValueError(f"{path}: {where}: 'is_impossible' must be true or false, got {is_impossible!r}")
     if is_impossible and version == "1.1":
-        raise ValueError(f"{path}: {where}: an unanswerable (is_impossible) question; SQuAD 1.1 has none, "
-                         "use --version=2.0")
+        raise SettingError(f"{path}: {where}: an unanswerable (is_impossible) question; SQuAD 1.1 has none, "
+                           "use <version>=2.0")
     if is_impossible and answers:
         raise ValueError(f"{path}: {where}: is_impossible but has {len(answers)} answers "
                          "(SQuAD 2.0 keeps those under 'plausible_answers')")

@@ -34,6 +34,7 @@ class PretrainingConfig(DistributionConfig):
     eval_every_steps: int = 0
     train_budget_hours: float = 0.0
     input_workers: int = 2
+    input_mixed_documents: int = 16  # dynamic_instances.MIXED_DOCUMENTS (not imported: it needs TensorFlow)
     train_batch_size: int = 4096
     eval_batch_size: int = 8
     max_eval_steps: int = 100
@@ -59,7 +60,7 @@ class PretrainingConfig(DistributionConfig):
             raise SettingError(f"{' and '.join(missing)} required")
         check_at_least(self, ("train_batch_size", "eval_batch_size", "max_seq_length", "max_predictions_per_seq",
                               "num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max", "vocab_size",
-                              "input_workers"), 1)
+                              "input_workers", "input_mixed_documents"), 1)
         self.check_distribution()
         if not 0 <= self.num_warmup_steps <= self.num_train_steps:
             raise SettingError(f"<num_warmup_steps> must be in [0, <num_train_steps>={self.num_train_steps}]")

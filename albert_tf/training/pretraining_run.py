@@ -53,13 +53,17 @@ RUN_CONFIG_FILE = "run_config.json"
 EVAL_HISTORY_FILE = "eval_history.jsonl"
 # Flags a resumed run must share with the run that wrote the checkpoints.
 _RESUME_INVARIANTS = ("albert_config", "train_batch_size", "max_seq_length", "max_predictions_per_seq", "optimizer",
-                      "gradient_accumulation_steps", "seed", "sentence_loss_weight", "train_budget_hours")
-# What a run_config.json written before an invariant existed implies for it.
-_INVARIANT_DEFAULTS = {"sentence_loss_weight": 1.0, "train_budget_hours": 0.0}
+                      "gradient_accumulation_steps", "seed", "sentence_loss_weight", "train_budget_hours",
+                      "input_mixed_documents")
+# What a run_config.json written before an invariant existed implies for it (a documents run before
+# input_mixed_documents read one document's instances after another; static data has no such setting).
+_INVARIANT_DEFAULTS = {"sentence_loss_weight": 1.0, "train_budget_hours": 0.0, "input_mixed_documents": 1}
 
 
 def _run_config(settings, config, train_files):
     run_config = {name: getattr(settings, name) for name in _RESUME_INVARIANTS}
+    if data.data_set_format(train_files)[0] != DOCUMENTS_FORMAT:
+        run_config["input_mixed_documents"] = None  # the order of static instances does not depend on it
     # The resolved model config, not the flag's string: a JSON edited in place between runs
     # (4 -> 12 layers keeps every variable's shape) must not relabel the old checkpoints.
     run_config["albert_config"] = config.to_dict()
@@ -68,6 +72,15 @@ def _run_config(settings, config, train_files):
     # And the whole config the run started with, as resolved (the lengths from the data).
     run_config["config"] = settings.to_json()
     return run_config
+
+
+def _recorded(previous, key, current):
+    """A resume invariant as the earlier run_config.json records it, or as its absence implies."""
+    if key in previous:
+        return previous[key]
+    if key == "input_mixed_documents" and current[key] is None:
+        return None  # static data, recorded before the setting existed
+    return _INVARIANT_DEFAULTS.get(key)
 
 
 def _check_or_write_run_config(settings, output_dir, resuming, chief, config, train_files):
@@ -88,8 +101,9 @@ def _check_or_write_run_config(settings, output_dir, resuming, chief, config, tr
                 elif isinstance(previous.get(key), str) and previous[key] != settings.albert_config:
                     changed.append(f"<albert_config>={settings.albert_config} (the checkpoints were made with "
                                    f"{previous[key]})")
-            elif previous.get(key, _INVARIANT_DEFAULTS.get(key)) != current[key]:
-                changed.append(f"<{key}>={current[key]} (the checkpoints were made with {previous.get(key)})")
+            elif _recorded(previous, key, current) != current[key]:
+                changed.append(f"<{key}>={current[key]} (the checkpoints were made with "
+                               f"{_recorded(previous, key, current)})")
         if changed:
             raise SettingError(f"{output_dir} holds checkpoints of another run: " + "; ".join(changed) +
                                ". Use another <output_dir>, or the original settings to resume.")
@@ -311,7 +325,8 @@ def _worker_dataset(settings, strategy, train_files):
                                    tokenizer.normal_piece_ids, settings.seed)
         return make_dynamic_dataset(train_files, settings.train_batch_size // workers, maker, settings.seed,
                                     input_context=context if workers > 1 else None,
-                                    shuffle_buffer=settings.shuffle_buffer_size, num_workers=settings.input_workers)
+                                    shuffle_buffer=settings.shuffle_buffer_size, num_workers=settings.input_workers,
+                                    mixed_documents=settings.input_mixed_documents)
     return data.make_pretraining_dataset(train_files, settings.train_batch_size // workers, settings.max_seq_length,
                                          settings.max_predictions_per_seq, seed=settings.seed, is_training=True,
                                          input_context=context if workers > 1 else None,

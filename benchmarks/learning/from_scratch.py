@@ -1,15 +1,19 @@
 r"""Pretraining from scratch on a time budget: does albert_tf on documents learn more per CPU-hour?
 
-Three runs of the same model (albert_small, the recipes' 8,000-piece vocabulary, seq 64, batch 64,
+Runs of the same model (albert_small, the recipes' 8,000-piece vocabulary, seq 64, batch 64,
 AdamW 5e-4), each given the same wall-clock budget and run alone on the machine, one after the other:
 
+  python -m benchmarks.learning.pretraining_recipes --recipes=small_adamw_3h_mixed --work_dir=W
   python -m benchmarks.learning.pretraining_recipes --recipes=small_adamw_3h_dynamic --work_dir=W
   python -m benchmarks.learning.pretraining_recipes --recipes=small_adamw_3h --work_dir=W
   python -m benchmarks.learning.huggingface_from_scratch --work_dir=W --budget_hours=3
   python -m benchmarks.learning.from_scratch --work_dir=W          # this table and the curves
 
   - albert_tf on documents (create_pretraining_data --output_format=documents: new sentence-order
-    pairs and masks every epoch);
+    pairs and masks every epoch), as run_pretraining reads them by default (instances drawn from 16
+    documents in turn): the run the targets are for;
+  - the same with one document's instances after another (--input_mixed_documents=1, the reader
+    before round-robin): what the round-robin changes;
   - albert_tf on the original's static instances (10 masked copies of the corpus);
   - Hugging Face's from-scratch route (AlbertForMaskedLM, DataCollatorForLanguageModeling: dynamic
     masks, no sentence-order task).
@@ -31,11 +35,13 @@ import os
 
 from benchmarks.common import RESULTS, markdown_table
 
-# (label, run directory under WORK_DIR)
+# (label, run directory under WORK_DIR, role): the targets are the first run's; "peer" runs are what its
+# speed is compared with, an "ablation" the same recipe without one of its choices.
 RUNS = (
-    ("albert_tf, documents", os.path.join("runs", "smallA3hD")),
-    ("albert_tf, static dupe 10", os.path.join("runs", "smallA3h")),
-    ("Hugging Face, MLM only", os.path.join("runs", "hf_scratch")),
+    ("albert_tf, documents", os.path.join("runs", "smallA3hM"), "candidate"),
+    ("albert_tf, documents one at a time", os.path.join("runs", "smallA3hD"), "ablation"),
+    ("albert_tf, static dupe 10", os.path.join("runs", "smallA3h"), "peer"),
+    ("Hugging Face, MLM only", os.path.join("runs", "hf_scratch"), "peer"),
 )
 THRESHOLDS = (0.15, 0.20)
 # What the documents run should reach within the budget (issue #29's targets).
@@ -59,16 +65,17 @@ def hours_to_reach(history, threshold):
     return None
 
 
-def summarize(label, history):
+def summarize(label, history, role="peer"):
     """One run's row of figures (None where the run has no such figure)."""
     if not history:
-        return {"run": label, "evaluations": 0}
+        return {"run": label, "role": role, "evaluations": 0}
     last = history[-1]
     heldout, training = last["heldout"], last.get("training") or {}
     sop = heldout.get("sentence_order_accuracy")
     train_sop = training.get("sentence_order_accuracy")
     return {
         "run": label,
+        "role": role,
         "evaluations": len(history),
         "steps": last["step"],
         "hours": last["elapsed_seconds"] / 3600,
@@ -84,8 +91,9 @@ def summarize(label, history):
 
 
 def targets(rows):
-    """[(target, met: bool or None when not measurable yet)] for the documents run (the first row)."""
-    documents, others = rows[0], rows[1:]
+    """[(target, met: bool or None when not measurable yet)] for the documents run (the first row); its
+    speed against the peer runs."""
+    documents, others = rows[0], [row for row in rows[1:] if row.get("role") == "peer"]
     if not documents.get("evaluations"):
         return []
     result = [
@@ -154,12 +162,13 @@ def plot(rows, path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work_dir", default="/tmp/albert_recipes",
-                        help="the recipes' work directory, holding runs/smallA3hD, runs/smallA3h and runs/hf_scratch")
+                        help="the recipes' work directory, holding the runs (runs/smallA3hM, runs/smallA3hD, "
+                             "runs/smallA3h, runs/hf_scratch)")
     parser.add_argument("--results_dir", default=RESULTS, help="where from_scratch.{md,json,png} go")
     args = parser.parse_args(argv)
 
-    rows = [summarize(label, read_history(os.path.join(args.work_dir, run, "eval_history.jsonl")))
-            for label, run in RUNS]
+    rows = [summarize(label, read_history(os.path.join(args.work_dir, run, "eval_history.jsonl")), role)
+            for label, run, role in RUNS]
     goals = targets(rows)
     lines = [table(rows)]
     if goals:

@@ -58,10 +58,10 @@ MODELS = {"tiny": "albert_tiny", "small": "albert_small"}
 # `data_format`: "instances" (static, dupe_factor copies) or "documents" (new pairs and masks every epoch,
 # made by run_pretraining's input pipeline; dupe_factor unused), evaluated on the held-out set while training.
 # `budget_hours`: run_pretraining --train_budget_hours (the step count and schedule fitted to it after the first
-# steps; `steps` is then only an upper bound).
+# steps; `steps` is then only an upper bound). `flags`: further run_pretraining flags.
 Recipe = collections.namedtuple(
     "Recipe", "model seq_length predictions dupe_factor batch optimizer learning_rate warmup steps run note jit_compile "
-    "data_format budget_hours", defaults=(False, "instances", 0.0))
+    "data_format budget_hours flags", defaults=(False, "instances", 0.0, ()))
 RECIPES = {
     "tiny_adamw": Recipe("tiny", 64, 10, 10, 64, "adamw", 2e-3, 400, 20000, "tinyA",
                          "AdamW at a high rate: collapses to one constant prediction"),
@@ -76,8 +76,12 @@ RECIPES = {
                                      "small_adamw_6k on documents: new pairs and masks every epoch", True,
                                      "documents"),
     "small_adamw_3h_dynamic": Recipe("small", 64, 10, 1, 64, "adamw", 5e-4, 1000, 200000, "smallA3hD",
-                                     "small_adamw on documents, its schedule fitted to a 3-hour budget", True,
-                                     "documents", 3.0),
+                                     "small_adamw on documents, one document's instances after another (the reader "
+                                     "before round-robin), its schedule fitted to a 3-hour budget", True,
+                                     "documents", 3.0, ("--input_mixed_documents=1",)),
+    "small_adamw_3h_mixed": Recipe("small", 64, 10, 1, 64, "adamw", 5e-4, 1000, 200000, "smallA3hM",
+                                   "small_adamw_3h_dynamic as run_pretraining reads documents by default: instances "
+                                   "drawn from 16 documents in turn", True, "documents", 3.0),
     "small_adamw_3h": Recipe("small", 64, 10, 10, 64, "adamw", 5e-4, 1000, 200000, "smallA3h",
                              "small_adamw on static dupe-10 instances, its schedule fitted to a 3-hour budget "
                              "(the baseline of small_adamw_3h_dynamic)", True, "instances", 3.0),
@@ -153,7 +157,8 @@ def train(work, recipe, spm, data=None, albert_config=None, output_dir=None, ste
                 *(["--jit_compile"] if recipe.jit_compile else []),
                 *([f"--eval_input_file={data_prefix(work, recipe, 'heldout')}", *EVAL_FLAGS]
                   if recipe.data_format == "documents" or recipe.budget_hours else []),
-                *([f"--train_budget_hours={recipe.budget_hours}"] if recipe.budget_hours else []), *extra_flags)
+                *([f"--train_budget_hours={recipe.budget_hours}"] if recipe.budget_hours else []), *recipe.flags,
+                *extra_flags)
 
 
 def evaluated_curve(run_dir, evaluate_steps):
@@ -207,6 +212,14 @@ def evaluate_cloze(work, recipe, curve):
     with open(cache_path, "w") as f:
         json.dump(result, f, indent=1)
     return result
+
+
+def figures_source(work, name, recipe, recorded):
+    """Where a recipe's figures come from: "run" (its run directory in `work`), "recorded" (the results
+    file's curve, from a run whose checkpoints are not kept), or None (never trained)."""
+    if os.path.isdir(os.path.join(work, "runs", recipe.run)):
+        return "run"
+    return "recorded" if recorded["curves"].get(name) else None
 
 
 def planned_steps(work, recipe):
@@ -327,11 +340,14 @@ def main(argv=None):
             continue
         if heldout not in levels:
             levels[heldout] = frequent_piece_level(heldout)
-        if os.path.isdir(os.path.join(work, "runs", recipe.run)):
+        source = figures_source(work, name, recipe, recorded)
+        if source is None:  # never trained here nor recorded: no row of zeros
+            continue
+        if source == "run":
             curve = evaluate(work, recipe)
             clozes[name] = evaluate_cloze(work, recipe, curve)
         else:  # trained on another machine (the checkpoints are not kept): its recorded figures stand
-            curve, clozes[name] = recorded["curves"].get(name, []), recorded["cloze"].get(name)
+            curve, clozes[name] = recorded["curves"][name], recorded["cloze"].get(name)
         curves[name] = (recipe, curve)
         rows.append(summarize(name, recipe, curve, levels[heldout], planned_steps(work, recipe)))
     write_results(rows, curves, clozes)
