@@ -17,7 +17,7 @@ vocabulary; both made by benchmarks/learning/pretraining_recipes.py's `prepare`)
      threads and the step share the same cores, so any cost shows);
   4. how batches mix documents (seq 64, batch 64, the default shuffle buffer):
      the documents stream with one document's instances after another
-     (--mixed_documents 1, the reader before round-robin) and as run_pretraining
+     (--input_mixed_documents=1, the reader before round-robin) and as run_pretraining
      reads it, against the static tool's shuffle over the whole corpus (batches
      drawn from the corpus's instances at random). Each instance of the stream
      is traced to its document by its bytes.
@@ -78,15 +78,14 @@ def reader_rate(prefix, spm, workers, batch, batches=150):
 
 def instance_owners(files, maker, epochs):
     """{instance bytes: document number} over `epochs` epochs, and each document's instances per epoch."""
-    import numpy as np
     import tensorflow as tf
+
+    from albert_tf.data.dynamic_instances import parse_document
 
     owners, counts = {}, []
     for path in files:
         for record in tf.data.TFRecordDataset(path):
-            feature = tf.train.Example.FromString(record.numpy()).features.feature
-            document = [np.array(feature[name].int64_list.value)
-                        for name in ("token_ids", "sentence_offsets", "document_id")]
+            document = [tensor.numpy() for tensor in parse_document(record)]
             for epoch in range(epochs):
                 made = maker.instances(epoch, *document)
                 for row in range(len(made["input_ids"])):
