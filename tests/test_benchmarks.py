@@ -109,10 +109,10 @@ def test_from_scratch_comparison_reads_the_runs_histories(tmp_path):
 
     from benchmarks.learning import from_scratch
 
-    def write(run, points, sop=None):
+    def write(run, points, sop=None, append=False):
         directory = tmp_path / "work" / run
-        directory.mkdir(parents=True)
-        with open(directory / "eval_history.jsonl", "w") as f:
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(directory / "eval_history.jsonl", "a" if append else "w") as f:
             for step, hours, at_mask in points:
                 heldout = {"masked_lm_accuracy_at_mask": at_mask, "masked_lm_accuracy": at_mask + 0.1}
                 record = {"step": step, "elapsed_seconds": hours * 3600, "heldout": heldout}
@@ -121,8 +121,15 @@ def test_from_scratch_comparison_reads_the_runs_histories(tmp_path):
                     record["training"] = {"sentence_order_accuracy": sop[1]}
                 f.write(json.dumps(record) + "\n")
 
+    def plan(run, steps, hugging_face=False):  # the step count each kind of run records for its budget
+        record = {"num_train_steps": steps} if hugging_face else {"train_budget": {"num_train_steps": steps}}
+        (tmp_path / "work" / run / ("train_budget.json" if hugging_face else "run_config.json")).write_text(
+            json.dumps(record))
+
     write("runs/smallA3hM", [(500, 0.5, 0.06), (1000, 1.0, 0.16), (1500, 1.5, 0.21), (2000, 3.0, 0.26)], (0.72, 0.75))
+    plan("runs/smallA3hM", 2000)
     write("runs/smallA3h", [(500, 0.5, 0.06), (1000, 1.5, 0.15), (2000, 3.0, 0.19)], (0.60, 0.80))
+    plan("runs/smallA3h", 2000)
     # The ablation (documents one at a time) is a row, not a speed target.
     write("runs/smallA3hD", [(500, 0.5, 0.06), (1000, 3.0, 0.17)], (0.60, 0.80))
     # Hugging Face's run has not been made: its row says so and its target cannot be judged yet.
@@ -140,6 +147,23 @@ def test_from_scratch_comparison_reads_the_runs_histories(tmp_path):
     assert "- 20% at [MASK] at least 1.5x sooner than albert_tf, static dupe 10: met" in text  # never: its 3 h
     assert "sooner than Hugging Face, MLM only: not yet measurable" in text
     assert (tmp_path / "results" / "from_scratch.png").stat().st_size > 0
+    assert "inside its budget" not in text
+
+    # Runs inside their budgets: steps say "N of M"; the candidate's end-of-budget figures wait for its end,
+    # and a peer that has not reached 20% yet is judged once its hours exceed 1.5x the candidate's.
+    write("runs/hf_scratch", [(500, 0.5, 0.05), (1000, 1.2, 0.10)])
+    plan("runs/hf_scratch", 3000, hugging_face=True)
+    plan("runs/smallA3hM", 4000)
+    from_scratch.main([f"--work_dir={tmp_path / 'work'}", f"--results_dir={tmp_path / 'results'}"])
+    text = (tmp_path / "results" / "from_scratch.md").read_text()
+    assert "| albert_tf, documents | 2,000 of 4,000 | 3.00 |" in text and "inside its budget" in text
+    assert "| Hugging Face, MLM only | 1,000 of 3,000 | 1.20 |" in text
+    assert "- held-out accuracy at [MASK] >= 25%: not yet measurable" in text
+    assert "sooner than albert_tf, static dupe 10: met" in text
+    assert "sooner than Hugging Face, MLM only: not yet measurable" in text  # 1.2 h < 1.5 x 1.5 h, still running
+    write("runs/hf_scratch", [(1500, 2.3, 0.11)], append=True)
+    from_scratch.main([f"--work_dir={tmp_path / 'work'}", f"--results_dir={tmp_path / 'results'}"])
+    assert "sooner than Hugging Face, MLM only: met" in (tmp_path / "results" / "from_scratch.md").read_text()
 
 
 def test_every_recipe_the_docs_and_the_demo_name_exists():

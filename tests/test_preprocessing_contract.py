@@ -31,7 +31,7 @@ def test_recorded_settings_are_the_defaults_and_contradictions_are_named():
         resolve_preprocessing(recorded, lower_case=True, source="m")
     assert str(refused.value.for_flags()).startswith("--do_lower_case=True contradicts m")  # as the tools say it
     forced = resolve_preprocessing(recorded, lower_case=True, force=True)
-    assert forced.lower_case and "--force" in forced.warnings[0]
+    assert forced.lower_case and forced.warnings[0].startswith("forced: lowercasing the input")
     longer = resolve_preprocessing(recorded, max_seq_length=48)
     assert longer.max_seq_length == 48 and "positions 32-47 were never trained" in longer.warnings[0]
     with pytest.raises(ValueError, match="^max_seq_length=65 exceeds the max_position_embeddings"):
@@ -72,7 +72,7 @@ def test_export_keeps_the_recorded_case_and_length_and_refuses_another_casing(ca
     forced = tool("export", f"--checkpoint={cased}", f"--output_dir={tmp_path / 'forced'}", "--do_lower_case",
                   "--force", "--max_seq_length=48", "--serving_warmup_batch_sizes=")
     assert forced.returncode == 0, forced.stderr[-2000:]
-    assert "Warning: --force" in forced.stdout and "were never trained" in forced.stdout
+    assert "Warning: forced: lowercasing" in forced.stdout and "were never trained" in forced.stdout
     too_long = tool("export", f"--checkpoint={cased}", f"--output_dir={tmp_path / 'y'}", "--max_seq_length=1000")
     assert too_long.returncode == 1 and "exceeds the max_position_embeddings (512)" in too_long.stderr
 

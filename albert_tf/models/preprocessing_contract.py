@@ -47,7 +47,7 @@ def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, defaul
                                f"{trained} text (its albert_tf.json records lower_case={bool(recorded_case)}): its "
                                "vocabulary and weights expect that casing. Leave the setting out to use the model's, "
                                "or pass <force>")
-        warnings.append(f"--force: {'lowercasing' if lower_case else 'keeping the case of'} the input for {source}, "
+        warnings.append(f"forced: {'lowercasing' if lower_case else 'keeping the case of'} the input for {source}, "
                         f"which was trained on {trained} text")
     if max_seq_length is None:
         max_seq_length = min(recorded_length or default_max_seq_length, positions)

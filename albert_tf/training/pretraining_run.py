@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 import time
+import typing
 
 import keras
 import tensorflow as tf
@@ -60,15 +61,31 @@ _RESUME_INVARIANTS = ("albert_config", "train_batch_size", "max_seq_length", "ma
 _INVARIANT_DEFAULTS = {"sentence_loss_weight": 1.0, "train_budget_hours": 0.0, "input_mixed_documents": 1}
 
 
-def _run_config(settings, config, train_files):
+class TrainingData(typing.NamedTuple):
+    """The training files and the data set they belong to, read once: its format (static instances or
+    tokenized documents) and metadata (None for files without, such as the original script's)."""
+    files: list
+    format: str
+    metadata: typing.Optional[dict]
+
+    @classmethod
+    def read(cls, files):
+        return cls(files, *data.data_set_format(files))
+
+    @property
+    def is_documents(self):
+        return self.format == DOCUMENTS_FORMAT
+
+
+def _run_config(settings, config, training_data):
     run_config = {name: getattr(settings, name) for name in _RESUME_INVARIANTS}
-    if data.data_set_format(train_files)[0] != DOCUMENTS_FORMAT:
+    if not training_data.is_documents:
         run_config["input_mixed_documents"] = None  # the order of static instances does not depend on it
     # The resolved model config, not the flag's string: a JSON edited in place between runs
     # (4 -> 12 layers keeps every variable's shape) must not relabel the old checkpoints.
     run_config["albert_config"] = config.to_dict()
     # The checkpointed input position is a position in these files; it means nothing in others.
-    run_config["input_files"] = list(train_files)
+    run_config["input_files"] = list(training_data.files)
     # And the whole config the run started with, as resolved (the lengths from the data).
     run_config["config"] = settings.to_json()
     return run_config
@@ -83,9 +100,9 @@ def _recorded(previous, key, current):
     return _INVARIANT_DEFAULTS.get(key)
 
 
-def _check_or_write_run_config(settings, output_dir, resuming, chief, config, train_files):
+def _check_or_write_run_config(settings, output_dir, resuming, chief, config, training_data):
     path = os.path.join(output_dir, RUN_CONFIG_FILE)
-    current = _run_config(settings, config, train_files)
+    current = _run_config(settings, config, training_data)
     if resuming and tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path) as f:
             previous = json.load(f)
@@ -129,11 +146,10 @@ def _check_spm_model_file(settings, output_dir, resuming):
                            f"started with ({stored}); pass that one, or train into a new <output_dir>")
 
 
-def _write_model_metadata(settings, output_dir, config, train_files):
+def _write_model_metadata(settings, output_dir, config, training_data):
     # The preprocessing contract (albert_tf.models.preprocessing_contract): the length, and the casing the
     # data was made with (data without metadata, such as the original script's, records none).
-    _, data_metadata = data.data_set_format(train_files)
-    casing = {"lower_case": data_metadata["config"]["lower_case"]} if data_metadata else {}
+    casing = {"lower_case": training_data.metadata["config"]["lower_case"]} if training_data.metadata else {}
     model_dir.write_metadata(output_dir, "pretrainer", config, max_seq_length=settings.max_seq_length,
                              max_predictions_per_seq=settings.max_predictions_per_seq, **casing)
     if not settings.spm_model_file:
@@ -195,7 +211,8 @@ def run(settings):
                                        max_predictions_per_seq=settings.max_predictions_per_seq or predictions)
     data.check_pretraining_files(train_files, settings.max_seq_length, settings.max_predictions_per_seq,
                                  config.vocab_size, spm_model_file=settings.spm_model_file)
-    if data.data_set_format(train_files)[0] == DOCUMENTS_FORMAT and not settings.spm_model_file:
+    training_data = TrainingData.read(train_files)
+    if training_data.is_documents and not settings.spm_model_file:
         raise SettingError(f"{settings.input_file} holds tokenized documents, made into instances while training: "
                            "pass <spm_model_file>, the SentencePiece model the data was made with (its word "
                            "boundaries and ordinary pieces drive the masking)")
@@ -218,7 +235,7 @@ def run(settings):
     tf.io.gfile.makedirs(output_dir)
     # One run per output directory: a second one would overwrite the first one's checkpoints.
     with exclusive_directory_lock(output_dir, "run_pretraining") if chief else contextlib.nullcontext():
-        return train_and_evaluate(settings, config, strategy, chief, output_dir, train_files, eval_files)
+        return train_and_evaluate(settings, config, strategy, chief, output_dir, training_data, eval_files)
 
 
 def _model_config(settings):
@@ -239,7 +256,7 @@ def _model_config(settings):
                                   source=f"albert_config={settings.albert_config} with vocab_size={vocab_size}")
 
 
-def train_and_evaluate(settings, config, strategy, chief, output_dir, train_files, eval_files):
+def train_and_evaluate(settings, config, strategy, chief, output_dir, training_data, eval_files):
     # Every worker saves (saving is collective under MultiWorkerMirroredStrategy); only the chief keeps its copy.
     checkpoint_dir = output_dir if chief else tempfile.mkdtemp(prefix="albert_tf_worker_ckpt_")
 
@@ -265,14 +282,14 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
             trainer = Trainer(strategy, model, optimizer, PretrainingObjective(settings.sentence_loss_weight),
                               settings.train_batch_size, settings.gradient_accumulation_steps,
                               jit_compile=settings.jit_compile)
-        iterator = iter(_worker_dataset(settings, strategy, train_files))
+        iterator = iter(_worker_dataset(settings, strategy, training_data))
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=trainer.step, iterator=iterator)
         return model, trainer, iterator, checkpoint, schedule_steps
 
     model, trainer, iterator, checkpoint, schedule_steps = build_training_state()
     candidates = model_dir.checkpoints_newest_first(output_dir)
     _check_or_write_run_config(settings, output_dir, resuming=bool(candidates), chief=chief, config=config,
-                               train_files=train_files)
+                               training_data=training_data)
     _check_spm_model_file(settings, output_dir, resuming=bool(candidates))
     if candidates:
         def restore(prefix):
@@ -290,7 +307,7 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=settings.keep_checkpoint_max,
                                          step_counter=trainer.step, checkpoint_name="ckpt")
     if chief:
-        _write_model_metadata(settings, output_dir, config, train_files)
+        _write_model_metadata(settings, output_dir, config, training_data)
 
     writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train")) if chief
               else tf.summary.create_noop_writer())
@@ -303,7 +320,8 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
                        if settings.eval_every_steps else None)
             budget = (BudgetKeeper(settings, schedule_steps, output_dir, chief, budget_plan, strategy)
                       if settings.train_budget_hours else None)
-            status = _train(settings, trainer, iterator, manager, writer, preemption, train_files, heldout, budget)
+            status = _train(settings, trainer, iterator, manager, writer, preemption, training_data.files, heldout,
+                            budget)
         if status == 0 and settings.do_eval:
             _evaluate(settings, trainer, strategy, eval_files, output_dir, chief)
     finally:
@@ -313,13 +331,13 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, train_file
     return status
 
 
-def _worker_dataset(settings, strategy, train_files):
+def _worker_dataset(settings, strategy, training_data):
     """This worker's share of the training input, in batches of train_batch_size / workers."""
     workers, worker_index = worker_layout(strategy)
     context = tf.distribute.InputContext(num_input_pipelines=workers, input_pipeline_id=worker_index,
                                         num_replicas_in_sync=strategy.num_replicas_in_sync)
-    data_format, metadata = data.data_set_format(train_files)
-    if data_format == DOCUMENTS_FORMAT:
+    train_files, metadata = training_data.files, training_data.metadata
+    if training_data.is_documents:
         tokenizer = AlbertTokenizer(settings.spm_model_file, lower_case=metadata["config"]["lower_case"])
         maker = EpochInstanceMaker(CreationConfig.from_json(metadata["config"]), tokenizer.word_start_table,
                                    tokenizer.normal_piece_ids, settings.seed)

@@ -57,6 +57,20 @@ def read_history(path):
     return sorted(records, key=lambda record: record["step"])
 
 
+def planned_steps(run_dir):
+    """The step count a run fitted to its budget, or None before it measured its step time: run_pretraining
+    records it in run_config.json ("train_budget"), the Hugging Face script in train_budget.json."""
+    for name, key in (("run_config.json", "train_budget"), ("train_budget.json", None)):
+        path = os.path.join(run_dir, name)
+        if os.path.isfile(path):
+            with open(path) as f:
+                plan = json.load(f)
+            plan = plan.get(key) if key else plan
+            if plan:
+                return plan["num_train_steps"]
+    return None
+
+
 def hours_to_reach(history, threshold):
     """Elapsed hours at the first evaluation with held-out accuracy at [MASK] >= threshold, or None."""
     for record in history:
@@ -65,11 +79,13 @@ def hours_to_reach(history, threshold):
     return None
 
 
-def summarize(label, history, role="peer"):
-    """One run's row of figures (None where the run has no such figure)."""
+def summarize(label, history, role="peer", planned=None):
+    """One run's row of figures (None where the run has no such figure). `planned`: the run's step count
+    (planned_steps); a run whose last evaluation is before it is still inside its budget."""
     if not history:
         return {"run": label, "role": role, "evaluations": 0}
     last = history[-1]
+    finished = planned is None or last["step"] >= planned
     heldout, training = last["heldout"], last.get("training") or {}
     sop = heldout.get("sentence_order_accuracy")
     train_sop = training.get("sentence_order_accuracy")
@@ -78,6 +94,8 @@ def summarize(label, history, role="peer"):
         "role": role,
         "evaluations": len(history),
         "steps": last["step"],
+        "planned_steps": planned,
+        "finished": finished,
         "hours": last["elapsed_seconds"] / 3600,
         "at_mask": heldout["masked_lm_accuracy_at_mask"],
         "best_at_mask": max(record["heldout"]["masked_lm_accuracy_at_mask"] for record in history),
@@ -92,26 +110,37 @@ def summarize(label, history, role="peer"):
 
 def targets(rows):
     """[(target, met: bool or None when not measurable yet)] for the documents run (the first row); its
-    speed against the peer runs."""
+    speed against the peer runs. The end-of-budget figures of a run still inside its budget are judged
+    at the end: None until then."""
     documents, others = rows[0], [row for row in rows[1:] if row.get("role") == "peer"]
     if not documents.get("evaluations"):
         return []
+
+    def final(figure, met):
+        return None if figure is None or not documents["finished"] else met
+
     result = [
-        (f"held-out accuracy at [MASK] >= {TARGET_AT_MASK:.0%}", documents["at_mask"] >= TARGET_AT_MASK),
+        (f"held-out accuracy at [MASK] >= {TARGET_AT_MASK:.0%}",
+         final(documents["at_mask"], documents["at_mask"] >= TARGET_AT_MASK)),
         (f"held-out sentence order >= {TARGET_SOP:.0%}",
-         None if documents["sop"] is None else documents["sop"] >= TARGET_SOP),
+         final(documents["sop"], documents["sop"] is not None and documents["sop"] >= TARGET_SOP)),
         (f"training and held-out sentence order within {TARGET_SOP_GAP * 100:.0f} points",
-         None if documents["sop_gap"] is None else abs(documents["sop_gap"]) <= TARGET_SOP_GAP),
+         final(documents["sop_gap"], documents["sop_gap"] is not None and abs(documents["sop_gap"]) <= TARGET_SOP_GAP)),
     ]
     mine = documents["hours_to_20"]
     for other in others:
         theirs = other.get("hours_to_20")
-        if not other.get("evaluations"):
+        if not other.get("evaluations") or (mine is None and not documents["finished"]):
             met = None
         elif mine is None:
             met = False
-        else:  # a run that never reached 20% took longer than its whole budget
-            met = (theirs if theirs is not None else other["hours"]) >= TARGET_SPEEDUP * mine
+        elif theirs is not None:
+            met = theirs >= TARGET_SPEEDUP * mine
+        elif other["finished"] or other["hours"] >= TARGET_SPEEDUP * mine:
+            # a run that never reached 20% took longer than its whole budget
+            met = other["hours"] >= TARGET_SPEEDUP * mine
+        else:
+            met = None
         result.append((f"20% at [MASK] at least {TARGET_SPEEDUP}x sooner than {other['run']}", met))
     return result
 
@@ -131,7 +160,8 @@ def table(rows):
         if not row.get("evaluations"):
             body.append([row["run"], "not run yet", *["-"] * (len(header) - 2)])
             continue
-        body.append([row["run"], fmt(row["steps"], "int"), fmt(row["hours"], "hours"), fmt(row["at_mask"], "pct"),
+        steps = fmt(row["steps"], "int") + ("" if row["finished"] else f" of {fmt(row['planned_steps'], 'int')}")
+        body.append([row["run"], steps, fmt(row["hours"], "hours"), fmt(row["at_mask"], "pct"),
                      fmt(row["best_at_mask"], "pct"), fmt(row["sop"], "pct"), fmt(row["train_sop"], "pct"),
                      fmt(row["sop_gap"], "points"), fmt(row["hours_to_15"], "hours"),
                      fmt(row["hours_to_20"], "hours")])
@@ -167,10 +197,14 @@ def main(argv=None):
     parser.add_argument("--results_dir", default=RESULTS, help="where from_scratch.{md,json,png} go")
     args = parser.parse_args(argv)
 
-    rows = [summarize(label, read_history(os.path.join(args.work_dir, run, "eval_history.jsonl")), role)
+    rows = [summarize(label, read_history(os.path.join(args.work_dir, run, "eval_history.jsonl")), role,
+                      planned_steps(os.path.join(args.work_dir, run)))
             for label, run, role in RUNS]
     goals = targets(rows)
     lines = [table(rows)]
+    if not all(row.get("finished", True) for row in rows):
+        lines.append("Steps \"N of M\": the run is still inside its budget (M steps fitted to it); its figures are "
+                     "those of its last evaluation.")
     if goals:
         lines.append("\n".join(f"- {goal}: {'met' if met else 'not yet measurable' if met is None else 'not met'}"
                                for goal, met in goals))

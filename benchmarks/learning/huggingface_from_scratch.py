@@ -19,7 +19,8 @@ The step count is fitted to --budget_hours from the step time measured after the
 one evaluation, as run_pretraining --train_budget_hours does. Every 500 steps the model is
 evaluated on WORK/d64/heldout, the records every albert_tf recipe is evaluated on (MLM accuracy over
 all masked positions and at [MASK] inputs); each evaluation is a line of
-WORK/runs/hf_scratch/eval_history.jsonl. A checkpoint every 500 steps: rerun the same command to
+WORK/runs/hf_scratch/eval_history.jsonl, and the fitted step count goes to train_budget.json beside
+it. A checkpoint every 500 steps: rerun the same command to
 resume (batches and masks are functions of the step, so a resumed run continues exactly).
 
 Needs torch and transformers (requirements-dev.txt).
@@ -141,6 +142,8 @@ def main(argv=None):
         step, plan = state["step"], state["plan"]
         previous_seconds = state.get("elapsed_seconds", 0.0)  # the clock continues across resumes
         print(f"Resuming at step {step}" + (f" of {plan['num_train_steps']}" if plan else ""), flush=True)
+    if plan:
+        write_plan(run_dir, plan)
     if os.path.exists(history_path):  # drop evaluations of steps after the checkpoint: they are redone
         with open(history_path) as f:
             kept = [line for line in f if line.strip() and json.loads(line)["step"] <= step]
@@ -181,12 +184,21 @@ def main(argv=None):
                 plan = plan_budget(args.budget_hours, elapsed + eval_seconds, step, timer.step_seconds, eval_seconds,
                                    EVERY, 10**6, args.warmup_steps).to_json()
                 total = plan["num_train_steps"]
+                write_plan(run_dir, plan)
                 print(f"Budget {args.budget_hours:g} h: {timer.step_seconds * 1000:.0f} ms/step -> {total:,} steps",
                       flush=True)
         if step % EVERY == 0 or step >= total:
             torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "plan": plan,
                         "elapsed_seconds": time.monotonic() - start}, checkpoint_path + ".tmp")
             os.replace(checkpoint_path + ".tmp", checkpoint_path)
+
+
+def write_plan(run_dir, plan):
+    """The budget plan beside the run, where benchmarks.learning.from_scratch reads the planned step count
+    (run_pretraining keeps it in run_config.json)."""
+    from albert_tf.file_utils import write_json_atomically
+
+    write_json_atomically(os.path.join(run_dir, "train_budget.json"), plan)
 
 
 if __name__ == "__main__":
