@@ -14,7 +14,6 @@ import stat
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from albert_tf.albert_config import AlbertConfig
