@@ -134,16 +134,17 @@ CONCLUSIONS = {
     "learning_vs_huggingface": "Hugging Face's ALBERT trained the same way lands where albert_tf does, within "
                                "noise: the flat [MASK] accuracy is the budget's, not a defect of albert_tf.",
     "pretraining_recipes": "AdamW at albert_small leaves the frequent-piece level after about 3,000 steps and "
-                           "reaches 23% at held-out [MASK] by 18,500; LAMB at batch 64 learns more slowly.",
+                           "reaches 23% at held-out [MASK] by 18,500 (23.5% in a 3-hour budget of 22,168 steps); LAMB at "
+                           "batch 64 learns more slowly.",
     "dynamic_input": "The documents reader makes about 150x the instances albert_small's step consumes, so the "
                      "step never waits, on 46-49x less disk than static dupe-10 instances; drawing from 16 "
                      "documents in turn keeps a long document from flooding batches (none over half one document, "
                      "against 7% read one document at a time).",
-    "from_scratch": "Partial: on documents read one document at a time albert_small reaches 20% at held-out "
-                    "[MASK] in 1.33 h and ends at 22.8%, memorizing sentence order (held-out 59%, training 80%) "
-                    "after about 32 passes over the 14 MB corpus; static copies reached 20% sooner (1.17 h, 1.92 "
-                    "of their 3 h run so far); the documents run with the reader's round-robin and Hugging Face's "
-                    "route are not run yet.",
+    "from_scratch": "Partial: in 3 hours static dupe-10 copies take albert_small to 23.5% at held-out [MASK] "
+                    "(20% at 1.17 h) and documents read one document at a time to 22.8% (1.33 h); both memorize "
+                    "sentence order (held-out 60% and 59%, training 88% and 80%) after about 32 passes over the "
+                    "14 MB corpus. The documents run with the reader's round-robin and Hugging Face's route are "
+                    "not run yet.",
     "paper_experiments": "At small scale the four sharing variants lie within about one point of each other "
                          "(Table 4); an NSP-trained model cannot do SOP (51.5%), as in the paper's Table 5.",
     "transfer": "The small recipe's checkpoint gains +3.1 SQuAD F1 (about 9 standard deviations) over random "
