@@ -2,7 +2,7 @@
 
 `open_for_inference(path)` takes what every inference tool is given: an albert_tf model
 directory (a checkpoint directory or a ckpt-N prefix) or an `albert_tf.export` directory
-(or its encoder SavedModel). It reads the model's albert_tf.json once, resolves casing and
+(or its encoder SavedModel). It reads the model's albert_tf.json, resolves casing and
 sequence length against the caller's explicit settings (albert_tf.models.preprocessing_contract:
 the recorded values by default, contradictions refused or warned about), finds the
 SentencePiece model stored with it, and loads the part asked for. `Embedder`, `MaskFiller`,

@@ -66,7 +66,7 @@ class TrainingData(typing.NamedTuple):
     tokenized documents) and metadata (None for files without, such as the original script's)."""
     files: list
     format: str
-    metadata: typing.Optional[dict]
+    metadata: dict | None
 
     @classmethod
     def read(cls, files):
