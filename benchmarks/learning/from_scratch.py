@@ -57,10 +57,14 @@ def read_history(path):
     return sorted(records, key=lambda record: record["step"])
 
 
+# Where benchmarks.learning.huggingface_from_scratch records its budget plan (run_pretraining: run_config.json).
+HUGGING_FACE_PLAN_FILE = "train_budget.json"
+
+
 def planned_steps(run_dir):
     """The step count a run fitted to its budget, or None before it measured its step time: run_pretraining
-    records it in run_config.json ("train_budget"), the Hugging Face script in train_budget.json."""
-    for name, key in (("run_config.json", "train_budget"), ("train_budget.json", None)):
+    records it in run_config.json ("train_budget"), the Hugging Face script in HUGGING_FACE_PLAN_FILE."""
+    for name, key in (("run_config.json", "train_budget"), (HUGGING_FACE_PLAN_FILE, None)):
         path = os.path.join(run_dir, name)
         if os.path.isfile(path):
             with open(path) as f:

@@ -197,8 +197,9 @@ def write_plan(run_dir, plan):
     """The budget plan beside the run, where benchmarks.learning.from_scratch reads the planned step count
     (run_pretraining keeps it in run_config.json)."""
     from albert_tf.file_utils import write_json_atomically
+    from benchmarks.learning.from_scratch import HUGGING_FACE_PLAN_FILE
 
-    write_json_atomically(os.path.join(run_dir, "train_budget.json"), plan)
+    write_json_atomically(os.path.join(run_dir, HUGGING_FACE_PLAN_FILE), plan)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ import sys
 
 
 from benchmarks.learning import cloze
+from benchmarks.learning.from_scratch import planned_steps as budget_steps
 from benchmarks.learning.learning_curve import evaluate_checkpoints
 from benchmarks.common import REPO, RESULTS, SHARED_CORPUS, child_env
 
@@ -224,10 +225,8 @@ def figures_source(work, name, recipe, recorded):
 
 def planned_steps(work, recipe):
     """The recipe's step count: its own, or the one its run fitted to its time budget (once measured)."""
-    path = os.path.join(work, "runs", recipe.run, "run_config.json")
-    if recipe.budget_hours and os.path.exists(path):
-        with open(path) as f:
-            return json.load(f).get("train_budget", {}).get("num_train_steps", recipe.steps)
+    if recipe.budget_hours:
+        return budget_steps(os.path.join(work, "runs", recipe.run)) or recipe.steps
     return recipe.steps
 
 
