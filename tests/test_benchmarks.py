@@ -103,6 +103,38 @@ def test_speed_family_smoke(tmp_path):
     assert [row.split(" | ")[0] for row in rows[1:]] == ["| albert_tf", "| huggingface"], rows
 
 
+def test_accelerator_feed_measures_the_step_and_the_builder_in_threads_and_processes(tmp_path_factory):
+    """The GPU benchmark's two parts at their smallest, on the CPU: a tiny model standing in for albert_small,
+    and the instance builder on a small corpus, which builds the same epoch however it is split."""
+    import json
+
+    from text_fixtures import train_small_spm, write_corpus
+
+    work = tmp_path_factory.mktemp("accelerator_feed")
+    spm = train_small_spm(tmp_path_factory)
+    corpus = write_corpus(work / "corpus.txt", num_documents=12, seed=3, paragraphs=True)
+    configs = work / "configs"
+    configs.mkdir()
+    tiny = json.loads((REPO_ROOT / "configs" / "albert_tiny.json").read_text())
+    (configs / "albert_small.json").write_text(json.dumps({**tiny, "vocab_size": 400}))
+    results = work / "results"
+    run_benchmark("benchmarks.speed.accelerator_feed", f"--corpus={corpus}", f"--spm_model_file={spm}",
+                  f"--configs_dir={configs}", "--models=albert_small", "--max_batches=1", "--no-compile",
+                  "--warmup_steps=1", "--steps=1", "--threads=1,2", "--processes=1,2", f"--results_dir={results}",
+                  results=results)
+    record = json.loads((results / "accelerator_feed.json").read_text())
+    assert [(row["model"], row["seq"], row["batch"]) for row in record["step"]] == [("albert_small", 64, 64)]
+    assert record["step"][0]["sequences_per_second"] > 0
+    builder = record["builder"]
+    assert [(row["kind"], row["workers"]) for row in builder if row["seq"] == 64] == [
+        ("threads", 1), ("threads", 2), ("processes", 1), ("processes", 2)]
+    for seq in (64, 128, 512):
+        counts = {row["instances_per_epoch"] for row in builder if row["seq"] == seq}
+        assert len(counts) == 1 and counts.pop() > 0, builder
+    table = (results / "accelerator_feed.md").read_text()
+    assert "| albert_small | 64 | 64 | eager |" in table and "| 512 | processes | 2 |" in table, table
+
+
 def test_from_scratch_comparison_reads_the_runs_histories(tmp_path):
     """benchmarks.learning.from_scratch: figures and targets from eval_history.jsonl files as the runs write them."""
     import json

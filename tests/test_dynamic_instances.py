@@ -56,9 +56,10 @@ def records(prefix):
     return [record.numpy() for record in tf.data.TFRecordDataset(expand_data_files(prefix))]
 
 
-def maker_for(spm_model, seed=CONFIG.seed):
+def maker_for(spm_model, seed=CONFIG.seed, processes=0):
     tokenizer = AlbertTokenizer(spm_model, lower_case=CONFIG.lower_case)
-    return EpochInstanceMaker(CONFIG, tokenizer.word_start_table, tokenizer.normal_piece_ids, seed)
+    return EpochInstanceMaker(CONFIG, tokenizer.word_start_table, tokenizer.normal_piece_ids, seed,
+                              processes=processes)
 
 
 def epoch_instances(prefix, maker, epoch):
@@ -220,6 +221,36 @@ def test_input_pipeline_yields_every_epoch_zero_instance_then_new_epochs_determi
     assert len(later) >= per_epoch and len(set(later)) == len(later)
     # The stream is the same with another number of input workers.
     assert stream(files, maker, 3 * per_epoch, num_workers=1) == got
+
+
+def test_builder_processes_make_the_same_stream_and_end_with_the_maker(data_sets, spm_model):
+    files = expand_data_files(data_sets["documents"][0])
+    in_threads = stream(files, maker_for(spm_model), 120, num_workers=2)
+    maker = maker_for(spm_model, processes=2)
+    try:
+        assert stream(files, maker, 120, num_workers=1) == in_threads  # (2 map threads: one per process)
+        children = maker.processes._children
+        assert len(children) == 2 and all(child.poll() is None for child in children)
+    finally:
+        maker.close()
+    assert all(child.returncode == 0 for child in children)
+    with pytest.raises(RuntimeError, match="closed"):
+        maker.instances(0, [5, 6, 7], [0, 3], [0, 0])
+
+
+def test_a_builder_process_failure_is_raised_in_the_training_process(spm_model):
+    maker = maker_for(spm_model, processes=1)
+    try:
+        with pytest.raises(RuntimeError, match="the instance builder failed in process(.|\\n)*IndexError"):
+            maker.instances(0, [5, 6, 7], [0, 3], [])  # no document id
+        assert maker.instances(0, [5, 6, 7], [0, 3], [0, 0])["input_ids"].shape[1:] == (CONFIG.instances.max_seq_length,)
+        child = maker.processes._children[0]
+        child.kill()
+        child.wait()
+        with pytest.raises(RuntimeError, match=f"instance builder process \\(pid {child.pid}\\) stopped"):
+            maker.instances(0, [5, 6, 7], [0, 3], [0, 0])
+    finally:
+        maker.close()
 
 
 def test_batches_draw_from_many_documents_in_turn(data_sets, spm_model):

@@ -230,3 +230,15 @@ def test_documents_need_the_vocabulary_and_evaluation_needs_instances(data, tmp_
                          for arg in args]
     result = run(documents_as_eval)
     assert result.returncode == 1 and "holds tokenized documents" in result.stderr
+
+
+def test_builder_processes_train_the_weights_threads_do_and_leave_no_process_behind(data, uninterrupted, tmp_path):
+    result = run(command(data, tmp_path, "--input_processes=2"))
+    assert result.returncode == 0, result.stderr
+    assert "document file(s), in 2 builder processes." in result.stdout
+    assert "in 2 input threads." in uninterrupted[1]
+    assert fingerprint(result.stdout) == fingerprint(uninterrupted[1])
+    lingering = subprocess.run(["pgrep", "-f", "albert_tf.data.builder_processes"], capture_output=True, text=True)
+    assert lingering.stdout == "", lingering.stdout
+    negative = run(command(data, tmp_path / "b", "--input_processes=-1"))
+    assert negative.returncode == 1 and "--input_processes must be >= 0, got -1" in negative.stderr

@@ -29,22 +29,19 @@ state policy is IGNORE): a resumed run continues with the very instances the
 uninterrupted run would have seen.
 
 Input workers: documents are built `num_workers` at a time in tf.data's
-threads; the builder spends most of its time in NumPy, which releases the GIL.
+threads. The builder's per-sequence loops hold Python's GIL, so threads stop
+adding up at about two; with `processes` the maker hands each document to one of
+that many builder processes instead (builder_processes), for hosts that must
+feed an accelerator faster than that. Either way the instances are the same.
 """
 
 import dataclasses
 
-import numpy as np
 import tensorflow as tf
 
+from albert_tf.data.builder_processes import BuilderProcesses, epoch_instances
 from albert_tf.data.pretraining_dataset import compression_of, to_model_inputs
-from albert_tf.data.pretraining_instances import (
-    FLOAT_FEATURES,
-    INT_FEATURES,
-    InstanceBuilder,
-    InstanceStats,
-    TokenizedDocument,
-)
+from albert_tf.data.pretraining_instances import FLOAT_FEATURES, INT_FEATURES, InstanceBuilder
 
 # Documents whose instances are drawn from in turn (make_dynamic_dataset). Enough that no document dominates
 # a batch beyond its share of the corpus; each costs memory (and iterator checkpoint bytes) for the rest
@@ -72,25 +69,28 @@ class EpochInstanceMaker:
         masking settings. Its seed is replaced by `seed`.
       word_start_table, random_piece_ids: from the SentencePiece model the data was made with.
       seed: the run's seed.
+      processes: build in this many child processes (started on first use; `close` ends them);
+        0: in the calling thread.
     """
 
-    def __init__(self, creation_config, word_start_table, random_piece_ids, seed):
+    def __init__(self, creation_config, word_start_table, random_piece_ids, seed, processes=0):
         instances = dataclasses.replace(creation_config.instances, dupe_factor=1)
         self.builder = InstanceBuilder(instances, word_start_table, random_piece_ids, seed)
         self.max_seq_length = instances.max_seq_length
         self.max_predictions_per_seq = instances.masking.max_predictions_per_seq
+        self.widths = {name: self._width(name) for name in INT_FEATURES + FLOAT_FEATURES}
+        self.processes = BuilderProcesses(self.builder, self.widths, processes) if processes else None
 
     def instances(self, epoch, token_ids, sentence_offsets, document_id):
         """The document's instances: {original feature name: array [n, ...]} (int32 ids, float32 weights)."""
-        document = TokenizedDocument(int(document_id[0]), int(document_id[1]), np.asarray(token_ids, np.int32),
-                                     np.asarray(sentence_offsets, np.int64))
-        batches = list(self.builder.build(document, [document], InstanceStats(), epoch=int(epoch)))
-        features = {}
-        for name in INT_FEATURES + FLOAT_FEATURES:
-            parts = [ints.get(name, floats.get(name)) for _, ints, floats in batches]
-            dtype = np.float32 if name in FLOAT_FEATURES else np.int32
-            features[name] = np.concatenate(parts).astype(dtype) if parts else np.zeros((0, self._width(name)), dtype)
-        return features
+        if self.processes:
+            return self.processes.instances(epoch, token_ids, sentence_offsets, document_id)
+        return epoch_instances(self.builder, self.widths, epoch, token_ids, sentence_offsets, document_id)
+
+    def close(self):
+        """Ends the builder processes, if any."""
+        if self.processes:
+            self.processes.close()
 
     def _width(self, name):
         """The length of one instance's feature `name`."""
@@ -123,7 +123,8 @@ def make_dynamic_dataset(files, batch_size, maker, seed, input_context=None, shu
     own documents when there are fewer files than pipelines. `mixed_documents`:
     how many documents' instances are drawn from in turn (1: a document's
     instances one after another). Their instances are part of the iterator's
-    saved position, as the shuffle buffer's are.
+    saved position, as the shuffle buffer's are. `num_workers`: documents built
+    at once (at least the maker's builder processes, if it has any).
     """
     if not files:
         raise ValueError("no document files")
@@ -147,7 +148,9 @@ def make_dynamic_dataset(files, batch_size, maker, seed, input_context=None, shu
         return records.map(lambda record: (epoch, record))
 
     documents = tf.data.Dataset.counter().flat_map(epoch_records)
-    instance_sets = documents.map(maker.tf_instances, num_parallel_calls=max(1, num_workers), deterministic=True)
+    # With builder processes, one map thread per process hands documents over and waits.
+    parallel = max(1, num_workers, maker.processes.count if maker.processes else 0)
+    instance_sets = documents.map(maker.tf_instances, num_parallel_calls=parallel, deterministic=True)
     if mixed_documents == 1:  # (unbatch, not a 1-cycle interleave: the saved positions of earlier runs restore)
         instances = instance_sets.unbatch()
     else:  # one instance from each document in turn (across epoch ends too, as the static tool's copies mix)

@@ -34,6 +34,7 @@ class PretrainingConfig(DistributionConfig):
     eval_every_steps: int = 0
     train_budget_hours: float = 0.0
     input_workers: int = 2
+    input_processes: int = 0
     input_mixed_documents: int = 16  # dynamic_instances.MIXED_DOCUMENTS (not imported: it needs TensorFlow)
     train_batch_size: int = 4096
     eval_batch_size: int = 8
@@ -66,7 +67,7 @@ class PretrainingConfig(DistributionConfig):
             raise SettingError(f"<num_warmup_steps> must be in [0, <num_train_steps>={self.num_train_steps}]")
         if self.learning_rate <= 0:
             raise SettingError(f"<learning_rate> must be > 0, got {self.learning_rate}")
-        check_at_least(self, ("sentence_loss_weight", "eval_every_steps", "train_budget_hours"), 0)
+        check_at_least(self, ("sentence_loss_weight", "eval_every_steps", "train_budget_hours", "input_processes"), 0)
         if self.optimizer not in OPTIMIZER_NAMES:
             raise SettingError(f"<optimizer> must be one of {OPTIMIZER_NAMES}, got {self.optimizer!r}")
         if (self.do_eval or self.eval_every_steps) and not self.eval_input_file:

@@ -338,13 +338,19 @@ def _worker_dataset(settings, strategy, training_data):
                                         num_replicas_in_sync=strategy.num_replicas_in_sync)
     train_files, metadata = training_data.files, training_data.metadata
     if training_data.is_documents:
+        print(f"Instances are made afresh every epoch from {len(train_files)} document file(s), in "
+              + (f"{settings.input_processes} builder processes." if settings.input_processes
+                 else f"{settings.input_workers} input threads."), flush=True)
         tokenizer = AlbertTokenizer(settings.spm_model_file, lower_case=metadata["config"]["lower_case"])
         maker = EpochInstanceMaker(CreationConfig.from_json(metadata["config"]), tokenizer.word_start_table,
-                                   tokenizer.normal_piece_ids, settings.seed)
+                                   tokenizer.normal_piece_ids, settings.seed, processes=settings.input_processes)
         return make_dynamic_dataset(train_files, settings.train_batch_size // workers, maker, settings.seed,
                                     input_context=context if workers > 1 else None,
                                     shuffle_buffer=settings.shuffle_buffer_size, num_workers=settings.input_workers,
                                     mixed_documents=settings.input_mixed_documents)
+    if settings.input_processes:
+        print("Warning: input_processes applies to documents data sets; static instances are read as written.",
+              flush=True)
     return data.make_pretraining_dataset(train_files, settings.train_batch_size // workers, settings.max_seq_length,
                                          settings.max_predictions_per_seq, seed=settings.seed, is_training=True,
                                          input_context=context if workers > 1 else None,

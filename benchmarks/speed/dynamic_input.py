@@ -7,11 +7,12 @@ vocabulary; both made by benchmarks/learning/pretraining_recipes.py's `prepare`)
   1. disk: the static recipe's data (seq 64, dupe factor 10) against the same
      text as documents (written once);
   2. the dynamic reader alone: instances/s of run_pretraining's documents
-     pipeline, with 1 and 2 input workers, at seq 64 (albert_small's recipe) and
+     pipeline, building instances in 1 and 2 input threads and in 2 builder
+     processes (--input_processes), at seq 64 (albert_small's recipe) and
      seq 128 (albert_base);
   3. run_pretraining itself, albert_small (seq 64, batch 64, XLA) and albert_base
      (seq 128, batch 8), on static instances and on documents with 1 and 2 input
-     workers: the median sequences/s of its progress lines after the first loop,
+     threads and 2 builder processes: the median sequences/s of its progress lines after the first loop,
      the best of --repeats runs made in alternation.
      Equal rates mean the step does not wait on input (on 2 cores the reader's
      threads and the step share the same cores, so any cost shows);
@@ -62,18 +63,22 @@ def disk_bytes(prefix):
         return sum(shard["bytes"] for shard in json.load(f)["shards"])
 
 
-def reader_rate(prefix, spm, workers, batch, batches=150):
-    """Instances/s of the documents pipeline alone (after 10 warm-up batches)."""
+def reader_rate(prefix, spm, workers, batch, processes=0, batches=150):
+    """Instances/s of the documents pipeline alone (after 10 warm-up batches), building in `workers` threads or
+    in `processes` builder processes."""
     from albert_tf.data.dynamic_instances import make_dynamic_dataset
 
-    files, maker = documents_maker(prefix, spm)
-    iterator = iter(make_dynamic_dataset(files, batch, maker, seed=1, num_workers=workers))
-    for _ in range(10):
-        next(iterator)
-    start = time.perf_counter()
-    for _ in range(batches):
-        next(iterator)
-    return batches * batch / (time.perf_counter() - start)
+    files, maker = documents_maker(prefix, spm, processes=processes)
+    try:
+        iterator = iter(make_dynamic_dataset(files, batch, maker, seed=1, num_workers=workers))
+        for _ in range(10):
+            next(iterator)
+        start = time.perf_counter()
+        for _ in range(batches):
+            next(iterator)
+        return batches * batch / (time.perf_counter() - start)
+    finally:
+        maker.close()
 
 
 def instance_owners(files, maker, epochs):
@@ -153,7 +158,7 @@ def batch_mixing(prefix, spm, batch=64, batches=1500, epochs=6):
             "batches": batches, "batch": batch, "rows": rows}
 
 
-def documents_maker(prefix, spm, seed=1):
+def documents_maker(prefix, spm, seed=1, processes=0):
     """The documents set's files and the instance maker run_pretraining would use on them."""
     from albert_tf.data.dynamic_instances import EpochInstanceMaker
     from albert_tf.data.pretraining_data_job import CreationConfig
@@ -164,20 +169,20 @@ def documents_maker(prefix, spm, seed=1):
     _, metadata = data_set_format(files)
     tokenizer = AlbertTokenizer(spm)
     return files, EpochInstanceMaker(CreationConfig.from_json(metadata["config"]), tokenizer.word_start_table,
-                                     tokenizer.normal_piece_ids, seed=seed)
+                                     tokenizer.normal_piece_ids, seed=seed, processes=processes)
 
 
-def training_rate(work, spm, prefix, model, steps, workers):
+def training_rate(work, spm, prefix, model, steps, workers, processes=0):
     """Median seq/s of run_pretraining's progress lines after the first loop (which compiles)."""
     name, config, seq, predictions, batch, jit = model
-    output_dir = os.path.join(work, "dynamic_input_runs", f"{name}-{os.path.basename(prefix)}-{workers}")
+    output_dir = os.path.join(work, "dynamic_input_runs", f"{name}-{os.path.basename(prefix)}-{workers}-{processes}")
     subprocess.run(["rm", "-rf", output_dir], check=True)
     command = [sys.executable, "-m", "albert_tf.run_pretraining", f"--input_file={prefix}",
                f"--albert_config={os.path.join(work, config + '.json')}", f"--output_dir={output_dir}",
                f"--spm_model_file={spm}", f"--max_seq_length={seq}", f"--max_predictions_per_seq={predictions}",
                f"--train_batch_size={batch}", "--optimizer=adamw", "--learning_rate=5e-4", "--num_warmup_steps=10",
                f"--num_train_steps={steps}", "--iterations_per_loop=5", "--save_checkpoints_steps=100000",
-               f"--input_workers={workers}", *(["--jit_compile"] if jit else [])]
+               f"--input_workers={workers}", f"--input_processes={processes}", *(["--jit_compile"] if jit else [])]
     result = subprocess.run(command, capture_output=True, text=True, cwd=REPO,
                             env=child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1"))
     if result.returncode != 0:
@@ -187,6 +192,15 @@ def training_rate(work, spm, prefix, model, steps, workers):
 
 
 PARTS = ("disk", "reader", "training", "mixing")
+# How the documents reader builds instances: (input threads, builder processes; 0: build in the threads).
+READERS = ((1, 0), (2, 0), (2, 2))
+
+
+def builders(workers, processes):
+    """'2 input threads' or '2 builder processes'."""
+    if processes:
+        return f"{processes} builder process{'es' if processes > 1 else ''}"
+    return f"{workers} input thread{'s' if workers > 1 else ''}"
 
 
 def main(argv=None):
@@ -226,9 +240,10 @@ def main(argv=None):
             record["disk"][f"seq {seq}"] = {fmt: disk_bytes(prefix) for fmt, prefix in sets.items()}
         if "mixing" in parts and seq == 64:
             record["mixing"] = batch_mixing(sets["documents"], spm, batch=batch)
-        for workers in (1, 2) if "reader" in parts else ():
+        for workers, processes in READERS if "reader" in parts else ():
+            rate = reader_rate(sets["documents"], spm, workers, batch, processes)
             record["reader"].append({"seq": seq, "batch": batch, "input_workers": workers,
-                                     "instances_per_second": reader_rate(sets["documents"], spm, workers, batch)})
+                                     "builder_processes": processes, "instances_per_second": rate})
             print(record["reader"][-1], flush=True)
         if "training" in parts:
             record["training"] += training_rates(work, spm, sets, model, args.steps, args.repeats)
@@ -237,12 +252,13 @@ def main(argv=None):
 
 def training_rates(work, spm, sets, model, steps, repeats):
     name, _, seq, _, batch, _ = model
-    inputs = (("static instances", sets["instances"], 2), ("documents, 1 input worker", sets["documents"], 1),
-              ("documents, 2 input workers", sets["documents"], 2))
-    rates = {label: [] for label, _, _ in inputs}
+    inputs = [("static instances", sets["instances"], 2, 0)]
+    inputs += [(f"documents, {builders(workers, processes)}", sets["documents"], workers, processes)
+               for workers, processes in READERS]
+    rates = {label: [] for label, _, _, _ in inputs}
     for _ in range(repeats):  # alternating, so that drift in the machine's speed hits every input alike
-        for label, prefix, workers in inputs:
-            rates[label].append(training_rate(work, spm, prefix, model, steps, workers))
+        for label, prefix, workers, processes in inputs:
+            rates[label].append(training_rate(work, spm, prefix, model, steps, workers, processes))
             print(name, label, rates[label][-1], flush=True)
     return [{"model": name, "seq": seq, "batch": batch, "input": label, "sequences_per_second": max(values),
              "all": values} for label, values in rates.items()]
@@ -264,8 +280,8 @@ def results_text(record):
     cpu = record["cpu"]
     disk_rows = [[size, f"{sizes['instances'] / 2**20:,.1f} MiB", f"{sizes['documents'] / 2**20:,.1f} MiB",
                   f"{sizes['instances'] / sizes['documents']:.1f}x"] for size, sizes in record["disk"].items()]
-    reader_rows = [[r["seq"], r["batch"], r["input_workers"], f"{r['instances_per_second']:,.0f}"]
-                   for r in record["reader"]]
+    reader_rows = [[r["seq"], r["batch"], builders(r["input_workers"], r.get("builder_processes", 0)),
+                    f"{r['instances_per_second']:,.0f}"] for r in record["reader"]]
     training_rows = [[r["model"], r["seq"], r["batch"], r["input"], f"{r['sequences_per_second']:.1f}"]
                      for r in record["training"]]
     blocks = []
@@ -273,7 +289,7 @@ def results_text(record):
         blocks.append(markdown_table(["length", "static instances (dupe 10)", "documents", "ratio"], disk_rows))
     if reader_rows:
         blocks.append(f"CPU: {cpu.get('reader')}\n\n" + markdown_table(
-            ["seq", "batch", "input workers", "instances/s (reader alone)"], reader_rows))
+            ["seq", "batch", "instances built in", "instances/s (reader alone)"], reader_rows))
     if training_rows:
         blocks.append(f"CPU: {cpu.get('training')}\n\n" + markdown_table(
             ["model", "seq", "batch", "input", "run_pretraining seq/s (best of the runs' medians)"], training_rows))
