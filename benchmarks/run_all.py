@@ -149,9 +149,9 @@ CONCLUSIONS = {
                      "documents in turn keeps a long document from flooding batches (none over half one document, "
                      "against 7% read one document at a time).",
     "accelerator_feed": "An H200 consumes 5,670 albert_base sequences/s at seq 128 and 1,317 at 512 (compiled), "
-                        "which two of the reader's threads build 4.8-5.2x over; albert_small at batch 1024 consumes "
-                        "101,867, 2.7x what any number of threads builds (the GIL caps them at 37,315), while 8-16 "
-                        "builder processes (--input_processes) build 112,118-119,090.",
+                        "which two of the reader's threads build 3-5x over; albert_small at batch 1024 consumes "
+                        "101,867, 2.6x what any number of threads builds (the GIL holds them under 39,000), while "
+                        "16 builder processes (--input_processes) build 79,000-110,000.",
     "from_scratch": "Partial: in 3 hours static dupe-10 copies take albert_small to 23.5% at held-out [MASK] "
                     "(20% at 1.17 h) and documents read one document at a time to 22.8% (1.33 h); both memorize "
                     "sentence order (held-out 60% and 59%, training 88% and 80%) after about 32 passes over the "

@@ -118,21 +118,27 @@ def test_accelerator_feed_measures_the_step_and_the_builder_in_threads_and_proce
     tiny = json.loads((REPO_ROOT / "configs" / "albert_tiny.json").read_text())
     (configs / "albert_small.json").write_text(json.dumps({**tiny, "vocab_size": 400}))
     results = work / "results"
-    run_benchmark("benchmarks.speed.accelerator_feed", f"--corpus={corpus}", f"--spm_model_file={spm}",
-                  f"--configs_dir={configs}", "--models=albert_small", "--max_batches=1", "--no-compile",
-                  "--warmup_steps=1", "--steps=1", "--threads=1,2", "--processes=1,2", f"--results_dir={results}",
-                  results=results)
+    step_flags = (f"--configs_dir={configs}", "--models=albert_small", "--max_batches=1", "--no-compile",
+                  "--warmup_steps=1", "--steps=1", f"--results_dir={results}")
+    run_benchmark("benchmarks.speed.accelerator_feed", f"--corpus={corpus}", f"--spm_model_file={spm}", *step_flags,
+                  "--threads=1,2", "--processes=1,2", "--builder_processes=1,2", results=results)
     record = json.loads((results / "accelerator_feed.json").read_text())
     assert [(row["model"], row["seq"], row["batch"]) for row in record["step"]] == [("albert_small", 64, 64)]
     assert record["step"][0]["sequences_per_second"] > 0
     builder = record["builder"]
     assert [(row["kind"], row["workers"]) for row in builder if row["seq"] == 64] == [
-        ("threads", 1), ("threads", 2), ("processes", 1), ("processes", 2)]
+        ("threads", 1), ("threads", 2), ("processes", 1), ("processes", 2), ("builder processes", 1),
+        ("builder processes", 2)]
     for seq in (64, 128, 512):
         counts = {row["instances_per_epoch"] for row in builder if row["seq"] == seq}
         assert len(counts) == 1 and counts.pop() > 0, builder
     table = (results / "accelerator_feed.md").read_text()
-    assert "| albert_small | 64 | 64 | eager |" in table and "| 512 | processes | 2 |" in table, table
+    assert "| albert_small | 64 | 64 | eager |" in table and "| 512 | builder processes | 2 |" in table, table
+    # Measuring one part again keeps the other's recorded figures and command.
+    run_benchmark("benchmarks.speed.accelerator_feed", "--parts=step", *step_flags, results=results)
+    again = json.loads((results / "accelerator_feed.json").read_text())
+    assert again["builder"] == builder and "--parts=step" in again["commands"]["step"]
+    assert "--parts=step" not in again["commands"]["builder"]
 
 
 def test_from_scratch_comparison_reads_the_runs_histories(tmp_path):

@@ -2,9 +2,9 @@
 
 The documents reader (dynamic_instances) runs the data tool's InstanceBuilder on
 every document of every epoch. Its per-sequence loops hold Python's GIL, so the
-reader's threads do not add up: on a 16-core host, threads built at most about
-37,000 seq-64 instances/s however many there were, where an H200 consumes about
-100,000 of albert_small's sequences/s (benchmarks/speed/accelerator_feed.py).
+reader's threads do not add up: on a 16-core host, threads built under 39,000
+seq-64 instances/s however many there were, where an H200 consumes about 100,000
+of albert_small's sequences/s at batch 1024 (benchmarks/speed/accelerator_feed.py).
 BuilderProcesses runs the builder in child processes instead, each with its own
 GIL; the reader's threads then only hand documents over and wait.
 
@@ -31,6 +31,14 @@ import numpy as np
 from albert_tf.data.pretraining_instances import FLOAT_FEATURES, INT_FEATURES, InstanceStats, TokenizedDocument
 
 _LENGTH = struct.Struct("<Q")
+
+
+def feature_widths(max_seq_length, max_predictions_per_seq):
+    """{original feature name: the length of one instance's feature}."""
+    widths = {name: max_seq_length for name in INT_FEATURES + FLOAT_FEATURES}
+    widths.update({name: max_predictions_per_seq for name in widths if name.startswith("masked_lm")})
+    widths["next_sentence_labels"] = 1
+    return widths
 
 
 def epoch_instances(builder, widths, epoch, token_ids, sentence_offsets, document_id):

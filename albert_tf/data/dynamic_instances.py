@@ -39,7 +39,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from albert_tf.data.builder_processes import BuilderProcesses, epoch_instances
+from albert_tf.data.builder_processes import BuilderProcesses, epoch_instances, feature_widths
 from albert_tf.data.pretraining_dataset import compression_of, to_model_inputs
 from albert_tf.data.pretraining_instances import FLOAT_FEATURES, INT_FEATURES, InstanceBuilder
 
@@ -78,7 +78,7 @@ class EpochInstanceMaker:
         self.builder = InstanceBuilder(instances, word_start_table, random_piece_ids, seed)
         self.max_seq_length = instances.max_seq_length
         self.max_predictions_per_seq = instances.masking.max_predictions_per_seq
-        self.widths = {name: self._width(name) for name in INT_FEATURES + FLOAT_FEATURES}
+        self.widths = feature_widths(self.max_seq_length, self.max_predictions_per_seq)
         self.processes = BuilderProcesses(self.builder, self.widths, processes) if processes else None
 
     def instances(self, epoch, token_ids, sentence_offsets, document_id):
@@ -91,12 +91,6 @@ class EpochInstanceMaker:
         """Ends the builder processes, if any."""
         if self.processes:
             self.processes.close()
-
-    def _width(self, name):
-        """The length of one instance's feature `name`."""
-        if name == "next_sentence_labels":
-            return 1
-        return self.max_predictions_per_seq if name.startswith("masked_lm") else self.max_seq_length
 
     def _numpy_call(self, epoch, token_ids, sentence_offsets, document_id):
         features = self.instances(epoch, token_ids, sentence_offsets, document_id)
@@ -111,7 +105,7 @@ class EpochInstanceMaker:
                                     stateful=False)
         features = {}
         for name, value in zip(names, outputs):
-            features[name] = tf.ensure_shape(value, [None, self._width(name)])
+            features[name] = tf.ensure_shape(value, [None, self.widths[name]])
         return features
 
 

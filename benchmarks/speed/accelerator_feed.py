@@ -1,7 +1,7 @@
 r"""Would the documents reader keep a GPU fed? An accelerator's appetite against the instance builder's rate.
 
   python -m benchmarks.speed.accelerator_feed --corpus=TRAIN_TEXT --spm_model_file=SPM_MODEL \
-      [--parts=step,builder] [--threads=1,2,4,8] [--processes=1,2,4,8,16]
+      [--parts=step,builder] [--threads=1,2,4,8] [--processes=1,2,4,8,16] [--builder_processes=1,2,4,8,16]
 
 benchmarks/speed/dynamic_input.py measures the reader against albert_tf's own step on the development
 machine's 2 CPU cores, where the step is slow (141 sequences/s for albert_small) and the reader about
@@ -18,13 +18,16 @@ TensorFlow at all:
   2. builder: instances/s of the reader's instance builder (albert_tf.data.pretraining_instances, the code
      every input worker of run_pretraining's documents pipeline runs: pairs, truncation, n-gram masking) on
      this machine's host CPU, over a corpus tokenized as create_pretraining_data does, with 1..N threads (how
-     tf.data's input workers run it: NumPy releases the GIL only part of the time) and 1..N processes (what a
-     process-parallel reader could reach).
+     tf.data's input workers run it: NumPy releases the GIL only part of the time), 1..N processes each
+     building its share of the documents (what processes could reach at best), and 1..N builder processes fed
+     document by document from as many threads, as run_pretraining --input_processes runs them
+     (albert_tf.data.builder_processes: each document and its instances cross a pipe as a pickle).
 The reader's own pipeline (record parsing, round-robin, shuffle, batching) is TensorFlow and is measured by
 dynamic_input.py; on the development machine it made 21,000-31,000 instances/s, about the builder's rate on
 one thread there, so the builder is the reader's ceiling.
 
-Writes benchmarks/results/accelerator_feed.{json,md} (--results_dir elsewhere), part by part as each ends.
+Writes benchmarks/results/accelerator_feed.{json,md} (--results_dir elsewhere), part by part as each ends;
+the recorded figures of a part not measured are kept.
 Needs torch and transformers for `step` (a CUDA GPU, else it runs on the CPU and says so), sentencepiece and
 NumPy for `builder`.
 """
@@ -228,12 +231,35 @@ def _build_share(worker):
     return build_instances(builder, documents[worker::workers], epoch)
 
 
+def through_builder_processes(builder, documents, workers, epoch, seq, predictions):
+    """Instances/s of `workers` BuilderProcesses children fed one document at a time from as many threads."""
+    from albert_tf.data.builder_processes import BuilderProcesses, feature_widths
+
+    children = BuilderProcesses(builder, feature_widths(seq, predictions), workers)
+
+    def build(share):
+        return sum(len(children.instances(epoch, document.tokens, document.offsets,
+                                          [document.file_index, document.document_index])["input_ids"])
+                   for document in share)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            list(pool.map(build, [documents[-workers:][worker:worker + 1] for worker in range(workers)]))  # start
+            start = time.perf_counter()
+            counts = list(pool.map(build, [documents[worker::workers] for worker in range(workers)]))
+        return sum(counts) / (time.perf_counter() - start), sum(counts)
+    finally:
+        children.close()
+
+
 def builder_rate(documents, tokenizer, seq, predictions, workers, kind, epoch=1):
-    """Instances/s of `workers` threads or processes building one epoch of `documents` (largest first, dealt
-    round-robin, so that one book does not leave the others idle)."""
+    """Instances/s of `workers` threads, processes or builder processes building one epoch of `documents`
+    (largest first, dealt round-robin, so that one book does not leave the others idle)."""
     global _shares
     ordered = sorted(documents, key=lambda document: -len(document.tokens))
     builder = make_builder(tokenizer, seq, predictions)
+    if kind == "builder processes":
+        return through_builder_processes(builder, ordered, workers, epoch, seq, predictions)
     if kind == "threads":
         build_instances(builder, ordered[:workers], epoch)  # warm-up: first calls into NumPy and the builder
         start = time.perf_counter()
@@ -257,7 +283,8 @@ def measure_builder(args, record, save):
                                 "tokenize_seconds": time.perf_counter() - started}
     rows = record.setdefault("builder", [])
     for seq, predictions in BUILDER_SHAPES:
-        for kind, counts in (("threads", args.threads), ("processes", args.processes)):
+        for kind, counts in (("threads", args.threads), ("processes", args.processes),
+                             ("builder processes", args.builder_processes)):
             for workers in counts:
                 rate, instances = builder_rate(documents, tokenizer, seq, predictions, workers, kind)
                 rows.append({"seq": seq, "kind": kind, "workers": workers, "instances_per_second": rate,
@@ -267,6 +294,19 @@ def measure_builder(args, record, save):
 
 
 # --- tables ----------------------------------------------------------------------------------------------
+
+
+def recorded_figures(results_dir):
+    """The recorded results (each part with the command that measured it), to keep the parts not measured."""
+    record = {"commands": {}}
+    path = os.path.join(results_dir, "accelerator_feed.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            record.update(json.load(f))
+    if "command" in record:  # the first recording: one command measured both parts
+        command = record.pop("command")
+        record["commands"] = {part: command for part in PARTS if record.get(part)}
+    return record
 
 
 def results_text(record):
@@ -306,7 +346,10 @@ def main(argv=None):
     parser.add_argument("--warmup_steps", type=int, default=10, help="step: untimed steps first")
     parser.add_argument("--steps", type=int, default=20, help="step: steps per timed stretch (3 stretches)")
     parser.add_argument("--threads", type=integers, default=[1, 2, 4, 8], help="builder: thread counts")
-    parser.add_argument("--processes", type=integers, default=[1, 2, 4, 8, 16], help="builder: process counts")
+    parser.add_argument("--processes", type=integers, default=[1, 2, 4, 8, 16],
+                        help="builder: process counts, each process building its share of the documents")
+    parser.add_argument("--builder_processes", type=integers, default=[1, 2, 4, 8, 16],
+                        help="builder: albert_tf.data.builder_processes children, fed from as many threads")
     parser.add_argument("--results_dir", default=RESULTS, help="where accelerator_feed.{json,md} go")
     args = parser.parse_args(argv)
     parts = [part for part in args.parts.split(",") if part]
@@ -317,7 +360,11 @@ def main(argv=None):
         parser.error("the builder part needs --corpus and --spm_model_file")
     args.models = [name for name in args.models.split(",") if name]
 
-    record = {"command": " ".join(["python -m benchmarks.speed.accelerator_feed"] + (argv or sys.argv[1:]))}
+    record = recorded_figures(args.results_dir)
+    command = " ".join(["python -m benchmarks.speed.accelerator_feed"] + (argv or sys.argv[1:]))
+    for part in parts:
+        record["commands"][part] = command
+        record[part] = []
 
     def save():  # after every measurement, so that a run cut short keeps what it measured
         os.makedirs(args.results_dir, exist_ok=True)
