@@ -10,7 +10,13 @@ import sys
 import pytest
 
 from albert_tf.settings import SettingError
-from albert_tf.training.learning_phase import FREQUENT_PIECE, LEARNING, MEMORIZING, learning_phase
+from albert_tf.training.learning_phase import (
+    FREQUENT_PIECE,
+    LEARNING,
+    MEMORIZING,
+    TREND_EVALUATIONS,
+    learning_phase,
+)
 from albert_tf.training.train_budget import plan_budget
 from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
 from test_run_pretraining import REPO_ROOT, environment, fingerprint, free_port, kill_then_resume, run
@@ -210,15 +216,32 @@ def metrics(at_mask=0.3, sop=0.7, mlm_loss=4.0):
 def test_the_phase_rule():
     assert learning_phase(metrics(at_mask=0.06), metrics(), 0.05).name == FREQUENT_PIECE
     assert learning_phase(metrics(at_mask=0.2), metrics(), 0.05).name == LEARNING
-    assert learning_phase(metrics(at_mask=0.2), None, 0.05, metrics()).name == LEARNING
+    assert learning_phase(metrics(at_mask=0.2), None, 0.05, [metrics()]).name == LEARNING
     # Training pulling away while the held-out loss no longer falls: memorizing.
-    stalled = metrics(at_mask=0.2, sop=0.6)
+    stalled = [metrics(at_mask=0.2, sop=0.6)]
     memorizing = learning_phase(metrics(at_mask=0.2, sop=0.6), metrics(sop=0.82), 0.05, stalled)
     assert memorizing.name == MEMORIZING and "0.820" in memorizing.reason
-    assert learning_phase(metrics(mlm_loss=5.0), metrics(mlm_loss=4.0), 0.05, metrics(mlm_loss=5.0)).name == MEMORIZING
+    assert learning_phase(metrics(mlm_loss=5.0), metrics(mlm_loss=4.0), 0.05, [metrics(mlm_loss=5.0)]).name == MEMORIZING
     # The same gaps while the held-out loss still falls, or at the first evaluation (no trend yet): learning.
-    assert learning_phase(metrics(mlm_loss=5.0), metrics(mlm_loss=4.0), 0.05, metrics(mlm_loss=5.1)).name == LEARNING
+    assert learning_phase(metrics(mlm_loss=5.0), metrics(mlm_loss=4.0), 0.05, [metrics(mlm_loss=5.1)]).name == LEARNING
     assert learning_phase(metrics(sop=0.6), metrics(sop=0.82), 0.05).name == LEARNING
+
+
+def test_the_phase_reads_the_held_out_trend_over_the_last_evaluations_and_holds_memorizing():
+    """Late in a run the held-out loss falls by about the threshold per evaluation, with noise as large: the
+    trend is read over TREND_EVALUATIONS evaluations, and a memorizing run must beat twice the threshold to be
+    called learning again, so that the phase does not change at every evaluation."""
+    def phase(losses, previous=None):
+        earlier = [metrics(sop=0.6, mlm_loss=loss) for loss in losses[:-1]]
+        return learning_phase(metrics(sop=0.6, mlm_loss=losses[-1]), metrics(sop=0.82), 0.05, earlier, previous).name
+
+    assert TREND_EVALUATIONS == 4
+    noisy_last = [4.048, 4.036, 4.024, 4.002, 4.000]  # 0.012 per evaluation over four, 0.002 over the last
+    assert phase(noisy_last) == LEARNING
+    assert phase(noisy_last, previous=MEMORIZING) == MEMORIZING  # 0.012 < twice 0.01
+    assert phase([4.1, 4.075, 4.05, 4.025, 4.0], previous=MEMORIZING) == LEARNING  # 0.025 per evaluation
+    # Only the last four evaluations count: a steep start long ago does not hide a stall now.
+    assert phase([4.2, 4.1, 4.004, 4.003, 4.002, 4.001, 4.0]) == MEMORIZING
 
 
 def test_documents_need_the_vocabulary_and_evaluation_needs_instances(data, tmp_path):

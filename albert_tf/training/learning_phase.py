@@ -19,8 +19,10 @@ the training batches alone cannot tell them apart:
                         accuracy exceeds held-out by more than MEMORIZING_SOP_GAP,
                         or the held-out MLM loss exceeds the training MLM loss by
                         more than MEMORIZING_MLM_LOSS_GAP nats, and the held-out
-                        MLM loss fell by less than MIN_HELDOUT_IMPROVEMENT since
-                        the previous evaluation. The model learns the training
+                        MLM loss fell by less than MIN_HELDOUT_IMPROVEMENT per
+                        evaluation over the last TREND_EVALUATIONS evaluations
+                        (twice that to leave the phase once in it: see below).
+                        The model learns the training
                         set's fixed pairs and masks (static data repeated many
                         epochs: albert_tf's best static run on a 14 MB corpus
                         reached training SOP 0.82 against held-out 0.60). A gap
@@ -30,6 +32,14 @@ the training batches alone cannot tell them apart:
                         its held-out MLM loss 0.34 above training at step 8,000,
                         still falling by 0.03-0.04 per 500 steps, its held-out
                         accuracy at [MASK] still rising).
+
+Why a trend over several evaluations, and a higher bar to leave memorizing:
+late in a run the held-out MLM loss falls by about MIN_HELDOUT_IMPROVEMENT per
+evaluation, and from one evaluation to the next its noise is as large, so a rule
+reading the last two evaluations called the same run memorizing and learning by
+turns (every other evaluation of albert_tf's 3-hour runs on the 14 MB corpus,
+from about step 12,000). Over four evaluations and with that hysteresis the
+same histories change phase once, or twice around one early blip.
 
 The thresholds are stated here, and the same ones are used by the progress
 output, TensorBoard (eval/phase) and the JSON-lines history;
@@ -41,7 +51,9 @@ import dataclasses
 FREQUENT_PIECE_MARGIN = 0.02
 MEMORIZING_SOP_GAP = 0.10
 MEMORIZING_MLM_LOSS_GAP = 0.30
-MIN_HELDOUT_IMPROVEMENT = 0.01  # nats of held-out MLM loss between two evaluations
+MIN_HELDOUT_IMPROVEMENT = 0.01  # nats of held-out MLM loss per evaluation, over the trend's evaluations
+TREND_EVALUATIONS = 4  # earlier evaluations the held-out trend is read over
+LEAVE_MEMORIZING_FACTOR = 2  # a memorizing run is learning again when the trend beats the threshold this much
 
 FREQUENT_PIECE = "frequent-piece level"
 LEARNING = "learning from context"
@@ -60,16 +72,20 @@ class Phase:
         return PHASES.index(self.name)
 
 
-def learning_phase(heldout, training, frequent_piece_level, previous_heldout=None):
+def learning_phase(heldout, training, frequent_piece_level, earlier_heldout=(), previous_phase=None):
     """The Phase of a run, from held-out and recent training metric dicts (metrics_from_sums names).
 
-    `training` may be None (no training steps since the last evaluation), and
-    `previous_heldout` (the previous evaluation's) None at the first evaluation:
-    memorizing is judged only with both, since it is a trend.
+    `training` may be None (no training steps since the last evaluation).
+    `earlier_heldout`: the held-out figures of up to TREND_EVALUATIONS earlier
+    evaluations, oldest first (none at the first evaluation: memorizing is judged
+    only with training figures and a trend). `previous_phase`: the last
+    evaluation's phase name, if any.
     """
     at_mask = heldout["masked_lm_accuracy_at_mask"]
-    stalled = previous_heldout is not None and (
-        heldout["masked_lm_loss"] > previous_heldout["masked_lm_loss"] - MIN_HELDOUT_IMPROVEMENT)
+    earlier = list(earlier_heldout)[-TREND_EVALUATIONS:]
+    threshold = MIN_HELDOUT_IMPROVEMENT * (LEAVE_MEMORIZING_FACTOR if previous_phase == MEMORIZING else 1)
+    stalled = bool(earlier) and (
+        (earlier[0]["masked_lm_loss"] - heldout["masked_lm_loss"]) / len(earlier) < threshold)
     if training and stalled:
         sop_gap = training["sentence_order_accuracy"] - heldout["sentence_order_accuracy"]
         loss_gap = heldout["masked_lm_loss"] - training["masked_lm_loss"]

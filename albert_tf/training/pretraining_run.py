@@ -44,7 +44,7 @@ from albert_tf.training import TrainingDivergedError
 from albert_tf.training.distribution_config import PRECISIONS
 from albert_tf.training.divergence import rerun_advice
 from albert_tf.tasks.pretraining_losses import SUM_KEYS, PretrainingObjective, metrics_from_sums
-from albert_tf.training.learning_phase import learning_phase
+from albert_tf.training.learning_phase import TREND_EVALUATIONS, Phase, learning_phase
 from albert_tf.training.strategies import worker_layout
 from albert_tf.training.train_budget import BudgetPlan, StepTimer, plan_budget
 from albert_tf.training.trainer import Trainer
@@ -387,15 +387,21 @@ class HeldoutEvaluation:
         self.last_seconds = 0.0
         self.last_step = None
         self.history = []  # the lines of eval_history.jsonl (the chief's)
-        self.previous_heldout = None
+        self.earlier_heldout = []  # the last TREND_EVALUATIONS evaluations' held-out figures, oldest first
 
     def start(self, step):
-        """Keeps the history lines of steps up to `step` (a run resumed from an earlier checkpoint redoes the rest)."""
+        """Keeps the history lines of steps up to `step` (a run resumed from an earlier checkpoint redoes the rest),
+        and takes the held-out trend and the phase up from them, so that a resumed run judges its phase as the
+        uninterrupted run does."""
         self.history = []
-        if self.chief and tf.io.gfile.exists(self.history_path):
+        if tf.io.gfile.exists(self.history_path):
             with tf.io.gfile.GFile(self.history_path) as f:
                 self.history = [line for line in f if line.strip() and json.loads(line)["step"] <= step]
-            self._write_history()
+            if self.chief:
+                self._write_history()
+        records = [json.loads(line) for line in self.history]
+        self.earlier_heldout = [record["heldout"] for record in records][-TREND_EVALUATIONS:]
+        self.phase = Phase(records[-1]["phase"], records[-1]["phase_reason"]) if records else None
 
     def _write_history(self):
         # Rewritten whole through a temporary name, not appended: Cloud Storage files cannot be appended to.
@@ -422,8 +428,9 @@ class HeldoutEvaluation:
         heldout["loss"] = heldout["masked_lm_loss"] + heldout["sentence_order_loss"]
         training = metrics_from_sums(self.training_totals) if self.training_totals else None
         self.training_totals = None
-        self.phase = learning_phase(heldout, training, self.level, self.previous_heldout)
-        self.previous_heldout = heldout
+        self.phase = learning_phase(heldout, training, self.level, self.earlier_heldout,
+                                    self.phase.name if self.phase else None)
+        self.earlier_heldout = (self.earlier_heldout + [heldout])[-TREND_EVALUATIONS:]
         self.last_seconds = time.monotonic() - start
         self.last_step = step
         print(f"eval step {step}  held-out {_format_metrics(heldout)}  phase: {self.phase.name} "
