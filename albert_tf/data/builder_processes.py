@@ -20,6 +20,7 @@ import atexit
 import os
 import pickle
 import queue
+import signal
 import struct
 import subprocess
 import sys
@@ -160,6 +161,9 @@ def serve(requests, replies):
 
 
 def main():
+    # Ctrl-C reaches the whole process group: the training process handles it, and its children end with it
+    # (their stdin closes) instead of each printing a KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not corrupt the replies
     serve(sys.stdin.buffer, replies)
