@@ -142,8 +142,8 @@ CONCLUSIONS = {
     "learning_vs_huggingface": "Hugging Face's ALBERT trained the same way lands where albert_tf does, within "
                                "noise: the flat [MASK] accuracy is the budget's, not a defect of albert_tf.",
     "pretraining_recipes": "AdamW at albert_small leaves the frequent-piece level after about 3,000 steps and "
-                           "reaches 23% at held-out [MASK] by 18,500 (23.5% in a 3-hour budget of 22,168 steps); LAMB at "
-                           "batch 64 learns more slowly.",
+                           "reaches 23% at held-out [MASK] by 18,500 (23.5% in a 3-hour budget of 22,168 steps on "
+                           "static copies, 22.6-22.8% on documents); LAMB at batch 64 learns more slowly.",
     "dynamic_input": "The documents reader makes about 150x the instances albert_small's step consumes, so the "
                      "step never waits, on 46-49x less disk than static dupe-10 instances; drawing from 16 "
                      "documents in turn keeps a long document from flooding batches (none over half one document, "
@@ -153,10 +153,9 @@ CONCLUSIONS = {
                         "101,867, 2.6x what any number of threads builds (the GIL holds them under 39,000), while "
                         "16 builder processes (--input_processes) build 79,000-110,000.",
     "from_scratch": "Partial: in 3 hours static dupe-10 copies take albert_small to 23.5% at held-out [MASK] "
-                    "(20% at 1.17 h) and documents read one document at a time to 22.8% (1.33 h); both memorize "
-                    "sentence order (held-out 60% and 59%, training 88% and 80%) after about 32 passes over the "
-                    "14 MB corpus. Halfway, documents drawn from 16 in turn reach 20% no sooner (1.44 h); "
-                    "Hugging Face's route is not run yet.",
+                    "(20% at 1.17 h), documents drawn from 16 in turn to 22.6% (1.44 h) and one at a time to 22.8% "
+                    "(1.33 h); all memorize sentence order (held-out 59-60%, training 80-88%) after about 32 passes "
+                    "over the 14 MB corpus. No target is met; Hugging Face's route is under way.",
     "paper_experiments": "At small scale the four sharing variants lie within about one point of each other "
                          "(Table 4); an NSP-trained model cannot do SOP (51.5%), as in the paper's Table 5.",
     "transfer": "The small recipe's checkpoint gains +3.1 SQuAD F1 (about 9 standard deviations) over random "
