@@ -253,6 +253,17 @@ def test_a_builder_process_failure_is_raised_in_the_training_process(spm_model):
         maker.close()
 
 
+def test_builder_processes_that_cannot_start_say_so_and_do_not_hang(spm_model, monkeypatch):
+    maker = maker_for(spm_model, processes=2)
+    monkeypatch.setattr("sys.executable", "/bin/false")  # every child exits at once with code 1
+    try:
+        for _ in range(2):  # a second call tries again rather than waiting for children that never came
+            with pytest.raises(RuntimeError, match=r"instance builder process \(pid \d+\) (did not start|stopped)"):
+                maker.instances(0, [5, 6, 7], [0, 3], [0, 0])
+    finally:
+        maker.close()
+
+
 def test_batches_draw_from_many_documents_in_turn(data_sets, spm_model):
     """A document's instances are made together; the stream takes one from each of `mixed_documents` documents
     in turn, so that a long document cannot fill the shuffle buffer and most of a stretch of batches."""

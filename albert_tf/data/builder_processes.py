@@ -99,11 +99,23 @@ class BuilderProcesses:
             package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_parent,
                                                                          os.environ.get("PYTHONPATH")])))
-            for _ in range(self.count):
-                child = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, env=env)
-                _write(child.stdin, self._setup)
-                self._children.append(child)
+            started = []
+            try:
+                for _ in range(self.count):
+                    started.append(subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                                                    stdout=subprocess.PIPE, env=env))
+                    try:
+                        _write(started[-1].stdin, self._setup)
+                    except OSError as error:  # it died at start-up (its stderr, this process's, says why)
+                        raise RuntimeError(f"an instance builder process (pid {started[-1].pid}) did not start: "
+                                           f"exit code {started[-1].wait()}") from error
+            except BaseException:
+                for child in started:
+                    child.kill()
+                    child.wait()
+                raise
+            self._children = started
+            for child in started:
                 self._idle.put(child)
             atexit.register(self.close)
 
