@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import psutil
 import pytest
 
 from albert_tf.settings import SettingError
@@ -261,7 +262,8 @@ def test_builder_processes_train_the_weights_threads_do_and_leave_no_process_beh
     assert "document file(s), in 2 builder processes." in result.stdout
     assert "in 2 input threads." in uninterrupted[1]
     assert fingerprint(result.stdout) == fingerprint(uninterrupted[1])
-    lingering = subprocess.run(["pgrep", "-f", "albert_tf.data.builder_processes"], capture_output=True, text=True)
-    assert lingering.stdout == "", lingering.stdout
+    lingering = [process.info for process in psutil.process_iter(["pid", "cmdline"])
+                 if "albert_tf.data.builder_processes" in " ".join(process.info["cmdline"] or [])]
+    assert lingering == []
     negative = run(command(data, tmp_path / "b", "--input_processes=-1"))
     assert negative.returncode == 1 and "--input_processes must be >= 0, got -1" in negative.stderr
