@@ -77,9 +77,9 @@ def define_flags():
                          "(create_pretraining_data --output_format=documents); the order does not depend on it.")
     flags.DEFINE_integer("input_processes", default("input_processes"), "Child processes making instances from a "
                          "documents data set instead of --input_workers' threads, which Python's GIL holds to about "
-                         "two threads' worth (on a 16-core host: under 39,000 seq-64 instances/s with any "
-                         "number of threads, 79,000-110,000 with 16 processes). For hosts feeding an accelerator; the instances and "
-                         "their order do not depend on it. 0: build in the threads.")
+                         "two threads' worth (on a 16-core host: under 39,000 seq-64 instances/s with any number "
+                         "of threads, 79,000-110,000 with 16 processes). For hosts feeding an accelerator; the "
+                         "instances and their order do not depend on it. 0: build in the threads.")
     flags.DEFINE_integer("input_mixed_documents", default("input_mixed_documents"), "Documents of a documents data "
                          "set whose instances are drawn from in turn, one from each, before the shuffle buffer: a "
                          "long document makes its instances together and would otherwise fill the buffer and most "

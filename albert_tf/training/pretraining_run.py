@@ -386,7 +386,7 @@ class HeldoutEvaluation:
         self.phase = None
         self.last_seconds = 0.0
         self.last_step = None
-        self.history = []  # the lines of eval_history.jsonl (the chief's)
+        self.history = []  # the lines of eval_history.jsonl (the chief writes it)
         self.earlier_heldout = []  # the last TREND_EVALUATIONS evaluations' held-out figures, oldest first
 
     def start(self, step):
