@@ -59,8 +59,9 @@ BENCHMARKS = [
      "Run on a GPU machine with PyTorch and no TensorFlow: the sequences/s an H200 consumes in a pretraining step of "
      "the same architectures and shapes (Hugging Face's PyTorch ALBERT with albert_tf's presets, MLM at the masked "
      "positions plus SOP, bf16, eager and torch.compile'd), against the instances/s the documents reader's "
-     "instance builder makes on that machine's 16-core host, in 1-8 threads (as the reader's input workers run it) "
-     "and 1-16 processes (run_pretraining --input_processes). WORK_DIR: the recipes' work directory (their training "
+     "instance builder makes on that machine's 16-core host, in 1-8 threads (as the reader's input workers run it), "
+     "1-16 processes each building its share (the best processes can do) and 1-16 builder processes fed one document "
+     "at a time, as run_pretraining --input_processes runs them. WORK_DIR: the recipes' work directory (their training "
      "text and vocabulary); run_all.py leaves this one to be run where such a GPU is."),
     ("from_scratch", "Pretraining from scratch on a 3-hour budget: documents vs static copies vs Hugging Face",
      "python -m benchmarks.learning.from_scratch --work_dir=/tmp/albert_recipes",
