@@ -188,6 +188,7 @@ def measure_steps(args, record, save, compiled):
 # What each builder process works on: set in the parent just before the pool forks, inherited by the children.
 _shares = None
 
+
 def tokenized_documents(corpus, spm_model_file, lower_case=True):
     """The corpus's documents (paragraph per line, blank-line documents) as create_pretraining_data tokenizes
     them (TokenizedDocument), with no TensorFlow."""

@@ -12,8 +12,8 @@ vocabulary; both made by benchmarks/learning/pretraining_recipes.py's `prepare`)
      seq 128 (albert_base);
   3. run_pretraining itself, albert_small (seq 64, batch 64, XLA) and albert_base
      (seq 128, batch 8), on static instances and on documents with 1 and 2 input
-     threads and 2 builder processes: the median sequences/s of its progress lines after the first loop,
-     the best of --repeats runs made in alternation.
+     threads and 2 builder processes: the median sequences/s of its progress
+     lines after the first loop, the best of --repeats runs made in alternation.
      Equal rates mean the step does not wait on input (on 2 cores the reader's
      threads and the step share the same cores, so any cost shows);
   4. how batches mix documents (seq 64, batch 64, the default shuffle buffer):
