@@ -19,7 +19,7 @@ from albert_tf.training.learning_phase import (
     learning_phase,
 )
 from albert_tf.training.train_budget import plan_budget
-from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
+from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, assert_trained_alike, make_pretraining_data
 from test_run_pretraining import REPO_ROOT, environment, fingerprint, free_port, kill_then_resume, run
 
 STEPS = 40
@@ -261,7 +261,7 @@ def test_builder_processes_train_the_weights_threads_do_and_leave_no_process_beh
     assert result.returncode == 0, result.stderr
     assert "document file(s), in 2 builder processes." in result.stdout
     assert "in 2 input threads." in uninterrupted[1]
-    assert fingerprint(result.stdout) == fingerprint(uninterrupted[1])
+    assert_trained_alike(tmp_path, result.stdout, *uninterrupted)  # the same batches as threads make
     lingering = [process.info for process in psutil.process_iter(["pid", "cmdline"])
                  if "albert_tf.data.builder_processes" in " ".join(process.info["cmdline"] or [])]
     assert lingering == []
