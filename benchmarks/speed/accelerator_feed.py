@@ -193,17 +193,12 @@ def tokenized_documents(corpus, spm_model_file, lower_case=True):
     """The corpus's documents (paragraph per line, blank-line documents) as create_pretraining_data tokenizes
     them (TokenizedDocument), with no TensorFlow."""
     from albert_tf.data.corpus_reader import CorpusStats, iter_documents
-    from albert_tf.data.pretraining_instances import TokenizedDocument
+    from albert_tf.data.pretraining_instances import tokenize_documents
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
     tokenizer = AlbertTokenizer(spm_model_file, lower_case=lower_case)
-    documents = []
-    for document in iter_documents(corpus, 0, CorpusStats(), input_format="paragraphs"):
-        tokenized = TokenizedDocument.from_sentences(0, document.document_index,
-                                                     tokenizer.encode_batch(list(document.sentences)))
-        if tokenized.num_sentences:
-            documents.append(tokenized)
-    return documents, tokenizer
+    documents = list(iter_documents(corpus, 0, CorpusStats(), input_format="paragraphs"))
+    return tokenize_documents(tokenizer, documents), tokenizer
 
 
 def make_builder(tokenizer, seq, predictions, seed=12345):
