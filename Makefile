@@ -28,7 +28,7 @@ install: $(RUNTIME_STAMP)
 install-dev: $(DEV_STAMP)
 
 test: $(DEV_STAMP)
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q --durations=15 $(PYTEST_ARGS)
 
 demo: $(RUNTIME_STAMP)
 	$(PY) -m albert_tf.demo $(DEMO_ARGS)

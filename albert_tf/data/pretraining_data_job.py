@@ -50,7 +50,7 @@ from albert_tf.data.pretraining_instances import (
     INT_FEATURES,
     InstanceBuilder,
     InstanceConfig,
-    TokenizedDocument,
+    tokenize_documents,
 )
 from albert_tf.data.data_set_files import METADATA_SUFFIX
 from albert_tf.data.tfrecord_io import ExampleEncoder, TFRecordWriter
@@ -201,14 +201,7 @@ class UnitProcessor:
         self.document_encoder = ExampleEncoder(DOCUMENT_FEATURES)
 
     def tokenize(self, unit):
-        sentences = [sentence for document in unit for sentence in document.sentences]
-        ids = self.tokenizer.encode_batch(sentences)
-        tokenized, start = [], 0
-        for document in unit:
-            end = start + len(document.sentences)
-            tokenized.append(TokenizedDocument.from_sentences(document.file_index, document.document_index, ids[start:end]))
-            start = end
-        return [document for document in tokenized if document.num_sentences]
+        return tokenize_documents(self.tokenizer, unit)
 
     def process(self, unit, stats, heldout_stats=None):
         """Yields (output set, shard, (sort key, file, document, ordinal), example bytes).

@@ -106,6 +106,19 @@ class TokenizedDocument:
         return cls(file_index, document_index, tokens, np.concatenate(([0], np.cumsum(lengths))).astype(np.int64))
 
 
+def tokenize_documents(tokenizer, documents):
+    """The corpus reader's `documents` (file_index, document_index, sentences) as TokenizedDocuments, all
+    their sentences encoded in one batch; documents left with no sentence are dropped."""
+    sentences = [sentence for document in documents for sentence in document.sentences]
+    ids = tokenizer.encode_batch(sentences)
+    tokenized, start = [], 0
+    for document in documents:
+        end = start + len(document.sentences)
+        tokenized.append(TokenizedDocument.from_sentences(document.file_index, document.document_index, ids[start:end]))
+        start = end
+    return [document for document in tokenized if document.num_sentences]
+
+
 @dataclasses.dataclass
 class InstanceStats:
     """Exact counts of what was generated (recorded in the output's metadata)."""
