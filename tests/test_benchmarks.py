@@ -141,6 +141,49 @@ def test_accelerator_feed_measures_the_step_and_the_builder_in_threads_and_proce
     assert "--parts=step" not in again["commands"]["builder"]
 
 
+def test_huggingface_from_scratch_fits_its_steps_to_the_budget_and_resumes_at_its_end(tmp_path_factory):
+    """Hugging Face's from-scratch route on a tiny work directory laid out as pretraining_recipes makes it: the
+    step count fitted to the budget is recorded where benchmarks.learning.from_scratch reads it, the run ends
+    there, and rerunning the command resumes at its end without training or evaluating again."""
+    import json
+
+    from albert_tf.data.local_runner import create_pretraining_data
+    from albert_tf.data.masking import MaskingConfig
+    from albert_tf.data.pretraining_data_job import CreationConfig
+    from albert_tf.data.pretraining_instances import InstanceConfig
+    from benchmarks.learning.from_scratch import HUGGING_FACE_PLAN_FILE
+    from text_fixtures import train_small_spm, write_corpus
+
+    work = tmp_path_factory.mktemp("hf_scratch_work")
+    spm = train_small_spm(tmp_path_factory)
+    (work / "spm.model").write_bytes(spm.read_bytes())
+    write_corpus(work / "train.txt", num_documents=30, seed=4)
+    heldout_text = write_corpus(work / "heldout.txt", num_documents=40, seed=5)  # over one batch of 64
+    (work / "d64").mkdir()
+    config = CreationConfig(instances=InstanceConfig(max_seq_length=64, dupe_factor=1,
+                                                     masking=MaskingConfig(max_predictions_per_seq=10)),
+                            num_output_shards=1)
+    create_pretraining_data([str(heldout_text)], str(work / "d64" / "heldout"), str(spm), config, progress=False)
+    tiny = json.loads((REPO_ROOT / "configs" / "albert_tiny.json").read_text())
+    (work / "small8k.json").write_text(json.dumps({**tiny, "vocab_size": 400}))
+    # A budget the first timed steps already spend: the plan keeps the steps run so far (at least 2 loops of 50).
+    flags = (f"--work_dir={work}", "--budget_hours=0.0002", "--warmup_steps=1")
+    first = run_benchmark("benchmarks.learning.huggingface_from_scratch", *flags, results=work)
+    run_dir = work / "runs" / "hf_scratch"
+    plan = json.loads((run_dir / HUGGING_FACE_PLAN_FILE).read_text())
+    history = (run_dir / "eval_history.jsonl").read_text().splitlines()
+    steps = [json.loads(line)["step"] for line in history]
+    assert plan["num_train_steps"] >= 100 and steps[-1] == plan["num_train_steps"], (plan, steps)
+    assert f"-> {plan['num_train_steps']:,} steps" in first.stdout
+    for line in history:
+        heldout = json.loads(line)["heldout"]
+        assert 0 <= heldout["masked_lm_accuracy_at_mask"] <= 1 and 0 <= heldout["masked_lm_accuracy"] <= 1
+    again = run_benchmark("benchmarks.learning.huggingface_from_scratch", *flags, results=work)
+    assert f"Resuming at step {plan['num_train_steps']} of {plan['num_train_steps']}" in again.stdout
+    assert not [line for line in again.stdout.splitlines() if line.startswith(("step ", "eval step"))], again.stdout
+    assert (run_dir / "eval_history.jsonl").read_text().splitlines() == history
+
+
 def test_from_scratch_comparison_reads_the_runs_histories(tmp_path):
     """benchmarks.learning.from_scratch: figures and targets from eval_history.jsonl files as the runs write them."""
     import json
