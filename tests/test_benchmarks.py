@@ -89,6 +89,50 @@ def test_downstream_family_smoke(learning, tmp_path):
     assert "| mrpc | pretrained - random |" in table
 
 
+def test_transfer_takes_random_init_runs_from_an_earlier_grid_only_when_they_apply(learning, tmp_path, monkeypatch):
+    """benchmarks.downstream.transfer --random_init_from: the random starts of a grid for another checkpoint of the
+    same model are taken, not rerun; a grid made with other settings or another vocabulary is refused."""
+    import json
+    import shutil
+
+    from benchmarks.downstream import finetune_glue, transfer
+
+    checkpoint, _ = learning
+    write_task(tmp_path / "glue" / "MRPC", "mrpc", random.Random("mrpc"))
+    runs = []
+
+    def fine_tune(task, data, output, init, settings, env):  # stands in for run_classifier: (start, seed) runs
+        runs.append((pathlib.Path(output).parent.name, settings.seed))
+        return {"accuracy": 0.5 + 0.01 * len(runs), "f1": 0.6 + 0.01 * len(runs)}
+
+    monkeypatch.setattr(finetune_glue, "run_classifier", fine_tune)
+
+    def grid(name, pretrained=checkpoint, *flags):
+        transfer.main([f"--pretrained={pretrained}", f"--glue_dir={tmp_path / 'glue'}", "--tasks=mrpc", "--seeds=1,2",
+                       f"--work_dir={tmp_path / name}", f"--results_dir={tmp_path / name / 'results'}", *flags])
+        return tmp_path / name / "results"
+
+    first = grid("first")
+    assert sorted(runs) == [("pretrained", 1), ("pretrained", 2), ("random_init", 1), ("random_init", 2)]
+    recorded = json.loads((first / "transfer.json").read_text())
+    runs.clear()
+    second = grid("second", checkpoint, f"--random_init_from={first / 'transfer.json'}")
+    assert runs == [("pretrained", 1), ("pretrained", 2)]  # the random starts were not run again
+    taken = json.loads((second / "transfer.json").read_text())
+    assert [r["random init"] for r in taken["records"]] == [r["random init"] for r in recorded["records"]]
+    assert {r["random_init_from"] for r in taken["records"]} == {str(first / "transfer.json")}
+    assert "Random-init runs taken from" in (second / "transfer.md").read_text()
+
+    with pytest.raises(SystemExit, match="glue_steps"):
+        grid("other_settings", checkpoint, f"--random_init_from={first / 'transfer.json'}", "--glue_steps=7")
+    other_vocabulary = tmp_path / "other_vocabulary"
+    shutil.copytree(checkpoint, other_vocabulary)
+    with open(other_vocabulary / "spm.model", "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(SystemExit, match="another model config or vocabulary"):
+        grid("other_vocabulary", other_vocabulary, f"--random_init_from={first / 'transfer.json'}")
+
+
 def test_speed_family_smoke(tmp_path):
     skip = "albert_tf:bf16:noxla,albert_tf:bf16:xla,albert_tf:fp32:xla"
     run_benchmark("benchmarks.speed.train_step", "--preset=albert_tiny", "--batch_size=2", "--seq_length=16",

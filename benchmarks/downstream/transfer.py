@@ -22,6 +22,7 @@ standard deviation and range over seeds, and the gain of pretrained over random.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -107,6 +108,34 @@ def squad_runs(args, seed, env, files, starts):
     return results
 
 
+# The arguments that decide a fine-tuning run's result besides its start and seed.
+FINETUNING_ARGS = ("glue_dir", "squad_file", "sst2_train_size", "max_seq_length", "batch_size", "glue_steps",
+                   "learning_rate", "squad_epochs", "squad_learning_rate")
+
+
+def random_init_identity(config, spm_file):
+    """What a random start depends on besides the fine-tuning settings and seed: the model config and vocabulary."""
+    with open(spm_file, "rb") as f:
+        return {"albert_config": config, "spm_sha256": hashlib.sha256(f.read()).hexdigest()}
+
+
+def recorded_random_runs(path, args, identity):
+    """{(task, seed): result} of the random-init runs in an earlier transfer.json.
+
+    A random start depends on the model config, the vocabulary, the fine-tuning settings and the seed, not on
+    the checkpoint, so a grid for another checkpoint of the same model can take them instead of rerunning them.
+    Refuses (ValueError) a file made with other settings, another config or another vocabulary."""
+    with open(path) as f:
+        earlier = json.load(f)
+    changed = [name for name in FINETUNING_ARGS if earlier["args"].get(name) != getattr(args, name)]
+    if changed:
+        raise ValueError(f"{path}: made with other fine-tuning settings ({', '.join(changed)}); its random-init "
+                         "runs do not apply")
+    if earlier.get("random_init_identity") != identity:
+        raise ValueError(f"{path}: its random-init runs were made for another model config or vocabulary")
+    return {(r["task"], r["seed"]): r["random init"] for r in earlier["records"] if "random init" in r}
+
+
 def summarize(records):
     """Rows per (task, start): mean, std, min, max of the task's metric; and the gain rows."""
     rows, summary = [], {}
@@ -152,6 +181,10 @@ def main(argv=None):
                         help="comma-separated starts to run: 'pretrained', 'random init' (default both; the random "
                              "starts need only the checkpoint's config and spm.model, so they can run while it "
                              "pretrains); the table needs both")
+    parser.add_argument("--random_init_from", default="",
+                        help="an earlier transfer.json for the same model config, vocabulary and fine-tuning settings: "
+                             "its random-init runs are taken instead of run again (they do not depend on the "
+                             "checkpoint); the file is checked and refused if anything differs")
     parser.add_argument("--results_dir", default=RESULTS, help="where transfer.{json,md} go")
     args = parser.parse_args(argv)
 
@@ -175,6 +208,13 @@ def main(argv=None):
     with open(config_file, "w") as f:
         json.dump(config, f)
     env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+    identity = random_init_identity(config, spm)
+    recorded = {}
+    if args.random_init_from:
+        try:
+            recorded = recorded_random_runs(args.random_init_from, args, identity)
+        except (OSError, ValueError, KeyError) as error:
+            sys.exit(f"--random_init_from: {error}")
 
     data, sizes = {}, {}
     if "sst-2" in tasks:
@@ -191,11 +231,16 @@ def main(argv=None):
     records = []
     for seed in seeds:
         for task in tasks:
+            reused = ({"random init": recorded[task, seed]}
+                      if "random init" in starts and (task, seed) in recorded else {})
+            to_run = [start for start in starts if start not in reused]
             if task == "squad":
-                results = squad_runs(args, seed, env, squad_files, starts)
+                results = squad_runs(args, seed, env, squad_files, to_run)
             else:
-                results = glue_runs(task, args, seed, env, data[task], config_file, spm, starts)
-            records.append({"task": task, "seed": seed, **results})
+                results = glue_runs(task, args, seed, env, data[task], config_file, spm, to_run)
+            results.update(reused)
+            records.append({"task": task, "seed": seed, **{start: results[start] for start in starts},
+                            **({"random_init_from": args.random_init_from} if reused else {})})
             print(f"{task} seed {seed}: " + ", ".join(
                 f"{start} {METRIC[task]} {results[start][METRIC[task]]:.4f}" for start in starts), flush=True)
     if len(starts) < len(STARTS):
@@ -209,10 +254,13 @@ def main(argv=None):
              f"{args.batch_size}; GLUE {args.glue_steps} steps at lr {args.learning_rate:g}"
              + (f", SQuAD {args.squad_epochs:g} epoch(s) at lr {args.squad_learning_rate:g}" if "squad" in tasks else "")
              + f"; seeds {args.seeds}. Train / eval "
-             "examples: " + ", ".join(f"{task} {a:,} / {b:,}" for task, (a, b) in sizes.items()) + ".")
+             "examples: " + ", ".join(f"{task} {a:,} / {b:,}" for task, (a, b) in sizes.items()) + "."
+             + (f" Random-init runs taken from {args.random_init_from} (same config, vocabulary and settings)."
+                if recorded else ""))
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "transfer.json"), "w") as f:
-        json.dump({"args": vars(args), "sizes": sizes, "records": records, "summary": summary}, f, indent=1)
+        json.dump({"args": vars(args), "random_init_identity": identity, "sizes": sizes, "records": records,
+                   "summary": summary}, f, indent=1)
     with open(os.path.join(args.results_dir, "transfer.md"), "w") as f:
         f.write(f"{title}\n\n{table}\n")
     print(f"\n{title}\n\n{table}")
