@@ -58,7 +58,11 @@ def main(argv):
         if not FLAGS[name].value:
             raise ValueError(f"--{name} is required")
     config = config_from_flags(FLAGS)
-    paths = expand_input_patterns(FLAGS.input_file)
+    from albert_tf.data.pretraining_data_job import without_own_outputs
+
+    paths, skipped = without_own_outputs(expand_input_patterns(FLAGS.input_file), config, FLAGS.output_file)
+    if skipped:
+        print(f"Skipped {len(skipped)} file(s) that --input_file matches but this run writes, e.g. {skipped[0]}.")
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     start = time.time()
     from albert_tf.data.local_runner import create_pretraining_data, summary_lines

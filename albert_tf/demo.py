@@ -35,6 +35,8 @@ from absl import flags
 
 from albert_tf import cli
 
+# The source checkout the demo runs from, if it does (benchmarks/ and docs/ are not in the wheel).
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HELD_OUT_EVERY = 10
 EVAL_BATCH_SIZE = 32
 # Accuracy at [MASK] this far above the frequent-piece level counts as using the context (as the
@@ -81,7 +83,62 @@ def step(number, title):
 def run_tool(module, *args):
     command = [sys.executable, "-m", module, *args]
     print("$ python -m " + module + " " + " ".join(args), flush=True)
-    subprocess.run(command, check=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    returncode = subprocess.run(command, env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
+    if returncode:  # the tool has said why, above; a traceback of this script would only bury it
+        raise StageFailed(f"python -m {module} failed (exit status {returncode}); its message is above")
+
+
+class StageFailed(RuntimeError):
+    exit_code = 1  # cli.run reports it in one line
+
+
+# The flags each stage's output depends on, stage by stage: a stage is rebuilt, with every stage after it, when
+# one of its own or an earlier stage's settings differs from what the last run in --output_dir recorded.
+STAGE_SETTINGS = (
+    ("corpus", ("input_file", "input_format", "corpus_bytes")),
+    ("vocabulary", ("vocab_size",)),
+    ("data", ("max_seq_length", "max_predictions_per_seq", "data_format", "dupe_factor")),
+    ("pretraining", ("train_batch_size", "num_train_steps", "learning_rate")),
+)
+SETTINGS_FILE = "demo_settings.json"
+
+
+def stage_outputs(out):
+    """What each stage writes, under `out` (removed when its settings change)."""
+    return {
+        "corpus": [os.path.join(out, name) for name in ("corpus.txt", "corpus.train.txt", "corpus.heldout.txt")],
+        "vocabulary": [os.path.join(out, name) for name in ("spm.model", "spm.vocab")],
+        "data": [os.path.join(out, "data")],
+        "pretraining": [os.path.join(out, name) for name in ("pretrain", "albert_tiny_demo.json", "export")],
+    }
+
+
+def forget_changed_stages(out):
+    """Removes the outputs of the first stage whose settings changed since the last run, and of every stage
+    after it, and records this run's settings: a rerun with other settings rebuilds what they change."""
+    import shutil
+
+    settings = {stage: {name: FLAGS[name].value for name in names} for stage, names in STAGE_SETTINGS}
+    path = os.path.join(out, SETTINGS_FILE)
+    recorded = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            recorded = json.load(f)
+    stages = [stage for stage, _ in STAGE_SETTINGS]
+    outputs = stage_outputs(out)
+    changed = next((stage for stage in stages if recorded.get(stage) != settings[stage]), None)
+    if changed is not None:
+        existing = [p for stage in stages[stages.index(changed):] for p in outputs[stage] if os.path.exists(p)]
+        if existing:
+            differences = [f"--{name}={recorded.get(stage, {}).get(name, '?')} -> {settings[stage][name]}"
+                           for stage in stages for name in settings[stage]
+                           if recorded.get(stage, {}).get(name) != settings[stage][name]] if recorded else []
+            print(f"Settings differ from the last run in {out} ({', '.join(differences) or 'no record of them'}): "
+                  f"rebuilding from the {changed} stage on.", flush=True)
+            for existing_path in existing:
+                shutil.rmtree(existing_path) if os.path.isdir(existing_path) else os.remove(existing_path)
+    with open(path, "w") as f:
+        json.dump(settings, f, indent=2)
 
 
 def reuse(path, what):
@@ -108,6 +165,7 @@ def main(argv):
     start = time.monotonic()
     out = os.path.abspath(FLAGS.output_dir)
     os.makedirs(out, exist_ok=True)
+    forget_changed_stages(out)
 
     step(1, "corpus")
     source, corpus_format = FLAGS.input_file, FLAGS.input_format
@@ -162,7 +220,8 @@ def main(argv):
 
     step(6, "predictions from the exported SavedModels, and what the run learned")
     predict(export)
-    report_learning(checkpoint, heldout, held_out=heldout_text != corpus)
+    report_learning(checkpoint, heldout, held_out=heldout_text != corpus,
+                    paths={"out": out, "data": data, "heldout": heldout, "spm": spm + ".model"})
     print(f"\nDone in {time.monotonic() - start:.0f} s. Everything is in {out}:")
     for name, path in (("corpus", corpus), ("held out", heldout_text), ("vocabulary", spm + ".model"),
                        ("data", data + "-*"), ("held-out data", heldout + "-*"),
@@ -170,7 +229,7 @@ def main(argv):
                        ("export", export)):
         print(f"  {name:13s} {path}")
     print(f"Serve it: docker run -p 8501:8501 -v {export}/serving:/models -e MODEL_NAME=albert_demo "
-          "tensorflow/serving  (docs/pipeline.md: Export and serve)")
+          f"tensorflow/serving  ({documentation('pipeline.md')}: Export and serve)")
     return 0
 
 
@@ -216,8 +275,9 @@ def hold_out_documents(corpus, out):
     return train_text, heldout_text
 
 
-def report_learning(checkpoint, heldout, held_out):
-    """What the run learned, measured: the held-out evaluation against the frequent-piece level."""
+def report_learning(checkpoint, heldout, held_out, paths):
+    """What the run learned, measured: the held-out evaluation against the frequent-piece level; then the
+    recipe that gets further (`paths`: the demo's out, data, heldout and spm)."""
     from albert_tf.data.pretraining_dataset import frequent_piece_level
 
     with open(os.path.join(checkpoint, "eval_results.txt")) as f:
@@ -236,7 +296,7 @@ def report_learning(checkpoint, heldout, held_out):
             phases = " -> ".join(f"{record['phase']} (step {record['step']})" for record in history)
             print(f"Phase reached during training: {history[-1]['phase']} ({history[-1]['phase_reason']}). "
                   f"Evaluations: {phases}. What each phase means and what to change: "
-                  "docs/pretraining_from_scratch.md.")
+                  f"{documentation('pretraining_from_scratch.md')}.")
     # Said so that a user does not mistake an undertrained model for a broken pipeline, or the reverse.
     if at_mask >= level + LEARNED_MARGIN:
         verdict = "It has begun to predict from the context, well short of what a long run reaches."
@@ -246,10 +306,31 @@ def report_learning(checkpoint, heldout, held_out):
     # The recipe of the 3-hour runs measured on 2 CPU cores (benchmarks/results/from_scratch.md).
     print(verdict + " The recipe that learns from context on 2 CPU cores: albert_small on documents (new pairs "
           "and masks every epoch), AdamW 5e-4, XLA, evaluated on held-out documents, with a 3-hour budget "
-          "(--train_budget_hours=3; resumable, run it in the background): `python -m "
-          "benchmarks.learning.pretraining_recipes --recipes=small_adamw_3h_mixed` (docs/pretraining_from_scratch.md "
-          "says how; its figures and cloze answers are in benchmarks/README.md). Pass your own corpus with "
+          "(resumable: rerun the same command after an interruption). On this demo's data and vocabulary:",
+          flush=True)
+    print("  python -m albert_tf.run_pretraining " + " ".join(small_recipe_flags(paths)), flush=True)
+    if os.path.isdir(os.path.join(CHECKOUT, "benchmarks", "learning")):  # a source checkout, not the wheel
+        print("Its measured figures and cloze answers: benchmarks/README.md (`python -m "
+              "benchmarks.learning.pretraining_recipes --recipes=small_adamw_3h_mixed` remakes them).", flush=True)
+    print(f"How to read and steer it: {documentation('pretraining_from_scratch.md')}. Pass your own corpus with "
           "--input_file.", flush=True)
+
+
+def small_recipe_flags(paths):
+    """run_pretraining's flags for the 3-hour albert_small recipe on the demo's own data."""
+    return [f"--input_file={paths['data']}", "--albert_config=albert_small", f"--spm_model_file={paths['spm']}",
+            f"--output_dir={os.path.join(paths['out'], 'albert_small_3h')}", "--optimizer=adamw",
+            "--learning_rate=5e-4", "--num_warmup_steps=1000", "--train_batch_size=64",
+            f"--max_seq_length={FLAGS.max_seq_length}", f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq}",
+            "--jit_compile", "--train_budget_hours=3", f"--eval_input_file={paths['heldout']}",
+            "--eval_every_steps=500"]
+
+
+def documentation(name):
+    """Where a user finds docs/NAME: the checkout's file when the demo runs from one; an installed wheel
+    ships no docs/, so then the source repository's."""
+    path = os.path.join(CHECKOUT, "docs", name)
+    return path if os.path.isfile(path) else f"docs/{name} in albert_tf's source repository"
 
 
 def console_main():

@@ -20,7 +20,7 @@ def define_flags():
     flags.DEFINE_string("model", None, "albert_tf checkpoint directory (pretrainer) or albert_tf.export directory.")
     flags.DEFINE_multi_string("text", None, "Text with one or more [MASK]; repeat the flag for several texts.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the one stored with --model).")
-    flags.DEFINE_integer("top_k", 5, "Candidates shown per mask.")
+    flags.DEFINE_integer("top_k", 5, "Candidates shown per mask (at least 1).", lower_bound=1)
     flags.DEFINE_integer("max_seq_length", None, "Tokens per sequence; longer texts are cut. Default: the length the "
                          "model records, else 128.")
 

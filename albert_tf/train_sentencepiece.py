@@ -6,7 +6,9 @@ r"""Trains a SentencePiece unigram vocabulary with ALBERT's special ids.
 writes vocab/30k-clean.model and vocab/30k-clean.vocab, with <pad>=0, <unk>=1,
 [CLS]=2, [SEP]=3, [MASK]=4 and the original's user-defined symbols, trained on
 text preprocessed exactly as AlbertTokenizer preprocesses it (lowercased, accents
-stripped), as the original 30k-clean model was.
+stripped), as the original 30k-clean model was. --nodo_lower_case keeps the
+text's capitals: a cased vocabulary, for data made with the same flag
+(create_pretraining_data refuses a vocabulary whose casing contradicts its data's).
 
 Memory stays bounded on big corpora: lines are streamed to the trainer, which
 keeps a uniform random sample of --input_sentence_size sentences (reservoir
@@ -28,6 +30,9 @@ def define_flags():
                       "create_pretraining_data; blank lines are skipped.")
     flags.DEFINE_enum("input_format", "sentences", ["sentences", "paragraphs"], "'sentences': one sentence per "
                       "line (the original format); 'paragraphs': one paragraph per line, split into sentences.")
+    flags.DEFINE_bool("do_lower_case", True, "Train on lowercased text (a lowercase vocabulary, as the original "
+                      "30k-clean); --nodo_lower_case keeps capitals (a cased vocabulary). Pass the same to "
+                      "create_pretraining_data.")
     flags.DEFINE_integer("vocab_size", 30000, "Vocabulary size, special pieces included (ALBERT: 30000).")
     flags.DEFINE_string("output_prefix", None, "Writes PREFIX.model and PREFIX.vocab.")
     flags.DEFINE_integer("input_sentence_size", 10_000_000, "Sentences sampled for training (reservoir "
@@ -46,7 +51,7 @@ def define_flags():
 def main(argv):
     del argv
     from albert_tf.data.corpus_reader import expand_input_patterns
-    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer, vocabulary_casing
 
     FLAGS = flags.FLAGS
     for name in ("input", "output_prefix"):
@@ -60,12 +65,13 @@ def main(argv):
         paths, FLAGS.output_prefix, vocab_size=FLAGS.vocab_size, input_format=FLAGS.input_format,
         input_sentence_size=FLAGS.input_sentence_size, character_coverage=FLAGS.character_coverage,
         user_defined_symbols=FLAGS.user_defined_symbols, hard_vocab_limit=FLAGS.hard_vocab_limit,
-        seed=FLAGS.seed, num_threads=FLAGS.num_threads, overwrite=FLAGS.overwrite,
+        seed=FLAGS.seed, num_threads=FLAGS.num_threads, overwrite=FLAGS.overwrite, lower_case=FLAGS.do_lower_case,
     )
-    tokenizer = AlbertTokenizer(f"{FLAGS.output_prefix}.model")
+    tokenizer = AlbertTokenizer(f"{FLAGS.output_prefix}.model", lower_case=FLAGS.do_lower_case)
     sampled = min(stats.sentences, FLAGS.input_sentence_size or stats.sentences)
     print(
-        f"Wrote {FLAGS.output_prefix}.model and .vocab ({tokenizer.vocab_size} pieces) in "
+        f"Wrote {FLAGS.output_prefix}.model and .vocab ({tokenizer.vocab_size} pieces, "
+        f"{vocabulary_casing(tokenizer)}) in "
         f"{time.time() - start:.1f}s from {stats.sentences:,} sentences of {stats.files} file(s) "
         f"({sampled:,} sampled)."
     )

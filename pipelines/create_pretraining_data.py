@@ -50,7 +50,7 @@ from albert_tf.data.corpus_reader import CorpusStats
 from albert_tf.data.pretraining_data_job import UnitProcessor
 from albert_tf.data.pretraining_instances import InstanceStats
 from albert_tf.settings import SettingError
-from albert_tf.text.albert_tokenizer import AlbertTokenizer
+from albert_tf.text.albert_tokenizer import AlbertTokenizer, check_vocabulary_casing
 
 FLAGS = flags.FLAGS
 
@@ -236,12 +236,15 @@ def run(argv, beam_args):
         raise ValueError("name the Beam runner: --runner=FnApiRunner (local, offline), DirectRunner, "
                          "DataflowRunner, FlinkRunner or SparkRunner")
     config = config_from_flags(FLAGS)
-    input_paths = expand_patterns(FLAGS.input_file)
+    input_paths, skipped = job.without_own_outputs(expand_patterns(FLAGS.input_file), config, FLAGS.output_file)
+    if skipped:
+        print(f"Skipped {len(skipped)} file(s) that --input_file matches but this run writes, e.g. {skipped[0]}.")
     existing = [path for prefix, _ in job.output_sets(config, FLAGS.output_file) for path in existing_outputs(prefix)]
     if existing and not FLAGS.overwrite:  # checked again when renaming; this saves a wasted run
         raise FileExistsError(f"{existing[0]} exists: choose another --output_file or pass --overwrite")
     with FileSystems.open(FLAGS.spm_model_file) as f:
         model_proto = f.read()
+    check_vocabulary_casing(AlbertTokenizer(model_proto=model_proto), config.lower_case, FLAGS.spm_model_file)
     with beam.Pipeline(options=options) as pipeline:
         build_pipeline(pipeline, input_paths, FLAGS.output_file, model_proto, config, FLAGS.overwrite)
     print(f"Wrote {FLAGS.output_file}-*-of-{config.num_output_shards:05d}* and "

@@ -30,7 +30,8 @@ def make_pretraining_data(tmp_path_factory, num_documents=60, shards=2, output_f
     from albert_tf.data.pretraining_instances import InstanceConfig
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
-    spm_model = train_small_spm(tmp_path_factory, name="pretraining_spm")
+    # Cased data needs a cased vocabulary (the data tool refuses the other).
+    spm_model = train_small_spm(tmp_path_factory, name="pretraining_spm", lower_case=lower_case)
     directory = tmp_path_factory.mktemp("pretraining_data")
     corpus = write_corpus(directory / "corpus.txt", num_documents=num_documents, seed=3)
     config = CreationConfig(

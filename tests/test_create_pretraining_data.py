@@ -207,6 +207,27 @@ def test_cli_writes_data_and_a_summary(tmp_path, corpus, spm_model):
     assert result.stderr.strip() == f"albert_tf.create_pretraining_data: error: {tmp_path / 'none.txt'}: no such file (the pattern matches nothing)"
 
 
+def test_a_glob_that_matches_the_runs_own_outputs_skips_them(tmp_path, corpus, spm_model):
+    """'data/*' with the output in data/: a rerun must not read the first run's TFRecords as text."""
+    import shutil
+
+    shutil.copy(corpus / "a.txt", tmp_path / "a.txt")
+    command = [sys.executable, "-m", "albert_tf.create_pretraining_data", f"--input_file={tmp_path / '*'}",
+               f"--output_file={tmp_path / 'train'}", f"--spm_model_file={spm_model}", "--max_seq_length=64",
+               "--dupe_factor=1", "--num_workers=1", "--heldout_every=5", "--overwrite"]
+    first = subprocess.run(command, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    written = {name: shard_bytes(str(tmp_path / name)) for name in ("train", "train-heldout")}
+    second = subprocess.run(command, capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    assert "Skipped 4 file(s) that --input_file matches but this run writes" in second.stdout
+    assert {name: shard_bytes(str(tmp_path / name)) for name in written} == written
+    assert json.loads((tmp_path / "train.metadata.json").read_text())["corpus"]["files"] == 1
+    only_outputs = subprocess.run([*command[:3], f"--input_file={tmp_path / 'train*'}", *command[4:]],
+                                  capture_output=True, text=True)
+    assert only_outputs.returncode == 1 and "matches only this run's own outputs" in only_outputs.stderr
+
+
 # --- data_stats ----------------------------------------------------------------
 
 

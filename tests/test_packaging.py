@@ -171,10 +171,23 @@ def test_the_demo_runs_from_the_installed_wheel_away_from_the_checkout(installed
     """`albert-demo` finds its preset inside the wheel (no configs/ folder here), trains on documents
     with held-out evaluation, exports and predicts; a tiny budget keeps it to about a minute."""
     venv, root = installed
-    result = run_in(installed, str(venv / "bin" / "albert-demo"), f"--output_dir={root / 'demo'}",
-                    "--corpus_bytes=150000", "--vocab_size=300", "--max_seq_length=32", "--max_predictions_per_seq=5",
-                    "--train_batch_size=8", "--num_train_steps=8", "--num_workers=1")
+    demo = [str(venv / "bin" / "albert-demo"), f"--output_dir={root / 'demo'}", "--corpus_bytes=150000",
+            "--vocab_size=300", "--max_predictions_per_seq=5", "--train_batch_size=8", "--num_train_steps=8",
+            "--num_workers=1"]
+    result = run_in(installed, *demo, "--max_seq_length=32")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "=== 6/6" in result.stdout and "Phase reached during training:" in result.stdout
     assert (root / "demo" / "export" / "serving" / "albert_demo" / "1" / "saved_model.pb").exists()
     assert not (root / "configs").exists()
+    # The closing advice is a command the wheel can run, and names no folder the wheel lacks.
+    advice = result.stdout[result.stdout.index("Phase reached during training:"):]
+    assert "python -m albert_tf.run_pretraining --input_file=" in advice and "--albert_config=albert_small" in advice
+    assert "benchmarks" not in advice and "docs/pretraining_from_scratch.md in albert_tf's source repository" in advice
+    assert "\u2581" not in result.stdout  # fill-mask proposes words, never the bare word-start piece
+
+    # Another length: the data, the model and the export are made anew; the corpus and vocabulary are kept.
+    rerun = run_in(installed, *demo, "--max_seq_length=24")
+    assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-3000:]
+    assert "--max_seq_length=32 -> 24" in rerun.stdout and "rebuilding from the data stage on" in rerun.stdout
+    assert "Reusing the vocabulary" in rerun.stdout and "Reusing the train data" not in rerun.stdout
+    assert '"max_seq_length": 24' in (root / "demo" / "data" / "train.metadata.json").read_text()

@@ -17,7 +17,9 @@ def define_data_flags():
     flags.DEFINE_enum("input_format", "sentences", ["sentences", "paragraphs"], "'sentences': one sentence per "
                       "line, blank line between documents (the original). 'paragraphs': one paragraph per line, "
                       "split into sentences; blank line between documents.")
-    flags.DEFINE_bool("do_lower_case", True, "Lowercase (and strip accents from) the input, as the original.")
+    flags.DEFINE_bool("do_lower_case", True, "Lowercase the input, as the original (accents are stripped either "
+                      "way, as there). --nodo_lower_case needs a cased vocabulary (train_sentencepiece "
+                      "--nodo_lower_case): a vocabulary of the other casing is refused.")
     flags.DEFINE_integer("max_seq_length", 512, "Tokens per sequence, [CLS] and [SEP]s included (original: 512).")
     flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence at most (original: 20). "
                          "Note: 20 at max_seq_length 512 masks only ~4% of tokens; for the paper's 15% use "

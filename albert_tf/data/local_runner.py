@@ -60,9 +60,10 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
     from albert_tf.data.corpus_reader import CorpusStats
     from albert_tf.data.pretraining_instances import InstanceStats
     from albert_tf.progress import Progress
-    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer, check_vocabulary_casing
 
     tokenizer = AlbertTokenizer(spm_model_file, lower_case=config.lower_case)  # validates the model early
+    check_vocabulary_casing(tokenizer, config.lower_case)
     sets = job.output_sets(config, output_prefix)
     previous = [job.existing_outputs(prefix) for prefix, _ in sets]
     if any(previous) and not overwrite:

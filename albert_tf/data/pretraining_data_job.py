@@ -31,6 +31,7 @@ bigger corpora.
 """
 
 import dataclasses
+import fnmatch
 import glob
 import hashlib
 import os
@@ -140,6 +141,19 @@ def output_patterns(output_prefix):
     """Globs of every file a run with this prefix writes (any shard count, any compression)."""
     return [f"{output_prefix}-?????-of-?????.tfrecord", f"{output_prefix}-?????-of-?????.tfrecord.gz",
             output_prefix + METADATA_SUFFIX]
+
+
+def without_own_outputs(input_paths, config, output_prefix):
+    """(inputs, skipped): `input_paths` less the files this run writes. An --input_file glob such as
+    'data/*' can match the output of an earlier run with the same prefix, which is TFRecords, not text."""
+    own = [os.path.abspath(pattern) for prefix, _ in output_sets(config, output_prefix)
+           for pattern in output_patterns(glob.escape(prefix))]
+    skipped = [path for path in input_paths if any(fnmatch.fnmatchcase(os.path.abspath(path), pattern)
+                                                   for pattern in own)]
+    if skipped and len(skipped) == len(input_paths):
+        raise SettingError(f"<input_file> matches only this run's own outputs ({skipped[0]}, ...): "
+                           "name the text files")
+    return [path for path in input_paths if path not in skipped], skipped
 
 
 def existing_outputs(output_prefix):

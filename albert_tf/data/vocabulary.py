@@ -2,7 +2,7 @@
 
 <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4 and the original's user-defined
 symbols, trained on text preprocessed exactly as AlbertTokenizer preprocesses it
-(lowercased, accents stripped), as the original 30k-clean model was. Lines are
+(lowercased unless asked otherwise, accents stripped), as the original 30k-clean model was. Lines are
 streamed to the trainer, which keeps a uniform random sample of
 `input_sentence_size` sentences (reservoir sampling), so memory stays bounded;
 the seed makes that sample and the model reproducible. The model appears only
@@ -18,7 +18,7 @@ from albert_tf.settings import SettingError, SettingFileExists
 ORIGINAL_USER_DEFINED_SYMBOLS = ["(", ")", '"', "-", ".", "–", "£", "€"]
 
 
-def preprocessed_sentences(paths, input_format, stats):
+def preprocessed_sentences(paths, input_format, stats, lower_case=True):
     """Yields preprocessed, non-empty sentences of `paths`, counting into `stats`."""
     from albert_tf.data.corpus_reader import iter_file_lines
     from albert_tf.text.preprocessing import preprocess_text
@@ -28,7 +28,7 @@ def preprocessed_sentences(paths, input_format, stats):
         for line in iter_file_lines(path, stats):
             units = split_sentences(line) if input_format == "paragraphs" else [line]
             for unit in units:
-                text = preprocess_text(unit)
+                text = preprocess_text(unit, lower_case=lower_case)
                 if text:
                     stats.sentences += 1
                     yield text
@@ -41,8 +41,12 @@ def _last_sentence(message):
 
 def train(paths, output_prefix, vocab_size=30000, input_format="sentences", input_sentence_size=10_000_000,
           character_coverage=0.99995, user_defined_symbols=ORIGINAL_USER_DEFINED_SYMBOLS,
-          hard_vocab_limit=True, seed=12345, num_threads=1, overwrite=False):
+          hard_vocab_limit=True, seed=12345, num_threads=1, overwrite=False, lower_case=True):
     """Trains and writes OUTPUT_PREFIX.{model,vocab}; returns a stats dict.
+
+    `lower_case`: train on lowercased text (a lowercase vocabulary, as 30k-clean) or on the text's
+    own casing (a cased vocabulary). The pieces themselves record which
+    (`albert_tokenizer.vocabulary_casing`), and the data tool refuses data of the other casing.
 
     Refuses to replace an existing PREFIX.model or PREFIX.vocab unless `overwrite`:
     data sets and checkpoints made with the old model would no longer match it.
@@ -69,7 +73,7 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
         staged_prefix = os.path.join(staging, "spm")
         try:
             sentencepiece.SentencePieceTrainer.train(
-                sentence_iterator=preprocessed_sentences(paths, input_format, stats),
+                sentence_iterator=preprocessed_sentences(paths, input_format, stats, lower_case),
                 model_prefix=staged_prefix,
                 model_type="unigram",
                 vocab_size=vocab_size,

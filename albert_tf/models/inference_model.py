@@ -79,7 +79,35 @@ def open_for_inference(path: str | os.PathLike, part: str = "model", spm_model_f
         model = load_pretrainer(path)
     else:
         model = load_model(path)[0]
-    text_tokenizer = (AlbertTokenizer(find_spm_model(export_dir or path, spm_model_file),
-                                      lower_case=preprocessing.lower_case) if tokenizer else None)
+    text_tokenizer = None
+    if tokenizer:
+        spm = find_spm_model(export_dir or path, spm_model_file)
+        if spm_model_file:
+            check_spm_model_file(export_dir or path, spm_model_file)
+        text_tokenizer = AlbertTokenizer(spm, lower_case=preprocessing.lower_case)
+        check_vocabulary_fits(text_tokenizer, metadata["albert_config"]["vocab_size"])
     return InferenceModel(path, metadata, preprocessing, text_tokenizer, model, loaded_saved_model,
                           export_dir if loaded_saved_model is not None else None)
+
+
+def check_spm_model_file(path, spm_model_file, setting="spm_model_file"):
+    """SettingError when `spm_model_file` is not, by content, the SentencePiece model stored with the model at
+    `path` (when it stores one): its ids would index other rows of the model's embedding table."""
+    from albert_tf.file_utils import file_sha256
+    from albert_tf.settings import SettingError
+
+    try:
+        stored = find_spm_model(path)
+    except FileNotFoundError:  # a converted checkpoint without its vocabulary: the given one is all there is
+        return
+    if file_sha256(stored) != file_sha256(spm_model_file):
+        raise SettingError(f"<{setting}>={spm_model_file} is not the SentencePiece model stored with {path} "
+                           f"({stored}): its ids would index other rows of the model's embeddings. Leave "
+                           f"<{setting}> unset to use the model's own")
+
+
+def check_vocabulary_fits(tokenizer, vocab_size):
+    """ValueError when the vocabulary has more pieces than the model has embedding rows."""
+    if tokenizer.vocab_size > vocab_size:
+        raise ValueError(f"{tokenizer.source}: {tokenizer.vocab_size} pieces, more than the model's vocab_size "
+                         f"{vocab_size}; pass the SentencePiece model the model was trained with")

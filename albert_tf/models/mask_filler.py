@@ -68,6 +68,10 @@ class MaskFiller:
         # The casing and default length the model records (albert_tf.models.preprocessing_contract).
         self.preprocessing = self.opened.preprocessing
         self.tokenizer = self.opened.tokenizer
+        # Never proposed either: pieces with no text of their own (the bare word-start piece '▁', which
+        # shows as nothing, or as a stray '▁' in the filled-in sentence).
+        self._never_proposed = np.array([token for token in range(_SPECIAL_IDS, self.tokenizer.vocab_size)
+                                         if not self._word(token).strip(SPIECE_UNDERLINE)], dtype=np.int64)
 
     def __call__(self, texts: str | list[str], top_k: int = 5, max_seq_length: int | None = None) -> list:
         """The candidates for every [MASK] of `texts` (a string, or a list of them), as the module says.
@@ -107,10 +111,15 @@ class MaskFiller:
         return np.array(outputs["mlm_logits"])[0, : len(positions)]
 
     def _top(self, text, top_k, max_seq_length):
+        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+            raise ValueError(f"top_k={top_k!r}: must be a whole number of candidates, at least 1")
         inputs, positions = encode_with_masks(text, self.tokenizer, max_seq_length or self.preprocessing.max_seq_length)
         logits = self._logits(inputs, positions)
         logits[:, :_SPECIAL_IDS] = -np.inf
+        logits[:, self._never_proposed] = -np.inf
+        logits[:, self.tokenizer.vocab_size:] = -np.inf  # rows of a model larger than its vocabulary: no piece
+        proposable = int(np.isfinite(logits[0]).sum())
         probabilities = np.exp(logits - logits.max(-1, keepdims=True))
         probabilities /= probabilities.sum(-1, keepdims=True)
-        return [(position, [(int(i), float(row[i])) for i in np.argsort(-row)[:top_k]])
+        return [(position, [(int(i), float(row[i])) for i in np.argsort(-row, kind="stable")[:min(top_k, proposable)]])
                 for position, row in zip(positions, probabilities)]

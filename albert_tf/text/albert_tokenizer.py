@@ -10,6 +10,7 @@ import os
 import numpy as np
 import sentencepiece
 
+from albert_tf.settings import SettingError
 from albert_tf.text.preprocessing import preprocess_text
 
 SPIECE_UNDERLINE = "\u2581"
@@ -78,6 +79,50 @@ def is_word_start_piece(piece):
         or piece in _WORD_START_PUNCTUATION
         or not all(char.lower() in _ENGLISH_LETTERS or char in _WORD_START_PUNCTUATION for char in piece)
     )
+
+
+# A vocabulary trained on lowercased text has no piece with a capital letter; one trained on cased
+# text has many (every capital letter is a piece of its own, at least). The share below which a
+# vocabulary counts as lowercase leaves room for the odd capital that SentencePiece's own NFKC
+# normalization makes of a compatibility character after lowercasing (U+210C BLACK-LETTER CAPITAL H
+# has no lowercase form and becomes 'H').
+_CASED_SHARE = 0.005
+
+
+def vocabulary_casing(tokenizer):
+    """'cased', 'lowercase' or 'caseless' (no letter that has a case): what the text a vocabulary was trained on was, read from its pieces.
+
+    A SentencePiece model records its training text's casing in its pieces, whoever trained it
+    (Google's 30k-clean.model has no piece with a capital letter), so this needs no side file.
+    """
+    sp = tokenizer.sp
+    ordinary = [sp.id_to_piece(i) for i in range(sp.get_piece_size())
+                if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i))]
+    capitalized = sum(1 for piece in ordinary if piece != piece.lower())
+    if capitalized > len(ordinary) * _CASED_SHARE:
+        return "cased"
+    # A script without case (Chinese, Thai, ...) says nothing about lowercasing.
+    has_cased_letters = any(char.lower() != char.upper() for piece in ordinary for char in piece)
+    return "lowercase" if has_cased_letters else "caseless"
+
+
+def check_vocabulary_casing(tokenizer, lower_case, vocabulary_name=None):
+    """SettingError when the data's casing (`lower_case`) contradicts the vocabulary's: cased text
+    through a lowercase vocabulary turns every capital letter into <unk>; lowercased text through a
+    cased vocabulary never uses its capitalized pieces."""
+    casing = vocabulary_casing(tokenizer)
+    name = vocabulary_name or tokenizer.source
+    if lower_case and casing == "cased":
+        raise SettingError(
+            f"{name} is a cased vocabulary (its pieces have capital letters), but "
+            "<do_lower_case|lower_case>=True lowercases the text: pass <do_lower_case|lower_case>=False, or "
+            "train a lowercase vocabulary (albert-train-sentencepiece --do_lower_case)")
+    if not lower_case and casing == "lowercase":
+        raise SettingError(
+            f"{name} is a lowercase vocabulary (none of its pieces has a capital letter), but "
+            "<do_lower_case|lower_case>=False keeps the text's capitals, which would all become <unk>: "
+            "pass <do_lower_case|lower_case>=True, or train a cased vocabulary (albert-train-sentencepiece "
+            "--nodo_lower_case)")
 
 
 def ends_with_digit_comma(piece):
