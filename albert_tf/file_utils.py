@@ -4,6 +4,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 
 from albert_tf.settings import SettingFileExists
@@ -159,7 +160,19 @@ def exclusive_directory_lock(directory, tool):
 
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, ".lock")
-    handle = open(path, "a+")
+    try:
+        # Not through a link (O_NOFOLLOW): the pid written below would otherwise land in whatever file the
+        # link names, which this run does not own.
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        if os.path.islink(path):
+            raise OSError(f"{path} is a symbolic link ({os.readlink(path)}), not this directory's lock file: "
+                          "remove it") from None
+        raise
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise OSError(f"{path} is not a regular file, so not this directory's lock file: remove it")
+    handle = os.fdopen(descriptor, "r+")
     try:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

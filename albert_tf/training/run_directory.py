@@ -51,6 +51,15 @@ def read_run_config(output_dir):
                            "how: restore it, or choose another <output_dir>") from None
     if not isinstance(record, dict):
         raise SettingError(f"{path}: not a run record; restore it, or choose another <output_dir>")
+    outputs = record.get("outputs", [])
+    if not isinstance(outputs, list) or not all(isinstance(name, str) for name in outputs):
+        raise SettingError(f"{path}: its outputs are not a list of names; restore it, or choose another <output_dir>")
+    # --overwrite moves what `outputs` names: only entries of this very directory, never a path leading out of it.
+    outside = [name for name in outputs if name in ("", ".", "..") or os.sep in name or "/" in name
+               or (os.altsep and os.altsep in name)]
+    if outside:
+        raise SettingError(f"{path}: lists {outside[0]!r} among the run's outputs, which is not an entry of "
+                           f"{output_dir}; restore the record, or choose another <output_dir>")
     return record
 
 
