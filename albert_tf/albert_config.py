@@ -265,9 +265,11 @@ class AlbertConfig:
     def from_preset(cls, name: str, **overrides) -> "AlbertConfig":
         """A named preset, with any field replaced: `from_preset("albert_tiny", vocab_size=1000)`
         (KerasHub's `from_preset(name, **kwargs)`). Unknown fields and invalid values are refused."""
+        # Only a listed name: joined unchecked, "../../x" would read any JSON file as a preset.
+        if name not in preset_names():
+            raise ValueError(f"Unknown preset {name!r}; presets: {', '.join(preset_names())} (a config file is "
+                             "read with AlbertConfig.from_json_file)")
         path = PRESETS_DIR / f"{name}.json"
-        if not path.is_file():
-            raise ValueError(f"Unknown preset {name!r}; presets: {', '.join(preset_names())}")
         if not overrides:
             return cls.from_json_file(path)
         return cls.from_dict({**cls.from_json_file(path).to_dict(), **overrides},

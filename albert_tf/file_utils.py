@@ -164,7 +164,7 @@ def exclusive_directory_lock(directory, tool):
         # Not through a link (O_NOFOLLOW): the pid written below would otherwise land in whatever file the
         # link names, which this run does not own.
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as error:
+    except OSError:
         if os.path.islink(path):
             raise OSError(f"{path} is a symbolic link ({os.readlink(path)}), not this directory's lock file: "
                           "remove it") from None

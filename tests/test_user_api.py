@@ -50,16 +50,19 @@ def test_a_preset_takes_overrides_and_names_unknown_ones():
 def test_task_models_from_a_preset_name_or_a_directory(pretrained, tmp_path):
     import tensorflow as tf
 
-    fresh = albert_tf.AlbertClassifier.from_preset("albert_tiny", vocab_size=500, num_labels=3)
+    with pytest.warns(UserWarning, match="random parameters"):
+        fresh = albert_tf.AlbertClassifier.from_preset("albert_tiny", vocab_size=500, num_labels=3)
     assert fresh.albert_config.vocab_size == 500 and fresh.num_labels == 3 and fresh.preprocessor is None
-    pretrainer = albert_tf.AlbertPretrainer.from_preset("albert_tiny", vocab_size=500)
+    with pytest.warns(UserWarning, match="random parameters"):
+        pretrainer = albert_tf.AlbertPretrainer.from_preset("albert_tiny", vocab_size=500)
     assert pretrainer.albert_config.vocab_size == 500
 
     classifier = albert_tf.AlbertClassifier.from_preset(pretrained, num_labels=2)
     source = load_model(pretrained)[0].encoder
     for mine, theirs in zip(classifier.encoder.weights, source.weights):
         np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
-    assert classifier.preprocessor.seq_length == 128 and classifier.preprocessor.vocab_size == source.albert_config.vocab_size
+    # 128 by default, but never more than the model's 64 positions.
+    assert classifier.preprocessor.seq_length == 64 and classifier.preprocessor.vocab_size == source.albert_config.vocab_size
     assert albert_tf.AlbertClassifier.from_preset(pretrained, max_seq_length=32).preprocessor.seq_length == 32
 
     # A directory holding this kind of model loads whole, head included.
@@ -133,6 +136,182 @@ def test_fit_without_a_known_length_asks_for_steps(pretrained):
         classifier.fit(endless, epochs=1, verbose=0)
     history = classifier.fit(endless, epochs=1, steps_per_epoch=2, verbose=0)  # strings in a dataset: mapped
     assert len(history.history["loss"]) == 1
+
+
+# --- mistakes refused at once, by name -------------------------------------------------------------------
+
+
+def test_unknown_keywords_are_refused_by_name_not_dropped(pretrained):
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=100)
+    for cls in (albert_tf.AlbertClassifier, albert_tf.AlbertSpanLabeler, albert_tf.AlbertPretrainer,
+                albert_tf.AlbertMultipleChoice):
+        with pytest.raises(TypeError, match=rf"^{cls.__name__} got unknown keyword argument 'num_lables'.*; "
+                                            r"accepted: .*seq_length"):
+            cls(config, num_lables=3)
+    with pytest.raises(TypeError, match=r"'num_lables' \(did you mean 'num_labels'\?\); accepted: .*num_classes"):
+        albert_tf.AlbertClassifier(config, num_lables=3)
+    # from_preset: for a preset name, and for a directory (which used to load whole, the typo unseen).
+    for preset, extra in (("albert_tiny", {"vocab_size": 100}), (pretrained, {})):
+        with pytest.raises(TypeError, match=r"^AlbertClassifier.from_preset got unknown keyword argument "
+                                            r"'num_lables'.*accepted: .*num_labels.*spm_model_file.*vocab_size"):
+            albert_tf.AlbertClassifier.from_preset(preset, num_lables=3, **extra)
+    with pytest.raises(TypeError, match="unknown keyword argument 'dropuot'"):
+        albert_tf.AlbertMultipleChoice.from_preset(pretrained, dropuot=0.2)
+    for cls in (albert_tf.Embedder, albert_tf.MaskFiller):
+        with pytest.raises(TypeError, match="num_lables"):
+            cls(pretrained, num_lables=3)
+
+
+def test_num_classes_is_kerashubs_name_for_num_labels(pretrained):
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=100)
+    classifier = albert_tf.AlbertClassifier(config, num_classes=3)
+    assert classifier.num_labels == 3 and classifier.get_layer("classifier").units == 3
+    assert albert_tf.AlbertClassifier.from_config(classifier.get_config()).num_labels == 3
+    assert albert_tf.AlbertClassifier(config, num_labels=3, num_classes=3).num_labels == 3
+    with pytest.raises(TypeError, match="num_classes=3 and num_labels=2 disagree"):
+        albert_tf.AlbertClassifier(config, num_labels=2, num_classes=3)
+    assert albert_tf.AlbertClassifier.from_preset(pretrained, num_classes=3).num_labels == 3
+    with pytest.raises(TypeError, match="num_classes=3 and num_labels=2 disagree"):
+        albert_tf.AlbertClassifier.from_preset(pretrained, num_labels=2, num_classes=3)
+    with pytest.raises(ValueError, match="num_labels=0 must be a positive integer"):
+        albert_tf.AlbertClassifier(config, num_labels=0)
+
+
+def test_fit_refuses_what_the_head_cannot_take_before_training(pretrained):
+    classifier = albert_tf.AlbertClassifier.from_preset(pretrained, num_labels=2, max_seq_length=16)
+    texts = ["a good river", "a bad town", "a river town"]
+    before = [weight.numpy().copy() for weight in classifier.trainable_weights]
+
+    def refused(match, **fit):
+        with pytest.raises(ValueError, match=match) as error:
+            classifier.fit(**{"x": texts, "y": [0, 1, 0], "verbose": 0, **fit})
+        assert "\n" not in str(error.value)
+
+    refused(r"^y: label 2 is outside the head's range 0\.\.1 \(num_labels=2\); the labels span 0\.\.2, so build "
+            r"the model with num_labels=3$", y=np.array([0, 1, 2]))
+    refused(r"label -1 is outside the head's range 0\.\.1 .*class ids start at 0", y=[0, -1, 1])
+    refused(r"label 0\.5 is not a class id.*num_labels=1", y=[0.0, 0.5, 1.0])
+    refused(r"labels such as 'pos' are not class ids", y=["pos", "neg", "pos"])
+    refused(r"^validation_data: label 3 is outside", validation_data=(texts, [0, 3, 1]))
+    refused(r"^fit: batch_size=0 must be a positive integer", batch_size=0)
+    refused(r"^fit: x holds no examples", x=[], y=[])
+    assert not classifier.compiled  # refused before the recipe compiled it, let alone trained
+    for mine, earlier in zip(classifier.trainable_weights, before):
+        np.testing.assert_array_equal(mine.numpy(), earlier)
+    with pytest.raises(ValueError, match="^predict: x holds no examples"):
+        classifier.predict([])
+    with pytest.raises(ValueError, match="^evaluate: label 2 is outside|^y: label 2 is outside"):
+        classifier.evaluate(texts, [0, 2, 1], verbose=0)
+    # Whole-valued float labels are class ids all the same.
+    classifier.fit(x=texts, y=np.array([0.0, 1.0, 0.0]), batch_size=3, verbose=0)
+
+
+def test_a_preset_name_says_its_weights_are_random_and_takes_a_vocabulary(pretrained, tmp_path):
+    spm = os.path.join(pretrained, "spm.model")
+    pieces = albert_tf.AlbertTokenizer(spm).vocab_size
+    with pytest.warns(UserWarning, match=r"'albert_tiny' is an architecture preset.*random parameters.*"
+                                         r"pass spm_model_file="):
+        blank = albert_tf.AlbertClassifier.from_preset("albert_tiny", num_labels=2, vocab_size=100)
+    with pytest.raises(ValueError, match=r"^fit: x is raw text but this AlbertClassifier has no preprocessor.*"
+                                         r"spm_model_file="):
+        blank.fit(x=["a fine film", "a dull one"], y=[1, 0])
+    with pytest.raises(ValueError, match="^predict: x is raw text"):
+        blank.predict(["a fine film"])
+
+    with pytest.warns(UserWarning, match="random parameters") as warned:
+        classifier = albert_tf.AlbertClassifier.from_preset("albert_tiny", num_labels=2, spm_model_file=spm,
+                                                            max_seq_length=16)
+    assert "spm_model_file=" not in str(warned[0].message)
+    assert classifier.albert_config.vocab_size == pieces  # from the vocabulary
+    assert classifier.preprocessor.seq_length == 16 and classifier.preprocessor.vocab_size == pieces
+    assert classifier.predict(["a fine film"], verbose=0)["logits"].shape == (1, 2)
+    with pytest.warns(UserWarning):
+        pretrainer = albert_tf.AlbertPretrainer.from_preset("albert_tiny", spm_model_file=spm)
+    assert pretrainer.albert_config.vocab_size == pieces
+    with pytest.raises(ValueError, match=rf"holds {pieces} pieces but the model's vocab_size is 999"):
+        albert_tf.AlbertClassifier.from_preset("albert_tiny", vocab_size=999, spm_model_file=spm)
+    (tmp_path / "vocab.txt").write_text("not a model\n")
+    with pytest.raises(ValueError, match="vocab.txt: not a SentencePiece model"):
+        albert_tf.AlbertClassifier.from_preset("albert_tiny", spm_model_file=str(tmp_path / "vocab.txt"))
+
+
+def test_a_preset_name_cannot_reach_outside_the_presets(tmp_path):
+    from albert_tf.albert_config import PRESETS_DIR
+
+    (tmp_path / "elsewhere.json").write_text(AlbertConfig.from_preset("albert_tiny").to_json_string())
+    outside = os.path.relpath(tmp_path / "elsewhere", PRESETS_DIR)  # "../../tmp/.../elsewhere"
+    for name in (outside, "../../x"):
+        with pytest.raises(ValueError, match="Unknown preset"):
+            AlbertConfig.from_preset(name)
+        with pytest.raises(ValueError, match="neither a preset"):
+            albert_tf.AlbertClassifier.from_preset(name)
+
+
+# --- the preprocessor, saving, embeddings --------------------------------------------------------------
+
+
+def test_the_preprocessor_takes_python_strings_lists_and_pairs(pretrained):
+    import tensorflow as tf
+
+    preprocessor = albert_tf.AlbertPreprocessor.from_model_dir(pretrained, seq_length=12)
+    texts = ["a good river", "a bad town"]
+    batch = preprocessor(texts)
+    np.testing.assert_array_equal(batch["input_word_ids"], preprocessor(tf.constant(texts))["input_word_ids"])
+    one = preprocessor("a good river")
+    assert one["input_word_ids"].shape == (12,)
+    np.testing.assert_array_equal(one["input_word_ids"], batch["input_word_ids"][0])
+    pairs = preprocessor((texts, ["the town", "the river"]))
+    assert pairs["input_word_ids"].shape == (2, 12) and pairs["input_type_ids"].numpy().max(axis=1).tolist() == [1, 1]
+    pair = preprocessor(("a good river", "the town"))
+    np.testing.assert_array_equal(pair["input_word_ids"], pairs["input_word_ids"][0])
+    inputs, labels = preprocessor(texts, [1, 0])
+    assert labels.numpy().tolist() == [1, 0]
+    with pytest.raises(ValueError, match="sentence pairs are a tuple of two lists"):
+        preprocessor([texts, ["the town", "the river"]])
+    with pytest.raises(ValueError, match="got 3 parts"):
+        preprocessor(("a", "b", "c"))
+
+    # A classifier given pairs of raw text reads both segments (not the first alone).
+    classifier = albert_tf.AlbertClassifier.from_preset(pretrained, num_labels=2, max_seq_length=12)
+    logits = classifier.predict((texts, ["the town", "the river"]), verbose=0)["logits"]
+    np.testing.assert_allclose(logits, classifier.predict(pairs, verbose=0)["logits"], atol=1e-6)
+
+
+def test_save_to_preset_writes_a_directory_from_preset_loads_whole(pretrained, tmp_path):
+    import tensorflow as tf
+
+    from albert_tf.settings import SettingFileExists
+
+    classifier = albert_tf.AlbertClassifier.from_preset(pretrained, num_labels=3, max_seq_length=24)
+    head = classifier.get_layer("classifier").kernel
+    head.assign(tf.random.normal(head.shape))
+    saved = classifier.save_to_preset(tmp_path / "saved")
+    assert saved == str(tmp_path / "saved") and (tmp_path / "saved" / "spm.model").is_file()
+    again = albert_tf.AlbertClassifier.from_preset(saved)
+    assert again.num_labels == 3 and again.preprocessor.seq_length == 24
+    assert again.preprocessor.model_proto == classifier.preprocessor.model_proto
+    for mine, theirs in zip(again.weights, classifier.weights):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+    np.testing.assert_allclose(again.predict(["a good river"], verbose=0)["logits"],
+                               classifier.predict(["a good river"], verbose=0)["logits"], atol=1e-6)
+    # The same head with another dropout (a training setting, not a weight): still the saved head.
+    retuned = albert_tf.AlbertClassifier.from_preset(saved, num_classes=3, dropout=0.3)
+    assert retuned.dropout_rate == 0.3
+    np.testing.assert_array_equal(retuned.get_layer("classifier").kernel.numpy(), head.numpy())
+
+    with pytest.raises(SettingFileExists, match="pass overwrite"):
+        classifier.save_to_preset(saved)
+    choices = albert_tf.AlbertMultipleChoice(classifier.encoder, num_choices=3)  # no call yet: no head variables
+    choices.save_to_preset(saved, overwrite=True)
+    reloaded = albert_tf.AlbertMultipleChoice.from_preset(saved, num_choices=3)
+    np.testing.assert_array_equal(reloaded.scorer.kernel.numpy(), choices.scorer.kernel.numpy())
+
+
+def test_embedding_a_single_string_gives_one_vector(pretrained):
+    embedder = albert_tf.Embedder(pretrained, max_seq_length=32)
+    vector = embedder.embed("a single string")
+    assert vector.shape == (embedder.opened.model.albert_config.hidden_size,)
+    np.testing.assert_allclose(vector, embedder.embed(["a single string", "another"])[0], atol=1e-5)
 
 
 # --- fill-mask -------------------------------------------------------------------------------------------

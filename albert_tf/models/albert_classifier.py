@@ -12,6 +12,7 @@ it uncompiled:
 """
 
 import math
+import numbers
 
 import keras
 import numpy as np
@@ -19,7 +20,7 @@ import tensorflow as tf
 
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.layers.initializers import truncated_normal
-from albert_tf.models.task_model import AlbertTaskModel
+from albert_tf.models.task_model import AlbertTaskModel, merge_synonyms
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
 from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 
@@ -41,11 +42,22 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
     """
 
     CONFIG_ATTRIBUTES = {"num_labels": "num_labels", "dropout": "dropout_rate", "seq_length": "seq_length"}
+    ARGUMENT_SYNONYMS = {"num_classes": "num_labels"}
     preprocessor = None
 
-    def __init__(self, encoder: AlbertEncoder | AlbertConfig | None = None, num_labels: int = 2, dropout: float = 0.1,
-                 config: AlbertConfig | None = None, seq_length: int | None = None,
-                 preprocessor: AlbertPreprocessor | dict | None = None, **kwargs):
+    def __init__(self, encoder: AlbertEncoder | AlbertConfig | None = None, num_labels: int | None = None,
+                 dropout: float = 0.1, config: AlbertConfig | None = None, seq_length: int | None = None,
+                 preprocessor: AlbertPreprocessor | dict | None = None, *, num_classes: int | None = None, **kwargs):
+        """`num_labels` (default 2; `num_classes` is KerasHub's name for it): the head's outputs, 1 for a
+        regression score. Any keyword besides these and keras.Model's `name`/`trainable` is a TypeError."""
+        self.refuse_unknown_arguments(kwargs)
+        num_labels = merge_synonyms("AlbertClassifier", {"num_labels": num_labels, "num_classes": num_classes},
+                                    self.ARGUMENT_SYNONYMS)["num_labels"]
+        num_labels = 2 if num_labels is None else num_labels
+        if isinstance(num_labels, bool) or not isinstance(num_labels, numbers.Integral) or num_labels < 1:
+            raise ValueError(f"AlbertClassifier: num_labels={num_labels!r} must be a positive integer (1 for a "
+                             "regression head)")
+        num_labels = int(num_labels)
         encoder = encoder_for("AlbertClassifier", encoder, config, seq_length)
         config = encoder.albert_config
         kwargs.setdefault("name", "albert_classifier")
@@ -93,7 +105,15 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None, validation_data=None, shuffle=True,
             steps_per_epoch=None, **kwargs):
-        """keras.Model.fit, also on raw strings (with a preprocessor) and compiling itself when uncompiled."""
+        """keras.Model.fit, also on raw strings (with a preprocessor) and compiling itself when uncompiled.
+
+        Before any training, labels a classification head cannot take (outside 0..num_labels-1, fractional,
+        strings) are refused, as are an empty `x`, `batch_size` < 1 and raw text without a preprocessor."""
+        self._check_inputs("fit", x, batch_size)
+        self._check_labels(y, "y")
+        if isinstance(validation_data, (tuple, list)) and len(validation_data) >= 2:
+            self._check_inputs("fit", validation_data[0], batch_size, "validation_data")
+            self._check_labels(validation_data[1], "validation_data")
         if isinstance(validation_data, (tuple, list)) and self._is_text(validation_data[0]):
             texts, labels, *weights = validation_data
             validation_data = self._text_dataset(texts, labels, weights[0] if weights else None, batch_size, False)[0]
@@ -111,15 +131,64 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
                            validation_data=validation_data, shuffle=shuffle, steps_per_epoch=steps_per_epoch, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        self._check_inputs("evaluate", x, batch_size)
+        self._check_labels(y, "y")
         x, y, sample_weight, batch_size = self._text_dataset(x, y, sample_weight, batch_size, False)
         return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
+        self._check_inputs("predict", x, batch_size)
         x, _, _, batch_size = self._text_dataset(x, None, None, batch_size, False)
         return super().predict(x, batch_size=batch_size, **kwargs)
 
     def _is_text(self, x):
         return self.preprocessor is not None and _is_text(x)
+
+    def _check_inputs(self, method, x, batch_size, argument="x"):
+        """One-line errors for what keras.Model would fail on later and obscurely (a KeyError for no rows,
+        "Unrecognized data type" for strings it cannot tokenize)."""
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+                                       or batch_size < 1):
+            raise ValueError(f"{method}: batch_size={batch_size!r} must be a positive integer (or None for "
+                             f"{DEFAULT_BATCH_SIZE})")
+        if _is_empty(x):
+            raise ValueError(f"{method}: {argument} holds no examples; pass at least one")
+        if self.preprocessor is None and (_is_text(x) or (isinstance(x, tf.data.Dataset) and _yields_text(x))):
+            raise ValueError(f"{method}: {argument} is raw text but this AlbertClassifier has no preprocessor; build "
+                             "it with from_preset(<model directory>) or from_preset(<preset>, spm_model_file=...), "
+                             "or pass preprocessor=AlbertPreprocessor(...)")
+
+    def _check_labels(self, y, argument):
+        """Refuses, before training, class labels the head cannot take; a regression head (num_labels 1), a
+        dataset and multi-column targets (one-hot, a custom loss) are left to Keras."""
+        if isinstance(y, dict):
+            y = y.get("logits")
+        if y is None or isinstance(y, tf.data.Dataset) or self.num_labels == 1:
+            return
+        try:
+            labels = np.asarray(y)
+        except (TypeError, ValueError):
+            return
+        if labels.size == 0 or labels.ndim > 2 or (labels.ndim == 2 and labels.shape[1] != 1) or labels.dtype == object:
+            return
+        labels = labels.reshape(-1)
+        last = self.num_labels - 1
+        if labels.dtype.kind in "US":
+            raise ValueError(f"{argument}: labels such as {labels.tolist()[0]!r} are not class ids; the head "
+                             f"(num_labels={self.num_labels}) takes integers 0..{last}: map each label name to its id")
+        if labels.dtype.kind == "f":
+            fractional = labels[~np.isfinite(labels) | (labels != np.round(labels))]
+            if fractional.size:
+                raise ValueError(f"{argument}: label {fractional[0]} is not a class id; the head (num_labels="
+                                 f"{self.num_labels}) takes integers 0..{last} (a regression score needs num_labels=1)")
+        low, high = int(labels.min()), int(labels.max())
+        if low < 0:
+            raise ValueError(f"{argument}: label {low} is outside the head's range 0..{last} (num_labels="
+                             f"{self.num_labels}); class ids start at 0")
+        if high > last:
+            raise ValueError(f"{argument}: label {high} is outside the head's range 0..{last} (num_labels="
+                             f"{self.num_labels}); the labels span {low}..{high}, so build the model with "
+                             f"num_labels={high + 1}")
 
     def _text_dataset(self, x, y, sample_weight, batch_size, shuffle):
         """(x, y, sample_weight, batch_size) for keras.Model: raw text becomes a batched dataset of the
@@ -130,7 +199,8 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
             return x, y, sample_weight, batch_size
         texts = tuple(tf.constant(part, tf.string) for part in x) if _is_pair(x) else tf.constant(x, tf.string)
         parts = tuple(part for part in (texts, y, sample_weight) if part is not None)
-        dataset = tf.data.Dataset.from_tensor_slices(parts if len(parts) > 1 else texts)
+        # Always a tuple, so map passes a pair of segments as one argument, not as (texts_a, labels).
+        dataset = tf.data.Dataset.from_tensor_slices(parts)
         if shuffle:
             dataset = dataset.shuffle(int(dataset.cardinality()), reshuffle_each_iteration=True)
         dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
@@ -160,6 +230,16 @@ def _yields_text(dataset):
     first = spec[0] if isinstance(spec, tuple) else spec
     parts = first if isinstance(first, tuple) else (first,)
     return all(isinstance(part, tf.TensorSpec) and part.dtype == tf.string for part in parts)
+
+
+def _is_empty(x):
+    if isinstance(x, dict):
+        return not x or any(_is_empty(value) for value in x.values())
+    if _is_pair(x) or (isinstance(x, tuple) and len(x) == 2 and all(isinstance(part, list) for part in x)):
+        return any(len(part) == 0 for part in x)
+    if isinstance(x, np.ndarray):
+        return x.ndim > 0 and x.shape[0] == 0
+    return isinstance(x, (list, tuple)) and len(x) == 0
 
 
 def _batches(x, batch_size):

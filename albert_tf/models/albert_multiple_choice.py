@@ -20,6 +20,7 @@ class AlbertMultipleChoice(AlbertTaskModel, keras.Model):
 
     def __init__(self, encoder: AlbertEncoder | AlbertConfig | None = None, num_choices: int = 4, dropout: float = 0.1,
                  config: AlbertConfig | None = None, seq_length: int | None = None, **kwargs):
+        self.refuse_unknown_arguments(kwargs)  # the TypeError every task model gives, before Keras's ValueError
         # No seq_length for the encoder: it sees [batch * choices, seq] whatever the model's inputs say.
         encoder = encoder_for("AlbertMultipleChoice", encoder, config)
         albert_config = encoder.albert_config

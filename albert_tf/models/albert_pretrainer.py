@@ -34,6 +34,7 @@ class AlbertPretrainer(AlbertTaskModel, keras.Model):
 
     def __init__(self, encoder: AlbertEncoder | AlbertConfig | None = None, config: AlbertConfig | None = None,
                  seq_length: int | None = None, max_predictions_per_seq: int | None = None, **kwargs):
+        self.refuse_unknown_arguments(kwargs)  # keras.Model would drop a misspelt keyword silently
         encoder = encoder_for("AlbertPretrainer", encoder, config, seq_length)
         config = encoder.albert_config
         kwargs.setdefault("name", "albert_pretrainer")

@@ -59,11 +59,14 @@ class Embedder:
             return self._preprocessor(tf.constant(texts))
         return pack_batch(self.opened.tokenizer, texts, None, self.max_seq_length)
 
-    def embed(self, texts: list[str], pooling: str = "mean") -> np.ndarray:
-        """[len(texts), H] float32: `pooling` "mean" (the token vectors' mean: better for similarity) or
-        "pooled" (the pooler's tanh([CLS]) vector)."""
+    def embed(self, texts: str | list[str], pooling: str = "mean") -> np.ndarray:
+        """float32 [len(texts), H] for a list of texts, [H] for a single string (as sentence-transformers'
+        `encode`): `pooling` "mean" (the token vectors' mean: better for similarity) or "pooled" (the
+        pooler's tanh([CLS]) vector)."""
         if pooling not in POOLINGS:
             raise ValueError(f"pooling={pooling!r}: one of {', '.join(POOLINGS)}")
+        if isinstance(texts, str):  # a string is one text, not a list of its characters
+            return self.embed([texts], pooling)[0]
         inputs = self.inputs(texts)
         if self.export:
             outputs = self.opened.saved_model(inputs)

@@ -197,57 +197,121 @@ def load_model(path: str | os.PathLike) -> tuple[keras.Model, dict]:
     Given a directory of `ckpt-N` checkpoints, the newest intact one is loaded (a
     damaged newest one is skipped with a warning); a prefix names exactly one.
     """
-    directory, prefix = resolve_checkpoint(path)
+    directory, _ = resolve_checkpoint(path)
     metadata = read_metadata(directory)
     model = build_model(metadata)
+    _restore_checkpoint(model, path)
+    if "preprocessor" in metadata and spm_model_path(directory):
+        model.preprocessor = _preprocessor(spm_model_path(directory), **metadata["preprocessor"])
+    return model, metadata
+
+
+def _restore_checkpoint(model, path):
+    """Restores `model` from `path`: a prefix names exactly one checkpoint; a directory of `ckpt-N` gives the
+    newest intact one."""
+    directory, prefix = resolve_checkpoint(path)
     if prefix == path or prefix.endswith(WEIGHTS_PREFIX):
         restore_weights(model, prefix)
     else:
         restore_newest_intact(lambda candidate: restore_weights(model, candidate), checkpoints_newest_first(directory))
-    if "preprocessor" in metadata and spm_model_path(directory):
-        model.preprocessor = _preprocessor(directory, **metadata["preprocessor"])
-    return model, metadata
 
 
-def _preprocessor(directory, seq_length, lower_case=True, keep_accents=False):
+def _preprocessor(spm_model_file, seq_length, lower_case=True, keep_accents=False):
     from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 
-    return AlbertPreprocessor(read_spm_model(spm_model_path(directory)), seq_length=seq_length,
-                              lower_case=lower_case, keep_accents=keep_accents)
+    return AlbertPreprocessor(read_spm_model(spm_model_file), seq_length=seq_length, lower_case=lower_case,
+                              keep_accents=keep_accents)
 
 
-def model_from_preset(model_class, preset, max_seq_length=None, **kwargs):
+def _default_seq_length(caller, max_seq_length, recorded, albert_config):
+    """`max_seq_length`, else the recorded length, else 128; never more than the model has positions for."""
+    positions = albert_config.max_position_embeddings
+    if max_seq_length is not None and max_seq_length > positions:
+        raise ValueError(f"{caller}: max_seq_length={max_seq_length} exceeds the model's max_position_embeddings "
+                         f"{positions}; pass at most {positions}")
+    return max_seq_length or recorded or min(128, positions)
+
+
+def _vocabulary_size(spm_model_file):
+    """The size of an ALBERT SentencePiece model (anything else is refused, naming the file)."""
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+
+    return AlbertTokenizer(model_proto=read_spm_model(spm_model_file)).vocab_size
+
+
+def _check_vocabulary(caller, spm_model_file, vocab_size):
+    pieces = _vocabulary_size(spm_model_file)
+    if pieces != vocab_size:
+        raise ValueError(f"{caller}: spm_model_file {spm_model_file} holds {pieces} pieces but the model's "
+                         f"vocab_size is {vocab_size}; pass the vocabulary the model was trained with (or leave "
+                         "vocab_size out for a preset)")
+
+
+def model_from_preset(model_class, preset, max_seq_length=None, spm_model_file=None, **kwargs):
     """`model_class.from_preset(preset, **kwargs)`: see `AlbertTaskModel.from_preset`."""
     import dataclasses
+    import warnings
 
     from albert_tf.albert_config import preset_names
+    from albert_tf.models.task_model import merge_synonyms, refuse_unknown_keywords
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
+    caller = f"{model_class.__name__}.from_preset"
     config_fields = {field.name for field in dataclasses.fields(AlbertConfig)}
+    # The encoder comes from the preset: the constructor's own `encoder` and `config` have no place here.
+    model_arguments = model_class.constructor_arguments() - {"encoder", "config"}
+    refuse_unknown_keywords(caller, kwargs, model_arguments | config_fields | {"max_seq_length", "spm_model_file"})
+    kwargs = merge_synonyms(caller, kwargs, model_class.ARGUMENT_SYNONYMS)
     overrides = {name: value for name, value in kwargs.items() if name in config_fields}
     arguments = {name: value for name, value in kwargs.items() if name not in config_fields}
+    takes_preprocessor = hasattr(model_class, "preprocessor")
+    if spm_model_file is not None and arguments.get("preprocessor") is not None:
+        raise TypeError(f"{caller}: preprocessor= and spm_model_file= both given; pass one of them")
     if not os.path.isdir(preset):
         if preset not in preset_names():
             raise ValueError(f"{preset!r}: neither a preset ({', '.join(preset_names())}) nor a model directory")
-        return model_class(AlbertEncoder(AlbertConfig.from_preset(preset, **overrides)), **arguments)
+        if spm_model_file is not None:
+            if "vocab_size" in overrides:
+                _check_vocabulary(caller, spm_model_file, overrides["vocab_size"])
+            overrides["vocab_size"] = _vocabulary_size(spm_model_file)
+        model = model_class(AlbertEncoder(AlbertConfig.from_preset(preset, **overrides)), **arguments)
+        advice = ("; to feed it raw text, pass spm_model_file=" if takes_preprocessor and spm_model_file is None
+                  and model.preprocessor is None else "")
+        warnings.warn(f"{preset!r} is an architecture preset, not pretrained weights: this {model_class.__name__} "
+                      f"starts from random parameters. For pretrained ones pass a model directory (albert-convert "
+                      f"makes one from Google's or Hugging Face's checkpoints){advice}", UserWarning, stacklevel=3)
+        if spm_model_file is not None and takes_preprocessor:
+            seq_length = _default_seq_length(caller, max_seq_length, None, model.albert_config)
+            model.preprocessor = _preprocessor(spm_model_file, seq_length)
+        return model
     if overrides:
         raise ValueError(f"{preset}: its weights fix the architecture; {', '.join(sorted(overrides))} can be changed "
                          "only for a preset name")
     exported = exported_encoder_dir(preset)
     metadata = read_metadata(os.path.join(exported, "assets") if exported else resolve_checkpoint(preset)[0])
-    kind, _ = registry.describe_class(model_class)
+    kind, saved_arguments = registry.describe_class(model_class)
     if metadata["model"] == kind and not exported and all(
-            metadata.get(name, value) == value for name, value in arguments.items()):
-        model = load_model(preset)[0]  # the same kind of model: its head too
+            metadata.get(name, value) == value for name, value in arguments.items() if name in saved_arguments):
+        # The same kind of model: its head too, built with the caller's other arguments (a new dropout).
+        recorded = {name: int(metadata[name]) for name in saved_arguments if name in metadata}
+        model = model_class(config=_albert_config(metadata), **{**recorded, **arguments})
+        if hasattr(model, "build_variables"):
+            model.build_variables()
+        _restore_checkpoint(model, preset)
     else:
         model = model_class(load_encoder(preset), **arguments)
     directory = exported or resolve_checkpoint(preset)[0]
-    if hasattr(model_class, "preprocessor") and spm_model_path(directory):
+    vocabulary = spm_model_file or spm_model_path(directory)
+    if spm_model_file is not None:
+        _check_vocabulary(caller, spm_model_file, model.albert_config.vocab_size)
+    if takes_preprocessor and vocabulary and arguments.get("preprocessor") is None:
         # What the directory records (a saved classifier's preprocessor, an export's length and casing).
         recorded = metadata.get("preprocessor", {})
-        seq_length = max_seq_length or recorded.get("seq_length") or metadata.get("max_seq_length") or 128
+        seq_length = _default_seq_length(caller, max_seq_length,
+                                         recorded.get("seq_length") or metadata.get("max_seq_length"),
+                                         model.albert_config)
         lower_case = recorded.get("lower_case", metadata.get("lower_case", True))
-        model.preprocessor = _preprocessor(directory, seq_length, lower_case, recorded.get("keep_accents", False))
+        model.preprocessor = _preprocessor(vocabulary, seq_length, lower_case, recorded.get("keep_accents", False))
     return model
 
 

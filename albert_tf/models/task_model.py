@@ -2,18 +2,72 @@
 
 Constructors take `(encoder, config, ...)` in that order: pass an `AlbertEncoder`
 (pretrained, say), or an `AlbertConfig` (as the first argument or as `config=`)
-to build a fresh one.
+to build a fresh one. A keyword the constructor does not know is refused with a
+TypeError (keras.Model would otherwise drop it silently: a misspelt `num_lables=3`
+gave a 2-label model).
 """
+
+import difflib
+import inspect
+import os
+
+# What keras.Model's functional constructor itself takes; every other keyword it drops silently.
+KERAS_ARGUMENTS = ("name", "trainable")
+
+
+def refuse_unknown_keywords(caller: str, given, accepted) -> None:
+    """TypeError naming each of `given` not in `accepted` (with the nearest accepted name), and the accepted ones."""
+    unknown = [name for name in given if name not in accepted]
+    if not unknown:
+        return
+    named = []
+    for name in unknown:
+        nearest = difflib.get_close_matches(name, accepted, n=1)
+        named.append(f"{name!r}" + (f" (did you mean {nearest[0]!r}?)" if nearest else ""))
+    raise TypeError(f"{caller} got unknown keyword argument{'s' if len(unknown) > 1 else ''} {', '.join(named)}; "
+                    f"accepted: {', '.join(sorted(accepted))}")
+
+
+def merge_synonyms(caller: str, arguments: dict, synonyms: dict) -> dict:
+    """`arguments` with each other library's name (`synonyms`: theirs -> ours) moved to ours; TypeError when
+    both are given with different values."""
+    merged = dict(arguments)
+    for theirs, ours in synonyms.items():
+        if theirs not in merged:
+            continue
+        value = merged.pop(theirs)
+        if value is None:
+            continue
+        if merged.get(ours) is not None and merged[ours] != value:
+            raise TypeError(f"{caller}: {theirs}={value!r} and {ours}={merged[ours]!r} disagree; {theirs} is "
+                            f"KerasHub's name for {ours}: pass one of them")
+        merged[ours] = value
+    return merged
 
 
 class AlbertTaskModel:
     """Mixin for keras.Model subclasses with an `encoder` attribute.
 
     `CONFIG_ATTRIBUTES` maps each constructor argument that `get_config` records
-    (besides the encoder's config) to the attribute holding it.
+    (besides the encoder's config) to the attribute holding it. `ARGUMENT_SYNONYMS`
+    maps another library's name for a constructor argument to ours (KerasHub's
+    `num_classes` for a classifier's `num_labels`).
     """
 
     CONFIG_ATTRIBUTES: dict = {}
+    ARGUMENT_SYNONYMS: dict = {}
+
+    @classmethod
+    def constructor_arguments(cls) -> set:
+        """Every keyword the constructor takes: its own parameters and keras.Model's."""
+        parameters = inspect.signature(cls.__init__).parameters.values()
+        return {parameter.name for parameter in parameters if parameter.name != "self" and parameter.kind not in (
+            parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)} | set(KERAS_ARGUMENTS)
+
+    @classmethod
+    def refuse_unknown_arguments(cls, kwargs: dict) -> None:
+        """Called by each constructor with the keywords its signature did not name."""
+        refuse_unknown_keywords(cls.__name__, kwargs, cls.constructor_arguments())
 
     def head_outputs(self, inputs, training=True):
         """The model's outputs computed with only the work they need: what fine-tuning's loss and the
@@ -35,22 +89,39 @@ class AlbertTaskModel:
         return cls(**config)
 
     @classmethod
-    def from_preset(cls, preset, max_seq_length=None, **kwargs):
+    def from_preset(cls, preset, max_seq_length=None, spm_model_file=None, **kwargs):
         """The model from a preset name or a model directory, as KerasHub's `from_preset`.
 
-        - A preset name (`albert_tf.preset_names()`): a fresh, randomly initialized model;
+        - A preset name (`albert_tf.preset_names()`): a fresh model with RANDOM weights (a
+          warning says so: the presets are architectures, no weights ship with albert_tf);
           AlbertConfig fields among `kwargs` replace the preset's (`vocab_size=1000`).
+          `spm_model_file=` gives a classifier an `AlbertPreprocessor` of that ALBERT
+          SentencePiece model, so it takes raw text; the vocabulary's size is the model's
+          `vocab_size` unless `vocab_size=` says otherwise (then they must agree).
         - An albert_tf model directory (pretraining output, a converted Google or Hugging
-          Face checkpoint, a fine-tuned model) or an `albert_tf.export` directory: its
-          weights. A directory holding this very kind of model (with the same `num_labels`
-          ...) loads whole, head included; otherwise its encoder gets a fresh head.
-          A classifier also gets the directory's `AlbertPreprocessor` (its spm.model, at
-          `max_seq_length` or the length it records, 128 otherwise), so it takes raw text.
+          Face checkpoint, a fine-tuned model, what `save_to_preset` writes) or an
+          `albert_tf.export` directory: its weights. A directory holding this very kind of
+          model (with the same `num_labels` ...) loads whole, head included; otherwise its
+          encoder gets a fresh head. A classifier also gets the directory's
+          `AlbertPreprocessor` (its spm.model, or `spm_model_file`; at `max_seq_length` or
+          the length it records, 128 otherwise), so it takes raw text.
 
-        The other `kwargs` go to the constructor (`num_labels=3`, `dropout=0.2`).
+        The other `kwargs` go to the constructor (`num_labels=3`, `dropout=0.2`); an unknown
+        keyword is a TypeError naming the accepted ones.
 
         >>> classifier = AlbertClassifier.from_preset("albert_tiny", vocab_size=1000, num_labels=3)
         """
         from albert_tf.models.model_dir import model_from_preset
 
-        return model_from_preset(cls, preset, max_seq_length=max_seq_length, **kwargs)
+        return model_from_preset(cls, preset, max_seq_length=max_seq_length, spm_model_file=spm_model_file, **kwargs)
+
+    def save_to_preset(self, directory: str | os.PathLike, overwrite: bool = False) -> str:
+        """Writes this model to `directory` as an albert_tf model directory (weights, the head's
+        arguments, and a classifier's preprocessor settings with its spm.model), which
+        `from_preset(directory)` loads back whole, as KerasHub's `save_to_preset`. An existing
+        `directory` is refused unless `overwrite`. Returns its absolute path."""
+        from albert_tf.models.model_dir import write_model_dir
+
+        if hasattr(self, "build_variables") and not self.built:  # a subclassed head exists after its first call
+            self.build_variables()
+        return write_model_dir(self, directory, overwrite=overwrite)

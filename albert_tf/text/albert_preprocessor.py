@@ -8,10 +8,16 @@ KerasHub's preprocessors; labels and sample weights pass through:
   classifier.fit(train)                                   # an AlbertClassifier, compiled
   classifier.predict(preprocessor(["a new review"]))
 
-Sentence pairs are a tuple `(texts_a, texts_b)`; an empty string in texts_b
-means a single-segment row. The ids are those of `AlbertTokenizer` and
-`albert_tf.text.packing` (the original tokenization and pair truncation),
-computed with TensorFlow and tensorflow-text ops only.
+Texts are a string, a list (or array, or tensor) of strings, or, for sentence
+pairs, a tuple `(texts_a, texts_b)` of two such; an empty string in texts_b means
+a single-segment row:
+
+  preprocessor("a fine film")["input_word_ids"]             # [seq_length]
+  preprocessor(["a fine film", "a dull one"])               # [2, seq_length] each
+  preprocessor((["is it good?"], ["a fine film"]))          # one pair: [1, seq_length] each
+
+The ids are those of `AlbertTokenizer` and `albert_tf.text.packing` (the original
+tokenization and pair truncation), computed with TensorFlow and tensorflow-text ops only.
 
 tensorflow-text's SentencePiece op keeps its model in a resource owned by the
 op's kernel. Created eagerly, that kernel lives in TensorFlow's eager kernel
@@ -39,9 +45,11 @@ class AlbertPreprocessor(keras.layers.Layer):
       seq_length: length of every output row; longer text is truncated.
       lower_case, keep_accents: the original preprocessing switches.
 
-    `call(x, y=None, sample_weight=None)`: `x` is a string tensor (rank 0 or 1)
-    or a tuple/list of two; returns the inputs dict, or `(inputs, y[, sample_weight])`
-    when labels are given, so `dataset.map(preprocessor)` works on (text, label) pairs.
+    `preprocessor(x, y=None, sample_weight=None)`: `x` is a string or a batch of them (a
+    list, array or string tensor of rank 1), or a tuple of two such for sentence pairs;
+    a single string gives unbatched [seq_length] rows. Returns the inputs dict, or
+    `(inputs, y[, sample_weight])` when labels are given, so `dataset.map(preprocessor)`
+    works on (text, label) pairs.
     """
 
     def __init__(self, model_proto: bytes, seq_length: int = 128, lower_case: bool = True,
@@ -83,11 +91,19 @@ class AlbertPreprocessor(keras.layers.Layer):
         tokenizer = TFAlbertTokenizer(self.model_proto, lower_case=self.lower_case, keep_accents=self.keep_accents)
         return encode_text(tokenizer, text, text_b, self.seq_length)
 
+    def __call__(self, x, y=None, sample_weight=None, **kwargs):
+        # Keras refuses Python strings as a layer's positional input: they become string tensors first.
+        if sample_weight is not None and y is None:
+            raise ValueError("sample_weight without y: pass the labels too")
+        labels = [part for part in (y, sample_weight) if part is not None]
+        return super().__call__(_as_segments(x), *(
+            {name: tf.convert_to_tensor(value) for name, value in part.items()} if isinstance(part, dict)
+            else tf.convert_to_tensor(part) for part in labels), **kwargs)
+
     def call(self, x, y=None, sample_weight=None):
-        if isinstance(x, (tuple, list)):
-            if len(x) != 2:
-                raise ValueError(f"a pair of segments (texts_a, texts_b) expected, got {len(x)} parts")
-            text, text_b = (tf.convert_to_tensor(part, dtype=tf.string) for part in x)
+        if isinstance(x, (tuple, list)):  # segments (Keras may hand the tuple over as a list)
+            text = tf.convert_to_tensor(x[0], dtype=tf.string)
+            text_b = tf.convert_to_tensor(x[1], dtype=tf.string) if len(x) == 2 else None
         else:
             text, text_b = tf.convert_to_tensor(x, dtype=tf.string), None
         scalar = text.shape.rank == 0
@@ -95,7 +111,8 @@ class AlbertPreprocessor(keras.layers.Layer):
             text = text[None]
             text_b = None if text_b is None else text_b[None]
         elif text.shape.rank != 1:
-            raise ValueError(f"texts of rank 0 or 1 expected, got shape {text.shape}")
+            raise ValueError(f"texts of rank 0 or 1 expected, got shape {text.shape}; sentence pairs are a tuple "
+                             "(texts_a, texts_b)")
         text_b = tf.fill(tf.shape(text), "") if text_b is None else text_b
         encode = self._encode_eagerly if tf.executing_eagerly() else self._encode
         inputs = encode(text, text_b)
@@ -111,3 +128,20 @@ class AlbertPreprocessor(keras.layers.Layer):
     @classmethod
     def from_config(cls, config):
         return cls(**constructor_arguments(config))
+
+
+def _as_segments(x):
+    """`x` as a string tensor, or a tuple of one or two of them (the segments of sentence pairs)."""
+    if isinstance(x, tuple):
+        if len(x) not in (1, 2):
+            raise ValueError(f"a tuple holds the segments of sentence pairs, (texts_a, texts_b); got {len(x)} parts")
+        return tuple(_as_string_tensor(part) for part in x)
+    return _as_string_tensor(x)
+
+
+def _as_string_tensor(texts):
+    if isinstance(texts, (tf.Tensor, tf.Variable)) or keras.backend.is_keras_tensor(texts):
+        return texts
+    if isinstance(texts, list) and any(isinstance(item, (list, tuple)) for item in texts):
+        raise ValueError("texts: a list of lists; sentence pairs are a tuple of two lists, (texts_a, texts_b)")
+    return tf.convert_to_tensor(texts, dtype=tf.string)
