@@ -9,6 +9,7 @@ says `parameter` in the library's words and `--flag` in a command line's.
 """
 
 import dataclasses
+import difflib
 import re
 
 _SETTING = re.compile(r"<(\w+)(?:\|(\w+))?>")
@@ -52,3 +53,20 @@ def check_at_least(config, names, minimum, allow_none=True):
             continue
         if value is None or value < minimum:
             raise SettingError(f"<{name}> must be >= {minimum}, got {value}")
+
+
+# What keras.Model's functional constructor itself takes; every other keyword it drops silently.
+KERAS_ARGUMENTS = ("name", "trainable")
+
+
+def refuse_unknown_keywords(caller: str, given, accepted) -> None:
+    """TypeError naming each of `given` not in `accepted` (with the nearest accepted name), and the accepted ones."""
+    unknown = [name for name in given if name not in accepted]
+    if not unknown:
+        return
+    named = []
+    for name in unknown:
+        nearest = difflib.get_close_matches(name, accepted, n=1)
+        named.append(f"{name!r}" + (f" (did you mean {nearest[0]!r}?)" if nearest else ""))
+    raise TypeError(f"{caller} got unknown keyword argument{'s' if len(unknown) > 1 else ''} {', '.join(named)}; "
+                    f"accepted: {', '.join(sorted(accepted))}")

@@ -160,6 +160,9 @@ def test_unknown_keywords_are_refused_by_name_not_dropped(pretrained):
     for cls in (albert_tf.Embedder, albert_tf.MaskFiller):
         with pytest.raises(TypeError, match="num_lables"):
             cls(pretrained, num_lables=3)
+    with pytest.raises(TypeError, match=r"^AlbertEncoder got unknown keyword argument 'seq_lenght' \(did you mean "
+                                        r"'seq_length'\?\)"):
+        albert_tf.AlbertEncoder(config, seq_lenght=32)
 
 
 def test_num_classes_is_kerashubs_name_for_num_labels(pretrained):

@@ -253,7 +253,8 @@ def model_from_preset(model_class, preset, max_seq_length=None, spm_model_file=N
     import warnings
 
     from albert_tf.albert_config import preset_names
-    from albert_tf.models.task_model import merge_synonyms, refuse_unknown_keywords
+    from albert_tf.models.task_model import merge_synonyms
+    from albert_tf.settings import refuse_unknown_keywords
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
     caller = f"{model_class.__name__}.from_preset"

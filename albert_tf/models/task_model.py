@@ -7,25 +7,10 @@ TypeError (keras.Model would otherwise drop it silently: a misspelt `num_lables=
 gave a 2-label model).
 """
 
-import difflib
 import inspect
 import os
 
-# What keras.Model's functional constructor itself takes; every other keyword it drops silently.
-KERAS_ARGUMENTS = ("name", "trainable")
-
-
-def refuse_unknown_keywords(caller: str, given, accepted) -> None:
-    """TypeError naming each of `given` not in `accepted` (with the nearest accepted name), and the accepted ones."""
-    unknown = [name for name in given if name not in accepted]
-    if not unknown:
-        return
-    named = []
-    for name in unknown:
-        nearest = difflib.get_close_matches(name, accepted, n=1)
-        named.append(f"{name!r}" + (f" (did you mean {nearest[0]!r}?)" if nearest else ""))
-    raise TypeError(f"{caller} got unknown keyword argument{'s' if len(unknown) > 1 else ''} {', '.join(named)}; "
-                    f"accepted: {', '.join(sorted(accepted))}")
+from albert_tf.settings import KERAS_ARGUMENTS, refuse_unknown_keywords
 
 
 def merge_synonyms(caller: str, arguments: dict, synonyms: dict) -> dict:

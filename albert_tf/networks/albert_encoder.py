@@ -7,6 +7,7 @@ from albert_tf.albert_config import ATTENTION_MASK_BIAS, AlbertConfig
 from albert_tf.layers.albert_embeddings import AlbertEmbeddings
 from albert_tf.layers.initializers import truncated_normal
 from albert_tf.layers.transformer_block import TransformerBlock
+from albert_tf.settings import KERAS_ARGUMENTS, refuse_unknown_keywords
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -64,6 +65,8 @@ class AlbertEncoder(keras.Model):
     def __init__(self, config: AlbertConfig, seq_length: int | None = None, **kwargs):
         if isinstance(config, dict):
             config = AlbertConfig.from_dict(config)
+        # keras.Model would drop a misspelt keyword silently.
+        refuse_unknown_keywords("AlbertEncoder", kwargs, {"config", "seq_length", *KERAS_ARGUMENTS})
         kwargs.setdefault("name", "albert_encoder")
 
         # === Layers ===
