@@ -22,6 +22,7 @@ _LAZY_EXPORTS = {
     "load_pretrainer": "albert_tf.models.model_dir",
     "load_model": "albert_tf.models.model_dir",
     "write_model_dir": "albert_tf.models.model_dir",
+    "load_export": "albert_tf.export_lib.exported_model",
     "AlbertClassifier": "albert_tf.models.albert_classifier",
     "AlbertSpanLabeler": "albert_tf.models.albert_span_labeler",
     "AlbertMultipleChoice": "albert_tf.models.albert_multiple_choice",

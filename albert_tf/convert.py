@@ -10,6 +10,9 @@ r"""Converts ALBERT checkpoints between albert_tf, the original TF1 format and H
   # albert_tf -> Hugging Face (load with AutoModelForPreTraining / AutoTokenizer.from_pretrained)
   python -m albert_tf.convert --from=albert_tf --to=huggingface --input=/tmp/albert --output=/tmp/hf
 
+  # A fine-tuned classifier (best/ in run_classifier's --output_dir) -> AlbertForSequenceClassification
+  python -m albert_tf.convert --from=albert_tf --to=huggingface --input=/tmp/mnli/best --output=/tmp/hf_mnli
+
 Every tensor is checked before anything is written: names the model does not
 have, variables the source lacks, and shape mismatches are listed together, and
 the output directory is created only once the conversion has succeeded.
@@ -22,8 +25,9 @@ from albert_tf.checkpoints.conversion import FORMATS, convert
 
 
 def define_flags():
-    flags.DEFINE_enum("from", None, FORMATS, "Format of --input: an albert_tf checkpoint directory, a Hugging "
-                      "Face save_pretrained directory, or an original TF1 checkpoint prefix/directory.")
+    flags.DEFINE_enum("from", None, FORMATS, "Format of --input: an albert_tf checkpoint directory (an encoder, "
+                      "pretrainer or fine-tuned classifier), a Hugging Face save_pretrained directory, or an original "
+                      "TF1 checkpoint prefix/directory.")
     flags.DEFINE_enum("to", "albert_tf", FORMATS, "Format to write to --output.")
     flags.DEFINE_string("input", None, "Checkpoint to read (directory or TF1 checkpoint prefix).")
     flags.DEFINE_string("output", None, "Directory to write; must not exist or be empty unless --overwrite.")

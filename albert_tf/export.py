@@ -10,7 +10,8 @@ writes, all or nothing:
                              the SentencePiece model and albert_tf.json as assets
   OUTPUT_DIR/preprocessing/  raw strings (text, optional text_b) -> the three int32 tensors, in-graph
   OUTPUT_DIR/serving/NAME/VERSION/
-                             TF Serving's layout: `serving_default` (text, optional text_b) and
+                             TF Serving's layout: `serve_text` (text), `serving_default` (text,
+                             text_b: pairs; TF Serving fills in a left-out text_b) and
                              `serve_examples` (serialized tf.Example) -> pooled and normalized
                              embeddings (encoders, pretrainers), probabilities and labels
                              (classifiers; regression: the score), answer spans (span labelers);
@@ -21,6 +22,7 @@ writes, all or nothing:
 Serve with: docker run -p 8501:8501 -v OUTPUT_DIR/serving:/models -e MODEL_NAME=NAME tensorflow/serving
 (an export made with --serving_xla needs the server flag --xla_cpu_compilation_enabled=true)
 (request bodies: albert_tf.export_lib.serving_requests). Load in Python with
+`albert_tf.load_export(OUTPUT_DIR)` (callable on a list of strings, or on two lists for pairs), or
 `tf.saved_model.load(path)` after `import tensorflow_text`; albert_tf's `load_encoder(OUTPUT_DIR)`
 turns the encoder back into an AlbertEncoder (fine-tuning's --init_checkpoint accepts OUTPUT_DIR).
 """
@@ -61,9 +63,9 @@ def define_flags():
                       "(~1/L of the encoder less per request). Classifiers and span labelers have fixed outputs.")
     flags.DEFINE_list("serving_warmup_batch_sizes", [str(size) for size in DEFAULT_WARMUP_BATCH_SIZES],
                       "Batch sizes of the warm-up requests TF Serving replays while loading the serving model "
-                      "(assets.extra/tf_serving_warmup_requests), so no client waits for a graph's first run; with "
-                      "--serving_xla one request per length bucket at each size, compiling those programs at load "
-                      "time. Default 1,2,4,8; empty: write no warm-up requests.")
+                      "(assets.extra/tf_serving_warmup_requests), so no client waits for a graph's first run: one "
+                      "request per size and raw-text signature; with --serving_xla one per length bucket at each "
+                      "size, compiling those programs at load time. Default 1,2,4,8; empty: write no warm-up requests.")
     flags.DEFINE_bool("overwrite", False, "Replace an earlier export in --output_dir once the new one is complete "
                       "(default false: refuse a non-empty directory). A directory holding anything export did not "
                       "write is refused even with it.")
@@ -85,9 +87,11 @@ def main(argv):
     written = read_metadata(FLAGS.output_dir)
     print(f"Exported {FLAGS.checkpoint} to {os.path.abspath(FLAGS.output_dir)} (max_seq_length "
           f"{written['max_seq_length']}, {'lowercased' if written['lower_case'] else 'cased'} text): the TF Hub-style encoder in {paths['encoder']}, raw-text preprocessing in "
-          f"{paths['preprocessing']}, and the TF Serving model in {paths['serving']} (signatures serving_default: "
-          "text, optional text_b; serve_examples: serialized tf.Example). Check them with "
-          f"`saved_model_cli show --all --dir {paths['serving']}`.")
+          f"{paths['preprocessing']}, and the TF Serving model in {paths['serving']} (signatures "
+          f"{'' if written['model'] == 'span_labeler' else 'serve_text: text; '}serving_default: text, text_b; "
+          "serve_examples: serialized tf.Example). Check them with "
+          f"`saved_model_cli show --all --dir {paths['serving']}`; in Python, "
+          f"`albert_tf.load_export({os.path.abspath(FLAGS.output_dir)!r})` returns a model callable on texts.")
     if FLAGS.serving_xla:
         print("The serving model's encoder is XLA-compiled: start TF Serving with --xla_cpu_compilation_enabled=true"
               + ("; its warm-up requests compile the shape buckets of batch sizes "

@@ -215,3 +215,40 @@ def test_cli_success_and_one_line_failure(tmp_path, tf1_tensors):
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith("albert_tf.convert: error:")
     assert "nowhere" in result.stderr and not (tmp_path / "out2").exists()
+
+
+def test_classifier_converts_through_tf1_and_lists_its_head_problems_with_the_encoders(tmp_path, tf1_tensors):
+    import tensorflow as tf
+
+    from albert_tf.models.albert_classifier import AlbertClassifier
+    from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
+    from albert_tf.models.model_dir import load_model
+
+    classifier = AlbertClassifier(SMALL, num_labels=2)
+    write_model_dir(classifier, tmp_path / "ours", label_names=["no", "yes"], is_regression=False)
+    convert("albert_tf", "tf1", str(tmp_path / "ours"), str(tmp_path / "tf1"))
+    # The original run_classifier's names and layout: output_weights is [num_labels, H].
+    reader = tf.train.load_checkpoint(str(tmp_path / "tf1" / "model.ckpt"))
+    np.testing.assert_array_equal(reader.get_tensor("output_weights"), classifier.classifier.kernel.numpy().T)
+    summary = convert("tf1", "albert_tf", str(tmp_path / "tf1" / "model.ckpt"), str(tmp_path / "back"))
+    model, metadata = load_model(str(tmp_path / "back"))
+    assert summary["kind"] == metadata["model"] == "classifier" and metadata["num_labels"] == 2
+    for ours, back in zip(classifier.weights, model.weights, strict=True):
+        np.testing.assert_array_equal(back.numpy(), ours.numpy(), err_msg=ours.path)
+
+    # A head of the wrong width and a missing encoder tensor: one error names both.
+    tensors = {name: value for name, value in tf1_tensors.items() if not name.startswith("cls/")}
+    del tensors["bert/embeddings/LayerNorm/beta"]
+    tensors.update(output_weights=np.zeros((3, 16), np.float32), output_bias=np.zeros(2, np.float32))
+    with pytest.raises(CheckpointMismatchError, match=r"missing from the source \(1\): bert/embeddings/LayerNorm/beta;"
+                       r" shape mismatches \(1\): output_weights \(source \(3, 16\), model \(2, 16\)\)"):
+        convert("tf1", "albert_tf", write_tf1(tmp_path, tensors), str(tmp_path / "bad"))
+
+    # Label names that do not fit the head, and kinds without a counterpart, are refused before writing.
+    write_model_dir(classifier, tmp_path / "one_name", label_names=["only"])
+    with pytest.raises(ValueError, match="label_names has 1 names for num_labels=2"):
+        convert("albert_tf", "huggingface", str(tmp_path / "one_name"), str(tmp_path / "hf"))
+    write_model_dir(AlbertSpanLabeler(SMALL), tmp_path / "span")
+    with pytest.raises(ValueError, match="a 'span_labeler' model; only encoder, pretrainer, classifier models convert"):
+        convert("albert_tf", "huggingface", str(tmp_path / "span"), str(tmp_path / "hf"))
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "hf").exists()

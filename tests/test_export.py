@@ -54,7 +54,7 @@ def sample_texts():
 
 
 def run_fresh(code, *args):
-    """Python with only tensorflow and tensorflow_text imported (albert_tf is not: the script checks)."""
+    """`code` in a fresh Python process, from / with a bare environment: it imports only what it says."""
     env = {"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": os.environ.get("PATH", "")}
     result = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=env,
                             cwd="/")
@@ -171,8 +171,9 @@ def test_layout_and_signatures(exported):
     assert json.loads((root / "albert_tf.json").read_text())["max_seq_length"] == SEQ
 
     serving = saved_model_cli("--dir", exported["serving"], "--all")
-    for expected in ("signature_def['serving_default']", "signature_def['serve_examples']", "inputs['text']",
-                     "inputs['text_b']", "inputs['examples']", "outputs['embedding']", "outputs['pooled_output']"):
+    for expected in ("signature_def['serving_default']", "signature_def['serve_text']",
+                     "signature_def['serve_examples']", "inputs['text']", "inputs['text_b']", "inputs['examples']",
+                     "outputs['embedding']", "outputs['pooled_output']"):
         assert expected in serving, expected
     encoder = saved_model_cli("--dir", exported["encoder"], "--all")
     for expected in ("signature_def['serving_default']", "signature_def['mlm']", "signature_def['sop']",
@@ -186,6 +187,10 @@ def test_layout_and_signatures(exported):
         signature = signature_defs(directory)["serving_default"]
         assert set(signature.inputs) == {"text", "text_b"} and list(signature.defaults) == ["text_b"]
         assert signature.defaults["text_b"].tensor_shape.dim[0].size == 0
+    # Single texts have a signature of their own, with nothing to leave out.
+    signature = signature_defs(exported["serving"])["serve_text"]
+    assert set(signature.inputs) == {"text"} and not signature.defaults
+    assert set(signature.outputs) == {"pooled_output", "embedding"}
 
 
 def test_graphs_hold_only_core_tf_and_tensorflow_text_ops(exported, tmp_path):
@@ -370,7 +375,7 @@ def test_bad_requests_have_defined_results(exported):
         serving.signatures["serve_examples"](examples=tf.constant([b"not a tf.Example"]))
 
 
-def test_text_b_is_optional_for_the_function_and_empty_for_the_signature(exported):
+def test_single_text_signature_needs_no_text_b(exported):
     import tensorflow as tf
 
     serving = tf.saved_model.load(exported["serving"])
@@ -378,10 +383,91 @@ def test_text_b_is_optional_for_the_function_and_empty_for_the_signature(exporte
     alone = serving.serve(texts)["embedding"].numpy()  # the restored function keeps text_b's default
     signature = serving.signatures["serving_default"](text=texts, text_b=tf.constant([], tf.string))
     np.testing.assert_array_equal(alone, signature["embedding"].numpy())
+    single = serving.signatures["serve_text"](text=texts)
+    assert set(single) == {"pooled_output", "embedding"}
+    for name, value in single.items():
+        np.testing.assert_array_equal(value.numpy(), signature[name].numpy(), err_msg=name)
     paired = serving.serve(texts, tf.constant(["by the hill", "at night"]))["embedding"].numpy()
     assert not np.allclose(alone, paired)
     with pytest.raises(TypeError, match="text_b"):  # what README says: signatures take every input
         serving.signatures["serving_default"](text=texts)
+
+
+# A fresh process that never imports tensorflow_text itself: load_export must register its ops.
+LOAD_EXPORT = r"""
+import sys
+import numpy as np
+import albert_tf
+root, out = sys.argv[1:]
+model = albert_tf.load_export(root)
+assert "tensorflow_text" in sys.modules and "keras_hub" not in sys.modules
+texts = ["the garden window", "a river by the hill"]
+calls = {"single": model(texts), "one": model("the garden window"), "pairs": model(texts, ["by the hill", ""])}
+np.savez(out, **{f"{call}_{name}": value for call, outputs in calls.items() for name, value in outputs.items()})
+"""
+
+
+def test_load_export_in_a_process_that_never_imported_tensorflow_text(exported, tmp_path):
+    run_fresh("import sys; assert 'tensorflow_text' not in sys.modules\n" + LOAD_EXPORT, exported["root"],
+              tmp_path / "out.npz")
+    result = np.load(tmp_path / "out.npz")
+    texts, texts_b = ["the garden window", "a river by the hill"], ["by the hill", ""]
+    encoder = exported["model"].encoder
+    for call, text_b in (("single", None), ("pairs", texts_b)):
+        inputs = pack_batch(exported["tokenizer"], texts, text_b, SEQ)
+        outputs = encoder(inputs, training=False)
+        mask = inputs["input_mask"][..., None]
+        mean = (np.asarray(outputs["sequence_output"]) * mask).sum(1) / mask.sum(1)
+        np.testing.assert_allclose(result[f"{call}_pooled_output"], outputs["pooled_output"], atol=1e-5, rtol=0)
+        np.testing.assert_allclose(result[f"{call}_embedding"], mean / np.linalg.norm(mean, axis=1, keepdims=True),
+                                   atol=1e-5, rtol=0)
+    assert not np.allclose(result["pairs_embedding"][0], result["single_embedding"][0])
+    # One text is a batch of one (its own trimmed length: float32 round-off apart).
+    np.testing.assert_allclose(result["one_embedding"], result["single_embedding"][:1], atol=1e-6, rtol=0)
+
+
+def test_load_export_finds_and_calls_the_part_a_path_names(exported, task_exports, tmp_path):
+    import shutil
+
+    from albert_tf import load_export
+    from albert_tf.export_lib.exported_model import ExportedModel, saved_model_dir
+
+    root = str(exported["root"])
+    for path in (root, os.path.join(root, "serving"), os.path.join(root, "serving", "tiny"), exported["serving"]):
+        assert saved_model_dir(path) == exported["serving"], path
+    # The newest version by number, not by name; one model name must be chosen among several.
+    for version in ("9", "10"):
+        os.makedirs(tmp_path / "serving" / "qa" / version)
+        (tmp_path / "serving" / "qa" / version / "saved_model.pb").write_bytes(b"")
+    assert saved_model_dir(str(tmp_path)) == str(tmp_path / "serving" / "qa" / "10")
+    os.makedirs(tmp_path / "serving" / "other")
+    with pytest.raises(ValueError, match="several serving models \\(other, qa\\); pass .*serving/NAME"):
+        saved_model_dir(str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="no SavedModel; pass an albert_tf export"):
+        saved_model_dir(str(tmp_path / "serving" / "other"))
+
+    texts, texts_b = ["the garden window", "a river by the hill"], ["by the hill", ""]
+    preprocessing = load_export(os.path.join(root, "preprocessing"))
+    assert preprocessing.part == "preprocessing"
+    for text_b in (None, texts_b):
+        ids = preprocessing(texts, text_b)
+        for name, value in pack_batch(exported["tokenizer"], texts, text_b, SEQ).items():
+            np.testing.assert_array_equal(ids[name], value, err_msg=name)
+    encoder = load_export(os.path.join(root, "encoder"))
+    assert encoder.part == "encoder"
+    outputs = encoder(texts, texts_b)
+    expected = exported["model"].encoder(pack_batch(exported["tokenizer"], texts, texts_b, SEQ), training=False)
+    np.testing.assert_allclose(outputs["sequence_output"], expected["sequence_output"], atol=1e-5, rtol=0)
+    assert len(outputs["encoder_outputs"]) == exported["model"].albert_config.num_hidden_layers
+    with pytest.raises(ValueError, match="2 texts but 1 second segments"):
+        encoder(texts, ["one"])
+    shutil.copytree(os.path.join(root, "encoder"), tmp_path / "alone" / "encoder")
+    with pytest.raises(FileNotFoundError, match="an encoder takes token ids, and no preprocessing SavedModel"):
+        load_export(str(tmp_path / "alone" / "encoder"))
+
+    # String outputs come back as str.
+    labels = ExportedModel(task_exports["classifier_serving"], "serving")(["the garden is green", "Ångström"])["label"]
+    assert labels.dtype.kind == "U" and set(labels.tolist()) <= set(LABELS)
 
 
 def test_serving_requests_are_well_formed(exported):
@@ -392,7 +478,8 @@ def test_serving_requests_are_well_formed(exported):
 
     from albert_tf.export_lib.serving_requests import grpc_predict_request, rest_predict_body
 
-    signature = signature_defs(exported["serving"])["serving_default"]
+    signatures = signature_defs(exported["serving"])
+    signature = signatures["serving_default"]
     serving = tf.saved_model.load(exported["serving"])
     texts, texts_b = ["the garden window", "Café, 3.0, and more"], ["a river", ""]
     direct = serving.serve(tf.constant(texts), tf.constant(texts_b))
@@ -401,12 +488,15 @@ def test_serving_requests_are_well_formed(exported):
     assert body == {"signature_name": "serving_default", "instances": [
         {"text": "the garden window", "text_b": "a river"}, {"text": "Café, 3.0, and more", "text_b": ""}]}
     single = json.loads(json.dumps(rest_predict_body(texts)))
+    assert single["signature_name"] == "serve_text"
     assert [set(instance) for instance in single["instances"]] == [{"text"}, {"text"}]
     for request_body in (body, single):
+        # Every input of the addressed signature, nothing left to a server's defaults.
         columns = {name: [instance[name] for instance in request_body["instances"]]
                    for name in request_body["instances"][0]}
-        assert set(columns) <= set(signature.inputs) and set(signature.inputs) - set(columns) <= set(signature.defaults)
-        served = serving.serve(**{name: tf.constant(values) for name, values in columns.items()})
+        assert set(columns) == set(signatures[request_body["signature_name"]].inputs)
+        served = serving.signatures[request_body["signature_name"]](
+            **{name: tf.constant(values) for name, values in columns.items()})
         reference = direct if "text_b" in columns else serving.serve(tf.constant(texts))
         np.testing.assert_allclose(served["embedding"], reference["embedding"], atol=1e-6)
 
@@ -421,7 +511,8 @@ def test_serving_requests_are_well_formed(exported):
     assert decoded["text"].tolist() == [t.encode() for t in texts]
     np.testing.assert_allclose(serving.signatures["serving_default"](**decoded)["embedding"], direct["embedding"],
                                atol=1e-6)
-    assert set(grpc_predict_request("tiny", texts).inputs) == {"text"}
+    single_request = grpc_predict_request("tiny", texts)
+    assert set(single_request.inputs) == {"text"} and single_request.model_spec.signature_name == "serve_text"
     with pytest.raises(ValueError, match="2 texts but 1 second segments"):
         rest_predict_body(["a", "b"], ["c"])
 
@@ -512,6 +603,12 @@ def test_classifier_serves_probabilities_and_labels(exported, task_exports):
     np.testing.assert_allclose(out["probabilities"], expected, atol=1e-5)
     assert out["label_id"].numpy().tolist() == expected.argmax(1).tolist()
     assert [label.decode() for label in out["label"].numpy()] == [LABELS[i] for i in expected.argmax(1)]
+    # Single texts: serve_text is the pair signature with no second segments.
+    single = serving.signatures["serve_text"](text=tf.constant(premises))
+    no_pairs = serving.signatures["serving_default"](text=tf.constant(premises), text_b=tf.constant([""] * 3))
+    assert set(single) == {"probabilities", "label_id", "label"}
+    for name, value in single.items():
+        np.testing.assert_array_equal(value.numpy(), no_pairs[name].numpy(), err_msg=name)
 
 
 def test_serving_runs_the_encoder_on_the_longest_row_only(exported):
@@ -650,32 +747,38 @@ def test_warmup_requests_fill_every_shape_bucket(exported, task_exports, tmp_pat
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
     def inputs(request):
-        """The request's inputs, and text_b's default (no second segments) where left out, as TF Serving fills it."""
-        return {"text_b": tf.constant([], tf.string),
-                **{name: tf.constant(tf.make_ndarray(tensor)) for name, tensor in request.inputs.items()}}
+        """The request's inputs, as TF Serving decodes them."""
+        return {name: tf.constant(tf.make_ndarray(tensor)) for name, tensor in request.inputs.items()}
 
-    # Plain graphs (the module fixture's export, default batch sizes): one short request per batch size.
+    # Plain graphs (the module fixture's export, default batch sizes): one short request per batch size for
+    # each raw-text signature, naming every input of it; the pair signature's second segments are all "".
     plain = read_warmup_requests(exported["serving"])
-    assert [len(request.inputs["text"].string_val) for request in plain] == [1, 2, 4, 8]
-    assert {(request.model_spec.name, request.model_spec.signature_name) for request in plain} == {
-        ("tiny", "serving_default")}
+    signatures = signature_defs(exported["serving"])
+    assert [(len(request.inputs["text"].string_val), request.model_spec.signature_name) for request in plain] == [
+        (size, signature) for size in (1, 2, 4, 8) for signature in ("serve_text", "serving_default")]
+    assert {request.model_spec.name for request in plain} == {"tiny"}
+    for request in plain:
+        assert set(request.inputs) == set(signatures[request.model_spec.signature_name].inputs)
+        if "text_b" in request.inputs:
+            assert set(tf.make_ndarray(request.inputs["text_b"]).tolist()) == {b""}
 
-    # XLA: every (batch bucket, length bucket) of batch sizes 1, 3, 9 and lengths up to SEQ = 32.
+    # XLA: every (batch bucket, length bucket) of batch sizes 1, 3, 9 and lengths up to SEQ = 32, per signature.
     paths = export(exported["checkpoint"], str(tmp_path / "xla"), max_seq_length=SEQ, serving_xla=True,
                    serving_warmup_batch_sizes=["1", "3", "9"])
     requests = read_warmup_requests(paths["serving"])
     preprocessing = tf.saved_model.load(exported["preprocessing"])
-    serving = tf.saved_model.load(paths["serving"]).signatures["serving_default"]
+    serving = tf.saved_model.load(paths["serving"])
     buckets = set()
     for request in requests:
         texts = inputs(request)["text"]
         length = int(tf.reduce_max(tf.reduce_sum(preprocessing(texts)["input_mask"], axis=1)))
         batch = len(texts)
         batch_bucket = min(size for size in (1, 2, 4, 8) if size >= batch) if batch <= 8 else -(-batch // 8) * 8
-        buckets.add((batch_bucket, 16 if length <= 16 else 32))
-        outputs = serving(**inputs(request))  # replayed as TF Serving does
+        buckets.add((request.model_spec.signature_name, batch_bucket, 16 if length <= 16 else 32))
+        outputs = serving.signatures[request.model_spec.signature_name](**inputs(request))  # replayed as TF Serving does
         assert outputs["pooled_output"].shape[0] == batch
-    assert buckets == {(batch, length) for batch in (1, 4, 16) for length in (16, 32)}
+    assert buckets == {(signature, batch, length) for signature in ("serve_text", "serving_default")
+                       for batch in (1, 4, 16) for length in (16, 32)}
     assert len(requests) == len(buckets)
 
     # A span labeler packs every row to max_seq_length: one request per batch size, with contexts.
@@ -686,6 +789,9 @@ def test_warmup_requests_fill_every_shape_bucket(exported, task_exports, tmp_pat
     assert labeler.serve(**inputs(requests[1]))["start"].shape == (5,)
     with pytest.raises(ValueError, match="1001 warm-up requests .* at most 1000"):
         warmup_requests(labeler, "qa", range(1, 1002))
+    encoder = serving_module(tokenizer, SEQ, exported["model"], {"model": "pretrainer"})
+    with pytest.raises(ValueError, match="1002 warm-up requests .* x 2 signatures\\): TF Serving reads at most 1000"):
+        warmup_requests(encoder, "tiny", range(1, 502))
 
     # No batch sizes, no file; a bad one is refused before anything is written.
     paths = export(exported["checkpoint"], str(tmp_path / "none"), max_seq_length=SEQ, serving_warmup_batch_sizes=[])
@@ -723,6 +829,7 @@ def test_span_labeler_serves_answers_in_the_contexts_own_text(exported, task_exp
                 "",
                 "word " * 20_000]
     serving = task_exports["span_serving"]
+    assert "serve_text" not in serving.signatures  # a question alone has nowhere to find its answer
     out = {name: value.numpy() for name, value in serving.signatures["serving_default"](
         text=tf.constant(questions), text_b=tf.constant(contexts)).items()}
     inputs = pack_batch(tokenizer, questions, contexts, SEQ)

@@ -140,3 +140,83 @@ def test_original_tf1_checkpoint_to_albert_tf(name, tmp_path):
         if tensor_name == "global_step" or tensor_name.endswith(("/adam_m", "/adam_v")):
             continue
         np.testing.assert_array_equal(reader.get_tensor(tensor_name), value)
+
+
+LABELS = ["contradiction", "entailment", "neutral"]
+
+
+def classifier_logits(hf_model, inputs):
+    import torch
+
+    with torch.no_grad():
+        return hf_model.eval()(
+            input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
+            token_type_ids=torch.tensor(inputs["input_type_ids"], dtype=torch.long),
+        ).logits.numpy()
+
+
+@pytest.mark.parametrize("head", ["labels", "regression"])
+def test_fine_tuned_classifier_to_huggingface_and_back(head, tmp_path):
+    """A fine-tuned classifier is an AlbertForSequenceClassification with its labels (or regression) and logits;
+    converted back, the same albert_tf classifier."""
+    import json
+
+    from albert_tf.models.albert_classifier import AlbertClassifier
+    from albert_tf.models.model_dir import load_model
+
+    config = CONFIGS["groups"]
+    regression = head == "regression"
+    classifier = AlbertClassifier(config, num_labels=1 if regression else len(LABELS))
+    randomize(classifier, seed=4)
+    recorded = {"label_names": ["score"], "is_regression": True} if regression else {"label_names": LABELS,
+                                                                                     "is_regression": False}
+    write_model_dir(classifier, tmp_path / "ours", "classifier", **recorded)
+    assert convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))["kind"] == "classifier"
+
+    hf_config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert hf_config["architectures"] == ["AlbertForSequenceClassification"]
+    assert hf_config["num_labels"] == classifier.num_labels
+    if regression:
+        assert hf_config["problem_type"] == "regression"
+    else:
+        assert "problem_type" not in hf_config
+        assert hf_config["id2label"] == {"0": "contradiction", "1": "entailment", "2": "neutral"}
+        assert hf_config["label2id"] == {"contradiction": 0, "entailment": 1, "neutral": 2}
+    hf_model, info = transformers.AlbertForSequenceClassification.from_pretrained(tmp_path / "hf",
+                                                                                 output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+    assert hf_model.config.num_labels == classifier.num_labels
+    for seed in (4, 5):
+        inputs, _ = padded_inputs(config, seed=seed)
+        np.testing.assert_allclose(classifier(inputs, training=False)["logits"], classifier_logits(hf_model, inputs),
+                                   atol=1e-5, rtol=0)
+
+    convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "back"))
+    model, metadata = load_model(str(tmp_path / "back"))
+    assert (metadata["model"], metadata["num_labels"], metadata["is_regression"]) == (
+        "classifier", classifier.num_labels, regression)
+    assert metadata.get("label_names") == (None if regression else LABELS)
+    assert len(model.weights) == len(classifier.weights)
+    for ours, back in zip(classifier.weights, model.weights):
+        np.testing.assert_array_equal(back.numpy(), ours.numpy(), err_msg=ours.path)
+
+
+def test_huggingface_sequence_classifier_to_albert_tf(tmp_path):
+    """A classifier Hugging Face made (its own initialization and names) gives albert_tf the same logits."""
+    from albert_tf.models.model_dir import load_model
+
+    def sequence_classifier(hf_config):
+        hf_config.id2label = dict(enumerate(LABELS))
+        hf_config.label2id = {name: index for index, name in enumerate(LABELS)}
+        return transformers.AlbertForSequenceClassification(hf_config)
+
+    config = CONFIGS["tiny"]
+    hf_model = oracle.random_pretraining_model(config, seed=7, model_class=sequence_classifier)
+    hf_model.save_pretrained(tmp_path / "hf")
+    convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "ours"))
+    model, metadata = load_model(str(tmp_path / "ours"))
+    assert (metadata["model"], metadata["num_labels"], metadata["label_names"]) == ("classifier", 3, LABELS)
+    inputs, _ = padded_inputs(config, seed=7)
+    np.testing.assert_allclose(model(inputs, training=False)["logits"], classifier_logits(hf_model, inputs),
+                               atol=1e-5, rtol=0)

@@ -4,6 +4,12 @@ Every tensor is checked before anything is written: names the model does not
 have, variables the source lacks, and shape mismatches are listed together, and
 the output directory is created only once the conversion has succeeded. The
 casing (and, from an albert_tf source, the sequence length) travels with the model.
+
+Encoders, pretrainers and fine-tuned classifiers convert. A classifier's head goes
+by the original run_classifier's names (output_weights, output_bias); to Hugging
+Face it becomes AlbertForSequenceClassification, its label names (albert_tf.json's
+label_names) id2label and label2id, a regression head problem_type "regression",
+and back.
 """
 
 import os
@@ -11,34 +17,43 @@ import os
 from albert_tf.settings import SettingError, SettingFileNotFound
 
 FORMATS = ("albert_tf", "huggingface", "tf1")
+CONVERTED_KINDS = ("encoder", "pretrainer", "classifier")
+# What an albert_tf.json records that travels with the model: the preprocessing, a classifier's labels.
+RECORDED_KEYS = ("lower_case", "max_seq_length", "label_names", "is_regression")
 _SPM_NAMES = {"albert_tf": "spm.model", "huggingface": "spiece.model", "tf1": "30k-clean.model"}
 
 
 def read_source(source_format, path, albert_config=None):
-    """(AlbertConfig, {original name: array}, spm model path or None, {recorded preprocessing}) from any format.
+    """(AlbertConfig, {original name: array}, spm model path or None, {recorded}) from any format.
 
-    The recorded preprocessing: "lower_case" and "max_seq_length" where the source says them
-    (albert_tf.json; a Hugging Face tokenizer_config.json's do_lower_case).
+    Recorded, where the source says them: "lower_case" and "max_seq_length" (albert_tf.json; a Hugging
+    Face tokenizer_config.json's do_lower_case), and a classifier's "label_names" and "is_regression"
+    (albert_tf.json; a Hugging Face config.json's id2label and problem_type).
     """
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.checkpoints import huggingface_format, tf1_format
-    from albert_tf.checkpoints.assign import CheckpointMismatchError, read_model_tensors
+    from albert_tf.checkpoints.assign import CheckpointMismatchError
     from albert_tf.models.model_dir import load_model, spm_model_path
 
     if source_format == "albert_tf":
         model, metadata = load_model(path)
-        if metadata["model"] not in ("encoder", "pretrainer"):
-            raise ValueError(f"{path}: a {metadata['model']!r} model; only encoders and pretrainers convert")
+        if metadata["model"] not in CONVERTED_KINDS:
+            raise ValueError(f"{path}: a {metadata['model']!r} model; only {', '.join(CONVERTED_KINDS)} models "
+                             "convert")
         directory = path if os.path.isdir(path) else os.path.dirname(path)
-        recorded = {key: metadata[key] for key in ("lower_case", "max_seq_length") if key in metadata}
-        return model.albert_config, read_model_tensors(model), spm_model_path(directory), recorded
+        recorded = {key: metadata[key] for key in RECORDED_KEYS if key in metadata}
+        return model.albert_config, model_tensors(model), spm_model_path(directory), recorded
     if source_format == "huggingface":
         config, tensors, unmapped = huggingface_format.read_huggingface_dir(path)
         if unmapped:
             raise CheckpointMismatchError(path, unmapped=unmapped)
         spm = os.path.join(path, "spiece.model")
+        recorded = huggingface_format.recorded_casing(path)
+        if huggingface_format.CLASSIFIER_BIAS in tensors:
+            num_labels = len(tensors[huggingface_format.CLASSIFIER_BIAS])
+            recorded.update(huggingface_format.recorded_labels(path, num_labels))
         # A link (a Hugging Face cache snapshot links into blobs/) is followed and checked when it is copied.
-        return config, tensors, spm if os.path.lexists(spm) else None, huggingface_format.recorded_casing(path)
+        return config, tensors, spm if os.path.lexists(spm) else None, recorded
     prefix = tf1_format.resolve_tf1_checkpoint(path)
     config_source = albert_config or os.path.join(os.path.dirname(prefix), tf1_format.ORIGINAL_CONFIG_FILE)
     if not albert_config and not os.path.isfile(config_source):
@@ -46,12 +61,60 @@ def read_source(source_format, path, albert_config=None):
     return AlbertConfig.from_name_or_path(config_source), tf1_format.read_tf1_checkpoint(prefix), None, {}
 
 
+def classifier_head_variables(classifier):
+    """{original name: MappedVariable} for an AlbertClassifier's head (a Keras kernel is [H, num_labels])."""
+    from albert_tf.checkpoints.huggingface_format import CLASSIFIER_BIAS, CLASSIFIER_WEIGHTS
+    from albert_tf.checkpoints.original_names import MappedVariable
+
+    return {CLASSIFIER_WEIGHTS: MappedVariable(classifier.classifier.kernel, transposed=True),
+            CLASSIFIER_BIAS: MappedVariable(classifier.classifier.bias)}
+
+
+def model_tensors(model):
+    """{original name: numpy array} of every variable of an encoder, pretrainer or classifier."""
+    from albert_tf.checkpoints.assign import read_model_tensors
+    from albert_tf.models.albert_classifier import AlbertClassifier
+
+    if not isinstance(model, AlbertClassifier):
+        return read_model_tensors(model)
+    head = {name: mapped.read() for name, mapped in classifier_head_variables(model).items()}
+    return {**read_model_tensors(model.encoder), **head}
+
+
+def _check_and_assign_classifier(model, tensors, source, init_missing_heads):
+    """check_and_assign for an AlbertClassifier: the encoder's and the head's problems listed together."""
+    from albert_tf.checkpoints.assign import CheckpointMismatchError, check_and_assign
+
+    head = classifier_head_variables(model)
+    missing = [name for name in head if name not in tensors]
+    mismatched = [f"{name} (source {tuple(tensors[name].shape)}, model {mapped.original_shape})"
+                  for name, mapped in head.items() if name in tensors
+                  and tuple(tensors[name].shape) != mapped.original_shape]
+    encoder_tensors = {name: tensor for name, tensor in tensors.items() if name not in head}
+    try:
+        initialized = check_and_assign(model.encoder, encoder_tensors, source,
+                                       initialize_missing_heads=init_missing_heads)
+    except CheckpointMismatchError as error:
+        raise CheckpointMismatchError(source, [*error.missing, *missing], error.unmapped,
+                                      [*error.mismatched, *mismatched]) from None
+    if missing or mismatched:
+        raise CheckpointMismatchError(source, missing, (), mismatched)
+    for name, mapped in head.items():
+        mapped.assign(tensors[name])
+    return initialized
+
+
 def build_checked_model(config, tensors, source, init_missing_heads=False):
     """(model, kind, heads left initialized): the model that holds `tensors`, fully checked."""
     from albert_tf.checkpoints.assign import check_and_assign, has_pretraining_heads
+    from albert_tf.checkpoints.huggingface_format import CLASSIFIER_BIAS
+    from albert_tf.models.albert_classifier import AlbertClassifier
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
+    if CLASSIFIER_BIAS in tensors:
+        model = AlbertClassifier(config=config, num_labels=len(tensors[CLASSIFIER_BIAS]))
+        return model, "classifier", _check_and_assign_classifier(model, tensors, source, init_missing_heads)
     with_heads = has_pretraining_heads(tensors)
     model = AlbertPretrainer(config) if with_heads else AlbertEncoder(config)
     initialized = check_and_assign(model, tensors, source, initialize_missing_heads=init_missing_heads)
@@ -70,7 +133,6 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
     converting spiece.model, which would need protobuf 7).
     """
     from albert_tf.checkpoints import huggingface_format, huggingface_tokenizer, tf1_format
-    from albert_tf.checkpoints.assign import read_model_tensors
     from albert_tf.models.model_dir import SPM_MODEL_FILE, write_model_dir
     from albert_tf.models.preprocessing_contract import resolve_preprocessing
     from albert_tf.file_utils import check_replaceable, staged_directory
@@ -95,10 +157,15 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
         files = {SPM_MODEL_FILE: spm_model_file} if spm_model_file else {}
         write_model_dir(model, output_dir, kind, overwrite=overwrite, files=files, **recorded)
     else:
-        tensors = read_model_tensors(model)
+        tensors = model_tensors(model)
+        classifier = None
+        if target_format == "huggingface" and kind == "classifier":
+            classifier = huggingface_format.classifier_config(model.num_labels, recorded.get("label_names"),
+                                                              recorded.get("is_regression", False))
         with staged_directory(output_dir, overwrite=overwrite) as staging:
             if target_format == "huggingface":
-                huggingface_format.write_huggingface_dir(config, tensors, staging, with_heads=kind == "pretrainer")
+                huggingface_format.write_huggingface_dir(config, tensors, staging, with_heads=kind == "pretrainer",
+                                                         classifier=classifier)
             else:
                 tf1_format.write_tf1_checkpoint(tensors, os.path.join(staging, "model.ckpt"))
                 config.to_json_file(os.path.join(staging, tf1_format.ORIGINAL_CONFIG_FILE))

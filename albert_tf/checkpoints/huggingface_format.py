@@ -19,6 +19,11 @@ SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
 PYTORCH_FILE = "pytorch_model.bin"
 
+# The original run_classifier's (classifier_utils.create_model's) names for a classifier's head.
+CLASSIFIER_WEIGHTS = "output_weights"
+CLASSIFIER_BIAS = "output_bias"
+CLASSIFIER_ARCHITECTURE = "AlbertForSequenceClassification"
+
 _PLACEHOLDERS = {"group": r"\d+", "inner": r"\d+", "projection": "query|key|value"}
 
 
@@ -62,6 +67,9 @@ RULES = (
     # Both sides store the SOP matrix as [2, H]: no transpose.
     Rule("cls/seq_relationship/output_weights", "sop_classifier.classifier.weight"),
     Rule("cls/seq_relationship/output_bias", "sop_classifier.classifier.bias"),
+    # A fine-tuned classifier's head: the original run_classifier's names, [num_labels, H] on both sides.
+    Rule(CLASSIFIER_WEIGHTS, "classifier.weight"),
+    Rule(CLASSIFIER_BIAS, "classifier.bias"),
 )
 
 # Hugging Face tensors that duplicate others (tied) or are buffers, not weights.
@@ -184,6 +192,49 @@ def albert_config_to_huggingface(config, with_heads):
     }
 
 
+def classifier_config(num_labels, label_names=None, is_regression=False):
+    """What AlbertForSequenceClassification's config.json adds to the encoder's: the architecture,
+    num_labels, id2label/label2id (`label_names`, else Hugging Face's own LABEL_i) and, for a
+    regression head, problem_type "regression"."""
+    num_labels = int(num_labels)
+    names = list(label_names) if label_names else [f"LABEL_{index}" for index in range(num_labels)]
+    if len(names) != num_labels:
+        raise ValueError(f"label_names has {len(names)} names for num_labels={num_labels}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"label_names {names}: repeated names cannot be Hugging Face's label2id keys")
+    config = {"architectures": [CLASSIFIER_ARCHITECTURE], "num_labels": num_labels,
+              "id2label": {str(index): name for index, name in enumerate(names)},
+              "label2id": {name: index for index, name in enumerate(names)}}
+    if is_regression:
+        if num_labels != 1:
+            raise ValueError(f"a regression head has one output, not num_labels={num_labels}")
+        config["problem_type"] = "regression"
+    return config
+
+
+def recorded_labels(directory, num_labels):
+    """{"label_names": [...]} (names other than Hugging Face's default LABEL_i) or {"is_regression": True}
+    from a sequence classifier's config.json; a one-output head without a problem_type is a regression,
+    as Hugging Face's loss takes it."""
+    path = os.path.join(directory, HF_CONFIG_FILE)
+    with open(path) as f:
+        hf_config = json.load(f)
+    problem_type = hf_config.get("problem_type")
+    if problem_type == "regression" or (problem_type is None and num_labels == 1):
+        return {"is_regression": True}
+    if problem_type not in (None, "single_label_classification"):
+        raise ValueError(f"{path}: problem_type={problem_type!r}; albert_tf's classifier is single-label "
+                         "(softmax) or a one-output regression")
+    try:
+        id2label = {int(index): str(name) for index, name in (hf_config.get("id2label") or {}).items()}
+    except (ValueError, AttributeError) as error:
+        raise ValueError(f"{path}: id2label is not a map of label ids to names ({error})") from None
+    names = [id2label.get(index) for index in range(num_labels)]
+    if None in names or len(id2label) != num_labels or names == [f"LABEL_{index}" for index in range(num_labels)]:
+        return {"is_regression": False}
+    return {"label_names": names, "is_regression": False}
+
+
 # --- Reading ---------------------------------------------------------------
 
 
@@ -260,8 +311,10 @@ def read_huggingface_dir(directory):
 # --- Writing ---------------------------------------------------------------
 
 
-def write_huggingface_dir(config, tensors, directory, with_heads):
-    """Writes config.json + model.safetensors for {original name: array}."""
+def write_huggingface_dir(config, tensors, directory, with_heads, classifier=None):
+    """Writes config.json + model.safetensors for {original name: array}: AlbertForPreTraining's with the
+    pretraining heads, AlbertForSequenceClassification's with `classifier` (classifier_config()), else
+    AlbertModel's."""
     from safetensors.numpy import save_file
 
     state = {}
@@ -271,13 +324,14 @@ def write_huggingface_dir(config, tensors, directory, with_heads):
             raise ValueError(f"{name}: no Hugging Face name for this tensor")
         hf_name, transpose = translated
         state[hf_name] = np.ascontiguousarray(array.T if transpose else array)
-    if not with_heads:
+    if not with_heads and classifier is None:
         # AlbertModel.from_pretrained expects its own names, without "albert.".
         state = {name.removeprefix("albert."): array for name, array in state.items()}
     os.makedirs(directory, exist_ok=True)
     save_file(state, os.path.join(directory, SAFETENSORS_FILE), metadata={"format": "pt"})
     with open(os.path.join(directory, HF_CONFIG_FILE), "w") as f:
-        json.dump(albert_config_to_huggingface(config, with_heads), f, indent=2, sort_keys=True)
+        json.dump({**albert_config_to_huggingface(config, with_heads), **(classifier or {})}, f, indent=2,
+                  sort_keys=True)
         f.write("\n")
 
 

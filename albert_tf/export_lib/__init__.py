@@ -7,5 +7,6 @@
   op_audit              which ops a SavedModel needs, classified in a fresh process
   serving_requests      REST and gRPC request bodies for the serving SavedModel
   serving_warmup        the warm-up requests TF Serving replays while loading
+  exported_model        load_export(): an export loaded in Python, called on raw text
   exporter              export(): a checkpoint checked, then written as the three SavedModels
 """

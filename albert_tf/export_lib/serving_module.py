@@ -1,9 +1,12 @@
 """The TF Serving SavedModel: raw text in, task outputs out, tokenized in-graph.
 
 Signatures:
-  serving_default  text [batch], text_b [batch] (optional: TF Serving fills in
-                   the default, no second segments; "" in a row: that row has
-                   none) -> outputs (below)
+  serve_text       text [batch] -> outputs (below): single texts. Every kind
+                   but the span labeler, whose text_b is its context.
+  serving_default  text [batch], text_b [batch] -> outputs: pairs ("" in a row:
+                   that row has none). TF Serving fills in a left-out text_b
+                   from the SignatureDef's default (no second segments);
+                   TensorFlow's signature functions in Python take every input.
   serve_examples   examples [batch]: serialized tf.Example with bytes features
                    `text` and optional `text_b` -> outputs
 
@@ -36,6 +39,7 @@ import tensorflow as tf
 
 from albert_tf.text.tf_packing import (NO_SECOND_SEGMENTS, TEXT_B_SPEC, TEXT_SPEC, clean_text, encode_text, pack,
                                       second_segments, split_batch)
+from albert_tf.export_lib.serving_requests import SIGNATURE, TEXT_SIGNATURE
 from albert_tf.export_lib.token_offsets import tokenize_with_offsets
 
 # Longest answer considered, in tokens (the original run_squad's max_answer_length).
@@ -108,7 +112,8 @@ class ServingModule(tf.Module):
       outputs: which outputs to serve, where the kind offers a choice (EmbeddingServing); None elsewhere.
     """
 
-    # Whether a request's text_b is required context (a span labeler's), so warm-up requests carry one.
+    # Whether a request's text_b is required context (a span labeler's): no serve_text signature, and
+    # warm-up requests carry one.
     takes_context = False
 
     def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None):
@@ -128,6 +133,10 @@ class ServingModule(tf.Module):
     def serve(self, text, text_b=NO_SECOND_SEGMENTS):
         return self._respond(text, text_b)
 
+    @tf.function(input_signature=[TEXT_SPEC])
+    def serve_text(self, text):
+        return self._respond(text, NO_SECOND_SEGMENTS)
+
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def serve_examples(self, examples):
         features = tf.io.parse_example(examples, {
@@ -137,7 +146,10 @@ class ServingModule(tf.Module):
         return self.serve(features["text"], features["text_b"])
 
     def signatures(self):
-        return {"serving_default": self.serve, "serve_examples": self.serve_examples}
+        signatures = {SIGNATURE: self.serve, "serve_examples": self.serve_examples}
+        if not self.takes_context:
+            signatures[TEXT_SIGNATURE] = self.serve_text
+        return signatures
 
     def export_settings(self):
         """What the export's albert_tf.json records about this serving model beyond the kind."""

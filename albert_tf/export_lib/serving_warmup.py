@@ -6,12 +6,15 @@ the model takes traffic. The first run of a graph pays for its lazy set-up, and
 with --serving_xla the first request of every shape bucket pays for compiling an
 XLA program (seconds at albert_base): replayed at load time, no client waits for it.
 
-The records address `serving_default` with one request per (batch size, length
-bucket): for an XLA export every length bucket of the serving model (texts whose
-packed length lands in it) at each of the chosen batch sizes, which then fall into
-their batch buckets; for plain graphs, whose shapes need no compiling, one short
-text per batch size. A span labeler packs every row to max_seq_length, so its one
-length is that.
+The records hold one request per (batch size, length bucket) for each raw-text
+signature (every signature is a graph of its own): `serve_text` with the texts
+alone and `serving_default` with them and empty second segments, or for a span
+labeler `serving_default` with a context per question. The (batch size, length
+bucket) pairs: for an XLA export every length bucket of the serving model (texts
+whose packed length lands in it) at each of the chosen batch sizes, which then
+fall into their batch buckets; for plain graphs, whose shapes need no compiling,
+one short text per batch size. A span labeler packs every row to max_seq_length,
+so its one length is that.
 """
 
 import os
@@ -58,7 +61,7 @@ def bucket_filling_texts(tokenizer, max_seq_length, lengths):
 
 
 def warmup_requests(serving_module, model_name, batch_sizes):
-    """PredictRequests for `serving_module`'s serving_default signature (see the module docstring);
+    """PredictRequests for every raw-text signature of `serving_module` (see the module docstring);
     none for no batch sizes."""
     batch_sizes = check_batch_sizes(batch_sizes or ())
     if not batch_sizes:
@@ -70,16 +73,23 @@ def warmup_requests(serving_module, model_name, batch_sizes):
         lengths = length_buckets(max_seq_length)
     else:
         lengths = [min(max_seq_length, MIN_LENGTH_BUCKET)]
-    if len(batch_sizes) * len(lengths) > MAX_RECORDS:
-        raise ValueError(f"{len(batch_sizes) * len(lengths)} warm-up requests ({len(batch_sizes)} batch sizes x "
-                         f"{len(lengths)} lengths): TF Serving reads at most {MAX_RECORDS}; pass fewer batch sizes")
+    signatures = 1 if serving_module.takes_context else 2
+    count = len(batch_sizes) * len(lengths) * signatures
+    if count > MAX_RECORDS:
+        raise ValueError(f"{count} warm-up requests ({len(batch_sizes)} batch sizes x {len(lengths)} lengths x "
+                         f"{signatures} signatures): TF Serving reads at most {MAX_RECORDS}; pass fewer batch sizes")
     texts = bucket_filling_texts(serving_module.tokenizer, max_seq_length, lengths)
     requests = []
     for batch_size in batch_sizes:
         for text in texts:
-            # A span labeler's question is `text`, its context `text_b`: both given, so the answer search runs.
-            texts_b = [text] * batch_size if serving_module.takes_context else None
-            requests.append(grpc_predict_request(model_name, [text] * batch_size, texts_b))
+            rows = [text] * batch_size
+            if serving_module.takes_context:
+                # A span labeler's question is `text`, its context `text_b`: both given, so the answer search runs.
+                requests.append(grpc_predict_request(model_name, rows, rows))
+            else:
+                # "" is no second segment: the pair signature's rows fill the same length bucket.
+                requests.append(grpc_predict_request(model_name, rows))
+                requests.append(grpc_predict_request(model_name, rows, [""] * batch_size))
     return requests
 
 

@@ -1,0 +1,131 @@
+"""`load_export()`: an albert_tf export in Python, called on raw text.
+
+  import albert_tf
+  model = albert_tf.load_export("exports/albert_base")   # the export, or one of its parts
+  model(["How are you?", "Fine."])["embedding"]           # numpy [2, H]
+  model(["A man plays."], ["Someone makes music."])       # pairs: the texts, then their second segments
+
+The SavedModels hold tensorflow-text's SentencePiece ops, which TensorFlow knows
+only once `tensorflow_text` is imported; without it `tf.saved_model.load` fails
+with "Op type not registered 'SentencepieceOp'". The loader imports it first.
+
+What a path names, and what a call returns (numpy arrays; strings as str):
+  OUTPUT_DIR, OUTPUT_DIR/serving, OUTPUT_DIR/serving/NAME
+                            the serving model (its newest version): the kind's outputs
+                            (embeddings, probabilities and labels, answer spans)
+  OUTPUT_DIR/serving/NAME/VERSION   that version of it
+  OUTPUT_DIR/preprocessing  input_word_ids, input_mask, input_type_ids
+  OUTPUT_DIR/encoder        pooled_output, sequence_output, encoder_outputs (one per layer),
+                            through the preprocessing SavedModel beside it
+"""
+
+import os
+
+import numpy as np
+
+SAVED_MODEL_FILE = "saved_model.pb"
+
+
+class ExportedModel:
+    """One loaded part of an export, called on raw text: `model(texts)` or `model(texts, texts_b)`.
+
+    `saved_model` is what `tf.saved_model.load` returned (its signatures, variables);
+    `part` is "serving", "preprocessing" or "encoder".
+    """
+
+    def __init__(self, saved_model, part, preprocessing=None):
+        self.saved_model = saved_model
+        self.part = part
+        self.preprocessing = preprocessing
+
+    def __call__(self, texts, texts_b=None):
+        """Outputs for a list of strings (a str: one text), with one second segment per text for pairs
+        ("" for none; a span labeler's second segments are its contexts)."""
+        import tensorflow as tf
+
+        from albert_tf.export_lib.serving_requests import SIGNATURE, TEXT_SIGNATURE
+
+        text = _strings(texts)
+        text_b = None if texts_b is None else _strings(texts_b)
+        if text_b is not None and len(text_b) != len(text):
+            raise ValueError(f"{len(text)} texts but {len(text_b)} second segments; pass one per text (\"\" for none)")
+        if self.part == "serving":
+            signatures = self.saved_model.signatures
+            if text_b is None and TEXT_SIGNATURE in signatures:
+                outputs = signatures[TEXT_SIGNATURE](text=tf.constant(text, tf.string))
+            else:
+                outputs = signatures[SIGNATURE](text=tf.constant(text, tf.string),
+                                                text_b=tf.constant(text_b or [], tf.string))
+        else:
+            preprocessing = self.preprocessing or self.saved_model
+            inputs = preprocessing(tf.constant(text, tf.string), tf.constant(text_b or [], tf.string))
+            outputs = inputs if self.part == "preprocessing" else self.saved_model(inputs)
+        return {name: _numpy(value) for name, value in outputs.items()}
+
+
+def load_export(path: str | os.PathLike) -> "ExportedModel":
+    """The export (albert-export's OUTPUT_DIR) or the part of it that `path` names, as an `ExportedModel`
+    (module docstring). Needs TensorFlow and tensorflow-text only, not the Keras model.
+
+    >>> model = load_export("exports/albert_base")
+    >>> model(["ALBERT shares one layer."])["embedding"].shape
+    (1, 768)
+    >>> model(["A man plays."], ["Someone makes music."])["pooled_output"].shape
+    (1, 768)
+    """
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the SentencePiece ops the graphs hold)
+
+    directory = saved_model_dir(os.fspath(path))
+    saved_model = tf.saved_model.load(directory)
+    if hasattr(saved_model, "bert_pack_inputs"):
+        return ExportedModel(saved_model, "preprocessing")
+    _, inputs = saved_model.signatures["serving_default"].structured_input_signature
+    if "input_word_ids" not in inputs:
+        return ExportedModel(saved_model, "serving")
+    beside = os.path.join(os.path.dirname(os.path.normpath(directory)), "preprocessing")
+    if not os.path.isfile(os.path.join(beside, SAVED_MODEL_FILE)):
+        raise FileNotFoundError(f"{directory}: an encoder takes token ids, and no preprocessing SavedModel is beside "
+                                f"it ({beside}) to make them from text; load it with tf.saved_model.load instead")
+    return ExportedModel(saved_model, "encoder", preprocessing=tf.saved_model.load(beside))
+
+
+def saved_model_dir(path):
+    """The SavedModel directory `path` names: itself, or the newest version of the one serving model under
+    an export, its serving/ or serving/NAME (TF Serving's NAME/VERSION layout)."""
+    if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
+        return path
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path}: no such directory")
+    directory = os.path.join(path, "serving") if os.path.isdir(os.path.join(path, "serving")) else path
+    names = _subdirectories(directory)
+    if names and not any(name.isdigit() for name in names):
+        if len(names) > 1:
+            raise ValueError(f"{directory}: holds several serving models ({', '.join(names)}); pass "
+                             f"{os.path.join(directory, 'NAME')}")
+        directory = os.path.join(directory, names[0])
+    versions = [name for name in _subdirectories(directory) if name.isdigit()
+                and os.path.isfile(os.path.join(directory, name, SAVED_MODEL_FILE))]
+    if not versions:
+        raise FileNotFoundError(f"{path}: no SavedModel; pass an albert_tf export (albert-export's --output_dir) or "
+                                "one of its parts")
+    return os.path.join(directory, max(versions, key=int))
+
+
+def _subdirectories(directory):
+    return sorted(name for name in os.listdir(directory) if os.path.isdir(os.path.join(directory, name)))
+
+
+def _strings(texts):
+    if isinstance(texts, (str, bytes)):
+        return [texts]
+    return list(texts)
+
+
+def _numpy(value):
+    if isinstance(value, (list, tuple)):
+        return [_numpy(item) for item in value]
+    array = value.numpy()
+    if array.dtype == object:  # tf.string: UTF-8 bytes
+        return np.char.decode(array.astype(bytes), "utf-8")
+    return array
