@@ -83,3 +83,11 @@ def test_fill_mask_proposes_words_only(pretrainer):
     assert bare not in {candidate["token"] for candidate in every}
     assert all(candidate["token_str"].strip() for candidate in every)
     assert len(every) == filler.tokenizer.vocab_size - 5 - 1  # all but the special pieces and the bare one
+
+
+def test_export_refuses_another_vocabulary(pretrainer, vocabularies, tmp_path):
+    from albert_tf.export_lib.exporter import export
+
+    with pytest.raises(ValueError, match="is not the SentencePiece model stored with"):
+        export(pretrainer["with"], str(tmp_path / "export"), spm_model_file=str(vocabularies["other"]))
+    assert not (tmp_path / "export").exists()

@@ -41,6 +41,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
     import tensorflow as tf
 
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
+    from albert_tf.models.inference_model import check_spm_model_file
     from albert_tf.models.model_dir import METADATA_FILE, SPM_MODEL_FILE, find_spm_model, load_model
     from albert_tf.models.preprocessing_contract import resolve_preprocessing
     from albert_tf.export_lib.encoder_module import EncoderModule
@@ -60,6 +61,8 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
     if metadata["model"] not in SERVED_KINDS:
         raise ValueError(f"{checkpoint}: holds a {metadata['model']!r} model; export supports {', '.join(SERVED_KINDS)}")
     spm = find_spm_model(checkpoint, spm_model_file)
+    if spm_model_file:
+        check_spm_model_file(checkpoint, spm_model_file)
     config = model.albert_config
     preprocessing = resolve_preprocessing(metadata, lower_case, max_seq_length, force=force, source=checkpoint)
     for warning in preprocessing.warnings:
