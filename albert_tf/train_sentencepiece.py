@@ -33,6 +33,8 @@ def define_flags():
     flags.DEFINE_bool("do_lower_case", True, "Train on lowercased text (a lowercase vocabulary, as the original "
                       "30k-clean); --nodo_lower_case keeps capitals (a cased vocabulary). Pass the same to "
                       "create_pretraining_data.")
+    flags.DEFINE_bool("keep_accents", False, "Keep accents (the original strips them: NFKD, combining marks "
+                      "dropped). Pass the same to create_pretraining_data.")
     flags.DEFINE_integer("vocab_size", 30000, "Vocabulary size, special pieces included (ALBERT: 30000).")
     flags.DEFINE_string("output_prefix", None, "Writes PREFIX.model and PREFIX.vocab.")
     flags.DEFINE_integer("input_sentence_size", 10_000_000, "Sentences sampled for training (reservoir "
@@ -66,12 +68,14 @@ def main(argv):
         input_sentence_size=FLAGS.input_sentence_size, character_coverage=FLAGS.character_coverage,
         user_defined_symbols=FLAGS.user_defined_symbols, hard_vocab_limit=FLAGS.hard_vocab_limit,
         seed=FLAGS.seed, num_threads=FLAGS.num_threads, overwrite=FLAGS.overwrite, lower_case=FLAGS.do_lower_case,
+        keep_accents=FLAGS.keep_accents,
     )
-    tokenizer = AlbertTokenizer(f"{FLAGS.output_prefix}.model", lower_case=FLAGS.do_lower_case)
+    tokenizer = AlbertTokenizer(f"{FLAGS.output_prefix}.model", lower_case=FLAGS.do_lower_case,
+                                keep_accents=FLAGS.keep_accents)
     sampled = min(stats.sentences, FLAGS.input_sentence_size or stats.sentences)
     print(
         f"Wrote {FLAGS.output_prefix}.model and .vocab ({tokenizer.vocab_size} pieces, "
-        f"{vocabulary_casing(tokenizer)}) in "
+        f"{vocabulary_casing(tokenizer)}{', accents kept' if FLAGS.keep_accents else ''}) in "
         f"{time.time() - start:.1f}s from {stats.sentences:,} sentences of {stats.files} file(s) "
         f"({sampled:,} sampled)."
     )

@@ -244,7 +244,8 @@ def run(argv, beam_args):
         raise FileExistsError(f"{existing[0]} exists: choose another --output_file or pass --overwrite")
     with FileSystems.open(FLAGS.spm_model_file) as f:
         model_proto = f.read()
-    check_vocabulary_casing(AlbertTokenizer(model_proto=model_proto), config.lower_case, FLAGS.spm_model_file)
+    check_vocabulary_casing(AlbertTokenizer(model_proto=model_proto), config.lower_case, FLAGS.spm_model_file,
+                            keep_accents=config.keep_accents)
     with beam.Pipeline(options=options) as pipeline:
         build_pipeline(pipeline, input_paths, FLAGS.output_file, model_proto, config, FLAGS.overwrite)
     print(f"Wrote {FLAGS.output_file}-*-of-{config.num_output_shards:05d}* and "

@@ -104,3 +104,55 @@ def test_googles_vocabulary_reads_as_lowercase(shared_data):
     assert vocabulary_casing(tokenizer) == "lowercase"
     with pytest.raises(ValueError, match="lowercase vocabulary"):
         check_vocabulary_casing(tokenizer, lower_case=False)
+
+
+def test_accents_kept_from_the_vocabulary_to_the_export(corpus, tmp_path):
+    """--keep_accents (the original always strips them): the vocabulary, the data, and every tool after
+    them keep the accents the model was trained with."""
+    import json
+
+    import tensorflow as tf
+
+    from albert_tf.albert_config import AlbertConfig
+    from albert_tf.checkpoints.conversion import convert
+    from albert_tf.export_lib.exporter import export
+    from albert_tf.models.albert_pretrainer import AlbertPretrainer
+    from albert_tf.models.inference_model import open_for_inference
+    from albert_tf.models.model_dir import read_metadata, write_model_dir
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer, vocabulary_has_accents
+
+    prefix = tmp_path / "accents"
+    trained = tool("train_sentencepiece", f"--input={corpus}", f"--output_prefix={prefix}", "--vocab_size=400",
+                   "--nohard_vocab_limit", "--num_threads=1", "--keep_accents")
+    assert trained.returncode == 0 and "accents kept" in trained.stdout, trained.stderr
+    spm = str(prefix.with_suffix(".model"))
+    tokenizer = AlbertTokenizer(spm, keep_accents=True)
+    assert vocabulary_has_accents(tokenizer)
+    text = "Café déjà vu"
+    ids = tokenizer.encode(text)
+    assert ids != AlbertTokenizer(spm).encode(text) and "é" in "".join(tokenizer.tokenize(text))
+
+    common = [f"--input_file={corpus}", f"--spm_model_file={spm}", "--max_seq_length=32", "--dupe_factor=1",
+              "--num_workers=1"]
+    refused = tool("create_pretraining_data", *common, f"--output_file={tmp_path / 'a'}")
+    assert refused.returncode == 1 and "trained with accents kept" in refused.stderr
+    assert "--keep_accents=True" in refused.stderr
+    made = tool("create_pretraining_data", *common, f"--output_file={tmp_path / 'b'}", "--keep_accents")
+    assert made.returncode == 0, made.stderr
+    assert json.loads((tmp_path / "b.metadata.json").read_text())["config"]["keep_accents"] is True
+
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=tokenizer.vocab_size, num_hidden_layers=1)
+    model_dir = write_model_dir(AlbertPretrainer(config), str(tmp_path / "model"), files={"spm.model": spm},
+                                max_seq_length=16, lower_case=True, keep_accents=True)
+    assert open_for_inference(model_dir, "encoder").tokenizer.keep_accents is True
+
+    export(model_dir, str(tmp_path / "export"), serving_warmup_batch_sizes=())
+    assert read_metadata(str(tmp_path / "export"))["keep_accents"] is True
+    preprocessing = tf.saved_model.load(str(tmp_path / "export" / "preprocessing"))
+    served = preprocessing(tf.constant([text]))["input_word_ids"].numpy()[0]
+    assert list(served[1:1 + len(ids)]) == ids
+
+    convert("albert_tf", "huggingface", model_dir, str(tmp_path / "hf"))
+    assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["keep_accents"] is True
+    convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "back"))
+    assert read_metadata(str(tmp_path / "back"))["keep_accents"] is True

@@ -19,7 +19,7 @@ from albert_tf.settings import SettingError, SettingFileNotFound
 FORMATS = ("albert_tf", "huggingface", "tf1")
 CONVERTED_KINDS = ("encoder", "pretrainer", "classifier")
 # What an albert_tf.json records that travels with the model: the preprocessing, a classifier's labels.
-RECORDED_KEYS = ("lower_case", "max_seq_length", "label_names", "is_regression")
+RECORDED_KEYS = ("lower_case", "keep_accents", "max_seq_length", "label_names", "is_regression")
 _SPM_NAMES = {"albert_tf": "spm.model", "huggingface": "spiece.model", "tf1": "30k-clean.model"}
 
 
@@ -174,7 +174,7 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
                 if target_format == "huggingface":
                     huggingface_tokenizer.write_tokenizer_files(
                         spm_model_file, staging, model_max_length=config.max_position_embeddings,
-                        lower_case=preprocessing.lower_case)
+                        lower_case=preprocessing.lower_case, keep_accents=preprocessing.keep_accents)
     return {
         "kind": kind,
         "tensors": len(tensors),

@@ -336,13 +336,16 @@ def write_huggingface_dir(config, tensors, directory, with_heads, classifier=Non
 
 
 def recorded_casing(directory):
-    """{"lower_case": bool} from a Hugging Face directory's tokenizer_config.json (its do_lower_case), or {}."""
+    """{"lower_case": bool, "keep_accents": bool} from a Hugging Face directory's tokenizer_config.json (its
+    do_lower_case and keep_accents), each where it says it."""
     path = os.path.join(directory, "tokenizer_config.json")
     if not os.path.isfile(path):
         return {}
     try:
         with open(path, encoding="utf-8") as f:
-            value = json.load(f).get("do_lower_case")
+            tokenizer_config = json.load(f)
+        values = {"lower_case": tokenizer_config.get("do_lower_case"),
+                  "keep_accents": tokenizer_config.get("keep_accents")}
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as error:
         raise ValueError(f"{path}: not a readable tokenizer config ({error})") from None
-    return {"lower_case": value} if isinstance(value, bool) else {}
+    return {key: value for key, value in values.items() if isinstance(value, bool)}

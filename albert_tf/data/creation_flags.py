@@ -20,6 +20,8 @@ def define_data_flags():
     flags.DEFINE_bool("do_lower_case", True, "Lowercase the input, as the original (accents are stripped either "
                       "way, as there). --nodo_lower_case needs a cased vocabulary (train_sentencepiece "
                       "--nodo_lower_case): a vocabulary of the other casing is refused.")
+    flags.DEFINE_bool("keep_accents", False, "Keep accents (the original strips them). Needs a vocabulary trained "
+                      "with train_sentencepiece --keep_accents; recorded, and every later tool keeps them too.")
     flags.DEFINE_integer("max_seq_length", 512, "Tokens per sequence, [CLS] and [SEP]s included (original: 512).")
     flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence at most (original: 20). "
                          "Note: 20 at max_seq_length 512 masks only ~4% of tokens; for the paper's 15% use "
@@ -82,6 +84,7 @@ def config_from_flags(FLAGS):
         compression=FLAGS.compression,
         input_format=FLAGS.input_format,
         lower_case=FLAGS.do_lower_case,
+        keep_accents=FLAGS.keep_accents,
         max_line_bytes=FLAGS.max_line_bytes,
         max_document_sentences=FLAGS.max_document_sentences,
         output_format=FLAGS.output_format,

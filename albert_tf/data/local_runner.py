@@ -63,7 +63,7 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
     from albert_tf.text.albert_tokenizer import AlbertTokenizer, check_vocabulary_casing
 
     tokenizer = AlbertTokenizer(spm_model_file, lower_case=config.lower_case)  # validates the model early
-    check_vocabulary_casing(tokenizer, config.lower_case)
+    check_vocabulary_casing(tokenizer, config.lower_case, keep_accents=config.keep_accents)
     sets = job.output_sets(config, output_prefix)
     previous = [job.existing_outputs(prefix) for prefix, _ in sets]
     if any(previous) and not overwrite:

@@ -80,6 +80,7 @@ class CreationConfig:
     compression: str = "none"  # or "gzip"
     input_format: str = "sentences"
     lower_case: bool = True
+    keep_accents: bool = False  # the original strips accents
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     max_document_sentences: int = DEFAULT_MAX_DOCUMENT_SENTENCES
     output_format: str = "instances"
@@ -207,7 +208,8 @@ class UnitProcessor:
 
     def __init__(self, model_proto, config):
         self.config = config
-        self.tokenizer = AlbertTokenizer(model_proto=model_proto, lower_case=config.lower_case)
+        self.tokenizer = AlbertTokenizer(model_proto=model_proto, lower_case=config.lower_case,
+                                         keep_accents=config.keep_accents)
         tables = (self.tokenizer.word_start_table, self.tokenizer.normal_piece_ids, config.seed)
         self.builder = InstanceBuilder(config.instances, *tables)
         self.heldout_builder = InstanceBuilder(config.heldout_config.instances, *tables)

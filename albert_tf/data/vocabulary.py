@@ -18,7 +18,7 @@ from albert_tf.settings import SettingError, SettingFileExists
 ORIGINAL_USER_DEFINED_SYMBOLS = ["(", ")", '"', "-", ".", "–", "£", "€"]
 
 
-def preprocessed_sentences(paths, input_format, stats, lower_case=True):
+def preprocessed_sentences(paths, input_format, stats, lower_case=True, keep_accents=False):
     """Yields preprocessed, non-empty sentences of `paths`, counting into `stats`."""
     from albert_tf.data.corpus_reader import iter_file_lines
     from albert_tf.text.preprocessing import preprocess_text
@@ -28,7 +28,7 @@ def preprocessed_sentences(paths, input_format, stats, lower_case=True):
         for line in iter_file_lines(path, stats):
             units = split_sentences(line) if input_format == "paragraphs" else [line]
             for unit in units:
-                text = preprocess_text(unit, lower_case=lower_case)
+                text = preprocess_text(unit, lower_case=lower_case, keep_accents=keep_accents)
                 if text:
                     stats.sentences += 1
                     yield text
@@ -41,12 +41,14 @@ def _last_sentence(message):
 
 def train(paths, output_prefix, vocab_size=30000, input_format="sentences", input_sentence_size=10_000_000,
           character_coverage=0.99995, user_defined_symbols=ORIGINAL_USER_DEFINED_SYMBOLS,
-          hard_vocab_limit=True, seed=12345, num_threads=1, overwrite=False, lower_case=True):
+          hard_vocab_limit=True, seed=12345, num_threads=1, overwrite=False, lower_case=True, keep_accents=False):
     """Trains and writes OUTPUT_PREFIX.{model,vocab}; returns a stats dict.
 
     `lower_case`: train on lowercased text (a lowercase vocabulary, as 30k-clean) or on the text's
     own casing (a cased vocabulary). The pieces themselves record which
     (`albert_tokenizer.vocabulary_casing`), and the data tool refuses data of the other casing.
+    `keep_accents`: keep accents instead of stripping them as the original does (then make the data with
+    the same setting).
 
     Refuses to replace an existing PREFIX.model or PREFIX.vocab unless `overwrite`:
     data sets and checkpoints made with the old model would no longer match it.
@@ -73,7 +75,7 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
         staged_prefix = os.path.join(staging, "spm")
         try:
             sentencepiece.SentencePieceTrainer.train(
-                sentence_iterator=preprocessed_sentences(paths, input_format, stats, lower_case),
+                sentence_iterator=preprocessed_sentences(paths, input_format, stats, lower_case, keep_accents),
                 model_prefix=staged_prefix,
                 model_type="unigram",
                 vocab_size=vocab_size,

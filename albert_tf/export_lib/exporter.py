@@ -73,7 +73,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
                            f"the model's max_position_embeddings ({config.max_position_embeddings})")
     model_proto = read_spm_model(spm)
     try:
-        tokenizer = TFAlbertTokenizer(model_proto, lower_case=lower_case)
+        tokenizer = TFAlbertTokenizer(model_proto, lower_case=lower_case, keep_accents=preprocessing.keep_accents)
     except ValueError as error:
         raise ValueError(f"{spm}: {error}") from None
     if tokenizer.vocab_size > config.vocab_size:
@@ -85,7 +85,8 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
     serving = serving_module(tokenizer, max_seq_length, model, metadata, xla=serving_xla, outputs=serving_outputs)
     warmup = warmup_requests(serving, serving_name, serving_warmup_batch_sizes)
     with staged_directory(output_dir, overwrite=overwrite) as staging:
-        metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case, "serving_xla": serving_xla,
+        metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case,
+                    "keep_accents": preprocessing.keep_accents, "serving_xla": serving_xla,
                     **serving.export_settings()}
         metadata_file = os.path.join(staging, METADATA_FILE)
         write_json_atomically(metadata_file, metadata)

@@ -84,7 +84,8 @@ def open_for_inference(path: str | os.PathLike, part: str = "model", spm_model_f
         spm = find_spm_model(export_dir or path, spm_model_file)
         if spm_model_file:
             check_spm_model_file(export_dir or path, spm_model_file)
-        text_tokenizer = AlbertTokenizer(spm, lower_case=preprocessing.lower_case)
+        text_tokenizer = AlbertTokenizer(spm, lower_case=preprocessing.lower_case,
+                                         keep_accents=preprocessing.keep_accents)
         check_vocabulary_fits(text_tokenizer, metadata["albert_config"]["vocab_size"])
     return InferenceModel(path, metadata, preprocessing, text_tokenizer, model, loaded_saved_model,
                           export_dir if loaded_saved_model is not None else None)

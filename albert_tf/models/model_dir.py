@@ -312,7 +312,8 @@ def model_from_preset(model_class, preset, max_seq_length=None, spm_model_file=N
                                          recorded.get("seq_length") or metadata.get("max_seq_length"),
                                          model.albert_config)
         lower_case = recorded.get("lower_case", metadata.get("lower_case", True))
-        model.preprocessor = _preprocessor(vocabulary, seq_length, lower_case, recorded.get("keep_accents", False))
+        keep_accents = recorded.get("keep_accents", metadata.get("keep_accents", False))
+        model.preprocessor = _preprocessor(vocabulary, seq_length, lower_case, keep_accents)
     return model
 
 

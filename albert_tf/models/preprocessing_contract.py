@@ -4,6 +4,8 @@ Like Hugging Face's tokenizer_config.json, a model directory says how its inputs
   "lower_case"      whether its text was lowercased (and accents stripped), from the
                     pretraining data's metadata onward: pretraining, fine-tuning,
                     conversion and export all record it;
+  "keep_accents"    whether its text kept its accents (the original strips them: absent
+                    or false); recorded from the data onward like "lower_case";
   "max_seq_length"  the sequence length it was trained, fine-tuned or exported at.
 Every tool that reads a model takes these as its defaults. An explicit setting that
 contradicts them is refused with the reason (a length beyond the model's
@@ -24,6 +26,7 @@ class Preprocessing:
     lower_case: bool
     max_seq_length: int
     warnings: tuple = ()
+    keep_accents: bool = False
 
 
 def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, default_max_seq_length=128, force=False,
@@ -57,4 +60,5 @@ def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, defaul
     if recorded_length and max_seq_length > recorded_length:
         warnings.append(f"max_seq_length {max_seq_length} is longer than the {recorded_length} {source} was trained "
                         f"at: positions {recorded_length}-{max_seq_length - 1} were never trained")
-    return Preprocessing(bool(lower_case), int(max_seq_length), tuple(warnings))
+    return Preprocessing(bool(lower_case), int(max_seq_length), tuple(warnings),
+                         keep_accents=bool(metadata.get("keep_accents", False)))

@@ -6,6 +6,7 @@
 """
 
 import os
+import unicodedata
 
 import numpy as np
 import sentencepiece
@@ -81,16 +82,17 @@ def is_word_start_piece(piece):
     )
 
 
-# A vocabulary trained on lowercased text has no piece with a capital letter; one trained on cased
-# text has many (every capital letter is a piece of its own, at least). The share below which a
-# vocabulary counts as lowercase leaves room for the odd capital that SentencePiece's own NFKC
-# normalization makes of a compatibility character after lowercasing (U+210C BLACK-LETTER CAPITAL H
-# has no lowercase form and becomes 'H').
-_CASED_SHARE = 0.005
+# A vocabulary trained on lowercased text has no piece with a capital letter, save the few that
+# SentencePiece's own NFKC normalization makes of a compatibility character after lowercasing ('™' has
+# no lowercase form and becomes 'TM'; measured: 2 of 244 pieces with letters in a small vocabulary that
+# kept accents). One trained on cased text has many (64 of 332 in the same small vocabulary, cased).
+# The share of the pieces with letters above which a vocabulary counts as cased lies between the two.
+_CASED_SHARE = 0.05
 
 
 def vocabulary_casing(tokenizer):
-    """'cased', 'lowercase' or 'caseless' (no letter that has a case): what the text a vocabulary was trained on was, read from its pieces.
+    """'cased', 'lowercase' or 'caseless' (no letter that has a case): what the text a vocabulary was
+    trained on was, read from its pieces.
 
     A SentencePiece model records its training text's casing in its pieces, whoever trained it
     (Google's 30k-clean.model has no piece with a capital letter), so this needs no side file.
@@ -98,18 +100,27 @@ def vocabulary_casing(tokenizer):
     sp = tokenizer.sp
     ordinary = [sp.id_to_piece(i) for i in range(sp.get_piece_size())
                 if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i))]
-    capitalized = sum(1 for piece in ordinary if piece != piece.lower())
-    if capitalized > len(ordinary) * _CASED_SHARE:
-        return "cased"
-    # A script without case (Chinese, Thai, ...) says nothing about lowercasing.
-    has_cased_letters = any(char.lower() != char.upper() for piece in ordinary for char in piece)
-    return "lowercase" if has_cased_letters else "caseless"
+    with_letters = [piece for piece in ordinary if any(char.lower() != char.upper() for char in piece)]
+    if not with_letters:
+        return "caseless"  # a script without case (Chinese, Thai, ...) says nothing about lowercasing
+    capitalized = sum(1 for piece in with_letters if piece != piece.lower())
+    return "cased" if capitalized > len(with_letters) * _CASED_SHARE else "lowercase"
 
 
-def check_vocabulary_casing(tokenizer, lower_case, vocabulary_name=None):
+def vocabulary_has_accents(tokenizer):
+    """Whether any ordinary piece holds an accented letter or a combining mark: a vocabulary trained with
+    accents kept (on text that has them). One without says nothing: its text may have had none."""
+    sp = tokenizer.sp
+    return any(unicodedata.combining(char) for i in range(sp.get_piece_size())
+               if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i))
+               for char in unicodedata.normalize("NFKD", sp.id_to_piece(i)))
+
+
+def check_vocabulary_casing(tokenizer, lower_case, vocabulary_name=None, keep_accents=False):
     """SettingError when the data's casing (`lower_case`) contradicts the vocabulary's: cased text
     through a lowercase vocabulary turns every capital letter into <unk>; lowercased text through a
-    cased vocabulary never uses its capitalized pieces."""
+    cased vocabulary never uses its capitalized pieces. Likewise accents: a vocabulary with accented
+    pieces was trained with them kept, and data that strips them (`keep_accents` False) never uses those."""
     casing = vocabulary_casing(tokenizer)
     name = vocabulary_name or tokenizer.source
     if lower_case and casing == "cased":
@@ -123,6 +134,11 @@ def check_vocabulary_casing(tokenizer, lower_case, vocabulary_name=None):
             "<do_lower_case|lower_case>=False keeps the text's capitals, which would all become <unk>: "
             "pass <do_lower_case|lower_case>=True, or train a cased vocabulary (albert-train-sentencepiece "
             "--nodo_lower_case)")
+    if not keep_accents and vocabulary_has_accents(tokenizer):
+        raise SettingError(
+            f"{name} was trained with accents kept (it has accented pieces), but the data strips them, as the "
+            "original does: pass <keep_accents>=True, or train the vocabulary without albert-train-sentencepiece "
+            "--keep_accents")
 
 
 def ends_with_digit_comma(piece):
