@@ -72,27 +72,37 @@ def _tensorflow_environment_errors():
             errors.ResourceExhaustedError, errors.DataLossError, errors.UnavailableError)
 
 
-def _show_tool_flags_in_short_help(modules):
-    """`--helpshort` lists the key flags of the script being run: those it defines itself. A tool
-    whose flags are defined elsewhere (the module of `main` under a console script `albert-x`, whose
-    wrapper script defines none; the shared fine-tuning front end and its task) declares them key
-    flags of the running script."""
-    for module in modules:
-        if module == "__main__":
-            continue
-        for flag in flags.FLAGS.get_flags_for_module(module):
-            flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+def _show_tool_docstring_in_help(tool_module):
+    """absl's `--help` starts with the docstring of `__main__`, which under a console script `albert-x`
+    is its wrapper's (none): the tool module's description and example stand in."""
+    main_module, tool = sys.modules["__main__"], sys.modules.get(tool_module)
+    if not main_module.__doc__ and tool is not None and tool.__doc__:
+        main_module.__doc__ = tool.__doc__.replace("%", "%%")  # absl fills %s with the program's name
 
 
-def run(main, define_flags, uses_tensorflow=True, flag_modules=None):
+def _show_tool_flags_in_short_help():
+    """`--help` lists the key flags of the script being run, which absl takes to be those its own file
+    defines: none under a console script's wrapper, and not those a tool takes from a shared module (the
+    fine-tuning front end, the data flags). Every flag a module of this package defines is made a key flag
+    of the script, so that `--help` is `--helpfull` without absl's and TensorFlow's own flags."""
+    package = __name__.split(".")[0]
+    for module, module_flags in flags.FLAGS.flags_by_module_dict().items():
+        if module.split(".")[0] == package:
+            for flag in module_flags:
+                flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
+def run(main, define_flags, uses_tensorflow=True, tool_module=None):
     """Defines the tool's flags and runs `main(argv) -> exit code` under absl.
 
-    `flag_modules`: the modules that define the tool's flags (default: the module of `main`).
+    `tool_module`: the name of the tool's module, whose docstring `--help` shows (default: the module
+    of `main`).
     """
     if uses_tensorflow:
         import_tensorflow_quietly()
     define_flags()
-    _show_tool_flags_in_short_help(flag_modules or [getattr(main, "__module__", "__main__")])
+    _show_tool_docstring_in_help(tool_module or getattr(main, "__module__", "__main__"))
+    _show_tool_flags_in_short_help()
     main_spec = getattr(sys.modules["__main__"], "__spec__", None)
     program = main_spec.name if main_spec else os.path.basename(sys.argv[0])
 

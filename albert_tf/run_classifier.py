@@ -19,12 +19,17 @@ without training. Flags and output layout are those of every fine-tuning tool
 
 from absl import flags
 
+from albert_tf import cli
 from albert_tf.settings import field_default
-from albert_tf.tasks.glue_task import RECIPES, GlueConfig, GlueTask
 from albert_tf.training import finetuning_flags
+
+# glue_task imports TensorFlow, whose C++ start-up log is silenced only by importing it through
+# cli.import_tensorflow_quietly first: it is imported in the functions, after that.
 
 
 def define_glue_flags():
+    from albert_tf.tasks.glue_task import RECIPES, GlueConfig
+
     flags.DEFINE_enum("task_name", None, sorted(RECIPES), "The GLUE task (any case).", case_sensitive=False)
     flags.DEFINE_string("data_dir", None, "The task's GLUE directory (train.tsv, dev.tsv, test.tsv).")
     flags.DEFINE_float("dropout", field_default(GlueConfig, "dropout"), "Dropout before the classifier (original: "
@@ -32,12 +37,17 @@ def define_glue_flags():
 
 
 def glue_config():
+    from albert_tf.tasks.glue_task import GlueConfig
+
     values = flags.FLAGS
     return GlueConfig(task_name=values.task_name, data_dir=values.data_dir, dropout=values.dropout)
 
 
 def console_main():
     """The `albert-run-classifier` console script."""
+    cli.import_tensorflow_quietly()
+    from albert_tf.tasks.glue_task import GlueTask
+
     finetuning_flags.run(GlueTask(), define_glue_flags, glue_config)
 
 

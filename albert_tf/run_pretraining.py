@@ -16,7 +16,8 @@ r"""Pretrains ALBERT (masked n-gram LM + sentence-order prediction) on create_pr
       --spm_model_file=spm.model --eval_every_steps=500 --train_budget_hours=3 ...
 
 The defaults are the paper's recipe (LAMB, lr 0.00176, batch 4096, 125k steps,
-3125 warmup steps, seq 512). Run the same command again to resume: the latest
+3125 warmup steps, seq 512); another --num_train_steps warms up over the same
+2.5% of its steps unless --num_warmup_steps says otherwise. Run the same command again to resume: the latest
 `ckpt-N` in --output_dir restores the model, optimizer, step and the input
 position, so a killed or preempted run continues exactly. SIGTERM saves a
 checkpoint and exits with status 143. A diverging run (a NaN or infinite loss,
@@ -95,7 +96,10 @@ def define_flags():
     flags.DEFINE_integer("max_predictions_per_seq", default("max_predictions_per_seq"), "Masked positions per sequence in the data. Default: the "
                          "data's; given, it is checked against the files.")
     flags.DEFINE_integer("num_train_steps", default("num_train_steps"), "Optimizer steps in total (paper: 125k).")
-    flags.DEFINE_integer("num_warmup_steps", default("num_warmup_steps"), "Linear warmup steps from 0 to --learning_rate (paper: 3125).")
+    flags.DEFINE_integer("num_warmup_steps", default("num_warmup_steps"), "Linear warmup steps from 0 to "
+                         "--learning_rate. Default: the paper's share of --num_train_steps, 2.5% (3125 of 125k; "
+                         "--num_train_steps=50: 1), said when the run starts; a resumed run keeps the warmup it "
+                         "started with.")
     flags.DEFINE_float("learning_rate", default("learning_rate"), "Peak learning rate; decays linearly to 0 at --num_train_steps "
                        "(paper: 0.00176 with LAMB at batch 4096).")
     flags.DEFINE_enum("optimizer", default("optimizer"), ["lamb", "adamw"], "LAMB (paper) or AdamW, both as in the original code: "

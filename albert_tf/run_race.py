@@ -13,13 +13,18 @@ Flags and output layout are those of every fine-tuning tool
 
 from absl import flags
 
+from albert_tf import cli
 from albert_tf.settings import field_default
 from albert_tf.tasks import race
-from albert_tf.tasks.race_task import RaceConfig, RaceTask
 from albert_tf.training import finetuning_flags
+
+# race_task imports TensorFlow, whose C++ start-up log is silenced only by importing it through
+# cli.import_tensorflow_quietly first: it is imported in the functions, after that.
 
 
 def define_race_flags():
+    from albert_tf.tasks.race_task import RaceConfig
+
     flags.DEFINE_string("data_dir", None, "The RACE directory ({train,dev,test}/{middle,high}/*.txt).")
     flags.DEFINE_multi_enum("levels", list(field_default(RaceConfig, "levels")), list(race.LEVELS),
                             "RACE levels to use (repeatable).")
@@ -30,6 +35,8 @@ def define_race_flags():
 
 
 def race_config():
+    from albert_tf.tasks.race_task import RaceConfig
+
     values = flags.FLAGS
     return RaceConfig(data_dir=values.data_dir, levels=tuple(dict.fromkeys(values.levels)),
                       max_qa_length=values.max_qa_length, dropout=values.dropout)
@@ -37,6 +44,9 @@ def race_config():
 
 def console_main():
     """The `albert-run-race` console script."""
+    cli.import_tensorflow_quietly()
+    from albert_tf.tasks.race_task import RaceTask
+
     finetuning_flags.run(RaceTask(), define_race_flags, race_config)
 
 

@@ -36,13 +36,18 @@ import dataclasses
 
 from absl import flags
 
+from albert_tf import cli
 from albert_tf.settings import field_default
 from albert_tf.tasks import squad
-from albert_tf.tasks.squad_task import SquadConfig, SquadTask
 from albert_tf.training import finetuning_flags
+
+# squad_task imports TensorFlow, whose C++ start-up log is silenced only by importing it through
+# cli.import_tensorflow_quietly first: it is imported in the functions, after that.
 
 
 def default(name):
+    from albert_tf.tasks.squad_task import SquadConfig
+
     return field_default(SquadConfig, name)
 
 
@@ -67,11 +72,16 @@ def define_squad_flags():
 
 
 def squad_config():
+    from albert_tf.tasks.squad_task import SquadConfig
+
     return SquadConfig(**{field.name: flags.FLAGS[field.name].value for field in dataclasses.fields(SquadConfig)})
 
 
 def console_main():
     """The `albert-run-squad` console script."""
+    cli.import_tensorflow_quietly()
+    from albert_tf.tasks.squad_task import SquadTask
+
     finetuning_flags.run(SquadTask(), define_squad_flags, squad_config)
 
 

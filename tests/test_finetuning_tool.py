@@ -5,12 +5,31 @@ import os
 import re
 import subprocess
 import sys
+
 import pytest
 
 from albert_tf.tasks.finetuning_task import Recipe
 from albert_tf.tasks.glue_task import RECIPES
+from albert_tf.tasks.race_task import RaceTask
 from albert_tf.training.finetuning_config import FinetuningConfig
-from albert_tf.training.finetuning_tool import training_schedule
+from albert_tf.training.finetuning_tool import MANY_EPOCHS, many_epochs_warning, training_schedule
+from test_cli_flags import user_env
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    """A one-layer albert_tiny pretrainer checkpoint with its SentencePiece model, recording length 32."""
+    from albert_tf.albert_config import AlbertConfig
+    from albert_tf.models.albert_pretrainer import AlbertPretrainer
+    from albert_tf.models.model_dir import write_model_dir
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+    from text_fixtures import train_small_spm
+
+    spm = train_small_spm(tmp_path_factory)
+    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "num_hidden_layers": 1,
+                                     "vocab_size": AlbertTokenizer(str(spm)).vocab_size})
+    return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("ckpt") / "pretrained"),
+                           "pretrainer", files={"spm.model": str(spm)}, max_seq_length=32, lower_case=True)
 
 
 def schedule(recipe, rows, **settings):
@@ -36,11 +55,39 @@ def test_an_epoch_recipe_counts_steps_from_the_rows():
     assert schedule(squad, 1, train_batch_size=48) == (5e-5, 48, 1, 0)
 
 
+def test_a_recipes_steps_keep_their_epochs_on_other_data():
+    """A recipe's step count was set for the task's real training set: other rows, or another batch, get the
+    epochs those steps make of it (SST-2: 20,935 x 32 / 67,349 rows, about 10), its warmup its share."""
+    sst2 = RECIPES["sst-2"]  # 1e-5, batch 32, 20935 steps, 1256 warmup, for 67,349 rows
+    assert schedule(sst2, 67349) == (1e-5, 32, 20935, 1256)
+    assert schedule(sst2, 200) == (1e-5, 32, 63, 3)  # ceil(200 x 20935 / 67349): 10 epochs, not 3,350
+    assert schedule(sst2, 67349, train_batch_size=64) == (1e-5, 64, 10468, 628)
+    assert schedule(sst2, 200, num_train_epochs=3.0)[2] == 19
+    assert schedule(sst2, 200, num_train_steps=20935) == (1e-5, 32, 20935, 1256)  # given steps win
+    assert schedule(RaceTask().recipe(None), 87866) == (1e-5, 32, 12000, 1000)
+    assert schedule(RaceTask().recipe(None), 25421)[2] == 3472  # the middle-school questions alone
+
+
+def test_a_plan_of_many_epochs_is_said_before_it_starts():
+    plain = FinetuningConfig()
+    assert many_epochs_warning(200, 32, 63, plain, "Examples") is None
+    assert many_epochs_warning(200, 32, 20935, FinetuningConfig(num_train_steps=20935), "Examples") == (
+        "Warning: 20,935 steps of batch 32 make 3,350 epochs of the 200 examples; --num_train_epochs (or fewer "
+        "--num_train_steps) trains less.")
+    assert many_epochs_warning(100, 10, MANY_EPOCHS * 10, plain, "Questions") is None  # 50 epochs: not yet
+    assert "51 epochs of the 100 questions" in many_epochs_warning(100, 10, 510, plain, "Questions")
+    assert many_epochs_warning(200, 32, 625, FinetuningConfig(num_train_epochs=100.0), "Examples") is None  # asked
+
+
 def test_a_recipe_sets_steps_or_epochs_and_warmup_steps_or_proportion():
     with pytest.raises(ValueError, match="exactly one of num_train_steps and num_train_epochs"):
         Recipe(1e-5, 8, num_train_steps=10, num_train_epochs=1.0, num_warmup_steps=1)
     with pytest.raises(ValueError, match="exactly one of num_warmup_steps and warmup_proportion"):
         Recipe(1e-5, 8, num_train_steps=10)
+    with pytest.raises(ValueError, match="with num_train_steps sets train_rows"):
+        Recipe(1e-5, 8, num_train_steps=10, num_warmup_steps=1)
+    with pytest.raises(ValueError, match="with num_train_steps sets train_rows"):
+        Recipe(1e-5, 8, num_train_epochs=2.0, warmup_proportion=0.1, train_rows=100)
 
 
 def test_every_tool_refuses_a_bad_combination_in_one_line(tmp_path):
@@ -56,11 +103,11 @@ def test_every_tool_refuses_a_bad_combination_in_one_line(tmp_path):
             ("albert_tf.run_classifier", ["--task_name=rte", f"--data_dir={tmp_path}", f"--output_dir={tmp_path}",
                                           "--do_train", "--albert_config=albert_tiny", "--warmup_proportion=2"],
              "--warmup_proportion must be in [0, 1]")):
-        result = subprocess.run([sys.executable, "-m", tool, *args], capture_output=True, text=True,
-                                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        # As a user runs it, without TF_CPP_MIN_LOG_LEVEL: the error is all of stderr, no TensorFlow start-up log.
+        result = subprocess.run([sys.executable, "-m", tool, *args], capture_output=True, text=True, env=user_env())
         assert result.returncode == 1, (tool, result.stderr)
-        last = result.stderr.strip().splitlines()[-1]
-        assert last.startswith(f"{tool}: error: ") and message in last, (tool, last)
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith(f"{tool}: error: ") and message in line, (tool, result.stderr)
 
 
 def test_short_help_lists_the_shared_and_the_task_flags():
@@ -90,35 +137,18 @@ def test_settings_errors_name_settings_and_the_tools_say_flags():
     assert str(info.value) == "predict_file required" and str(info.value.for_flags()) == "--predict_file required"
 
 
-def test_a_run_is_configured_in_python_without_flags(tmp_path):
+def test_a_run_is_configured_in_python_without_flags(pretrained, tmp_path):
     """The library path the tools take, given configs directly: it trains, evaluates, and records the
     config (with what it resolved: the casing and length of the starting model) in run_config.json."""
     import json
     import random
 
-    from albert_tf.albert_config import AlbertConfig
-    from albert_tf.models.albert_pretrainer import AlbertPretrainer
-    from albert_tf.models.model_dir import write_model_dir
     from albert_tf.tasks.glue_task import GlueConfig, GlueTask
-    from albert_tf.text.albert_tokenizer import AlbertTokenizer
     from albert_tf.training.finetuning_tool import run_finetuning
     from test_glue import write_task
-    from text_fixtures import train_small_spm
 
-    class Factory:  # train_small_spm wants a tmp_path_factory
-        @staticmethod
-        def mktemp(name):
-            path = tmp_path / name
-            path.mkdir()
-            return path
-
-    spm = train_small_spm(Factory(), name="spm")
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "num_hidden_layers": 1,
-                                     "vocab_size": AlbertTokenizer(str(spm)).vocab_size})
-    checkpoint = write_model_dir(AlbertPretrainer(config), str(tmp_path / "pretrained"), "pretrainer",
-                                 files={"spm.model": str(spm)}, max_seq_length=32, lower_case=True)
     data = write_task(tmp_path / "MRPC", "mrpc", random.Random(0))
-    run = FinetuningConfig(output_dir=str(tmp_path / "out"), init_checkpoint=checkpoint, do_train=True,
+    run = FinetuningConfig(output_dir=str(tmp_path / "out"), init_checkpoint=pretrained, do_train=True,
                            do_eval=True, num_train_steps=4, num_warmup_steps=1, train_batch_size=8,
                            save_checkpoints_steps=2, iterations_per_loop=2,
                            task=GlueConfig(task_name="MRPC", data_dir=str(data)))
@@ -128,3 +158,27 @@ def test_a_run_is_configured_in_python_without_flags(tmp_path):
     assert record["config"] == json.loads(json.dumps(expected))
     history = json.loads((tmp_path / "out" / "checkpoints" / "evaluations.json").read_text())
     assert [h["step"] for h in history] == [2, 4] and "accuracy" in history[0]
+
+
+def test_the_recipe_trains_a_small_data_set_for_its_epochs_not_its_steps(pretrained, tmp_path):
+    """`albert-run-classifier --task_name=sst-2` on 200 rows: the recipe's 10 epochs (63 steps of batch 32),
+    not SST-2's 20,935 steps (3,350 epochs), and nothing from TensorFlow's C++ side on stderr."""
+    import random
+
+    from text_fixtures import random_sentence
+
+    rng = random.Random(0)
+    data = tmp_path / "SST-2"
+    data.mkdir()
+    rows = [f"{random_sentence(rng, 3, 8)}\t{rng.randrange(2)}" for _ in range(200)]
+    (data / "train.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    script = os.path.join(os.path.dirname(sys.executable), "albert-run-classifier")
+    command = [script] if os.path.exists(script) else [sys.executable, "-m", "albert_tf.run_classifier"]
+    result = subprocess.run([*command, "--task_name=sst-2", f"--data_dir={data}", f"--init_checkpoint={pretrained}",
+                             f"--output_dir={tmp_path / 'out'}", "--do_train", "--max_seq_length=16",
+                             "--save_checkpoints_steps=100"], capture_output=True, text=True, env=user_env(),
+                            timeout=300)  # the 20,935 steps of the recipe would run for an hour
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Fine-tuning on 200 examples: 63 steps of batch 32 (10.1 epochs), lr 1e-05, 3 warmup steps." in (
+        result.stdout.splitlines())
+    assert "Warning" not in result.stdout and result.stderr == "", result.stdout + result.stderr

@@ -210,6 +210,43 @@ def test_data_that_does_not_fit_the_settings_or_model_is_named(data, tmp_path):
         check_pretraining_files([str(tmp_path / "text.tfrecord")], SEQ_LENGTH, PREDICTIONS, 392)
 
 
+def test_warmup_is_the_papers_share_of_the_steps_unless_given():
+    from albert_tf.training.pretraining_config import PretrainingConfig
+
+    assert PretrainingConfig().warmup_steps() == 3125  # of the paper's 125k
+    assert PretrainingConfig(num_train_steps=50).warmup_steps() == 1  # 2.5%, rounded down
+    assert PretrainingConfig(num_train_steps=1000).warmup_steps() == 25
+    assert PretrainingConfig(num_train_steps=50, num_warmup_steps=7).warmup_steps() == 7
+
+
+def test_a_resumed_run_keeps_the_warmup_it_started_with(tmp_path):
+    """Without num_warmup_steps, a run resuming from checkpoints keeps the warmup its run_config.json records (a
+    run begun with the former default of 3125), instead of a share of a changed step count."""
+    import dataclasses
+
+    from albert_tf.training.pretraining_config import PretrainingConfig
+    from albert_tf.training.pretraining_run import _with_warmup_steps
+
+    (tmp_path / "run_config.json").write_text(json.dumps({"config": {"num_warmup_steps": 3125}}))
+    settings = PretrainingConfig(input_file="data", output_dir=str(tmp_path), num_train_steps=10000)
+    assert _with_warmup_steps(settings).num_warmup_steps == 250  # no checkpoint yet: a fresh start
+    (tmp_path / "ckpt-40.index").write_bytes(b"")
+    assert _with_warmup_steps(settings).num_warmup_steps == 3125
+    assert _with_warmup_steps(dataclasses.replace(settings, num_warmup_steps=7)).num_warmup_steps == 7
+
+
+def test_a_short_run_without_warmup_steps_warms_up_over_the_papers_share(data, tmp_path):
+    """--num_train_steps alone (the paper's 3125 warmup steps would exceed it): 2.5% of the steps, said in
+    one line and recorded as the run's setting."""
+    args = command(data, tmp_path)
+    args.remove("--num_warmup_steps=4")
+    result = run(args)
+    assert result.returncode == 0, result.stderr
+    assert (f"Warmup: 1 of the {STEPS} steps, the paper's share (3,125 of 125,000); num_warmup_steps sets "
+            "another.") in result.stdout.splitlines()
+    assert json.loads((tmp_path / "run_config.json").read_text())["config"]["num_warmup_steps"] == 1
+
+
 def test_bad_flags_and_changed_runs_fail_clearly(data, uninterrupted, tmp_path):
     result = run(command(data, tmp_path, "--max_seq_length=64"))
     assert result.returncode == 1 and "but --max_seq_length=64" in result.stderr

@@ -23,9 +23,13 @@ from albert_tf.tasks.objective import Objective
 class Recipe:
     """A task's training defaults: each applies where its flag is left unset.
 
-    Steps come from `num_train_steps`, else from `num_train_epochs` passes over
-    the training rows; warmup from `num_warmup_steps` (at most the steps), else
-    `warmup_proportion` of the steps.
+    Steps come from `num_train_epochs` passes over the training rows, or from
+    `num_train_steps`, the original's count for the task's real training set of
+    `train_rows` rows: other data (or another batch size) gets the epochs those
+    steps make of it, so that 200 rows of SST-2 train for about 10 epochs as
+    its 67,349 do, not for the 3,350 that its 20,935 steps would make of them.
+    Warmup from `num_warmup_steps` (its share of `num_train_steps` when the
+    steps differ), else `warmup_proportion` of the steps.
     """
 
     learning_rate: float
@@ -34,12 +38,16 @@ class Recipe:
     num_train_epochs: float | None = None
     num_warmup_steps: int | None = None
     warmup_proportion: float | None = None
+    train_rows: int | None = None  # with num_train_steps: the rows of the training set they were set for
 
     def __post_init__(self):
         if (self.num_train_steps is None) == (self.num_train_epochs is None):
             raise ValueError("a Recipe sets exactly one of num_train_steps and num_train_epochs")
         if (self.num_warmup_steps is None) == (self.warmup_proportion is None):
             raise ValueError("a Recipe sets exactly one of num_warmup_steps and warmup_proportion")
+        if (self.num_train_steps is None) != (self.train_rows is None):
+            raise ValueError("a Recipe with num_train_steps sets train_rows, the training rows those steps were set "
+                             "for (and one with num_train_epochs does not)")
 
 
 class FinetuningTask:

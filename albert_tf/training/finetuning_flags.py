@@ -22,6 +22,7 @@ from albert_tf.settings import field_default
 from albert_tf.training.distribution_config import DISTRIBUTION_NAMES
 from albert_tf.training.distribution_flags import define_distribution_flags, distribution_settings
 from albert_tf.training.finetuning_config import FinetuningConfig
+from albert_tf.training.finetuning_tool import MANY_EPOCHS
 
 FLAGS = flags.FLAGS
 
@@ -57,7 +58,8 @@ def define_flags(task, define_task_flags):
     flags.DEFINE_integer("predict_batch_size", default("predict_batch_size"),
                          f"{unit} per prediction batch (original: 8).")
     flags.DEFINE_float("learning_rate", None, f"Peak AdamW learning rate. {note}")
-    flags.DEFINE_integer("num_train_steps", None, f"Training steps. {note}")
+    flags.DEFINE_integer("num_train_steps", None, f"Training steps; a plan of more than {MANY_EPOCHS} epochs is said "
+                         f"before it starts. {note}")
     flags.DEFINE_alias("train_step", "num_train_steps")  # the original scripts' name
     flags.DEFINE_float("num_train_epochs", None, "Passes over the training data, when --num_train_steps is not "
                        f"set. {note}")
@@ -103,4 +105,4 @@ def run(task, define_task_flags, task_config_from_flags):
     """Runs the tool of `task` (its console script's entry point): `define_task_flags()` defines the task's
     flags, `task_config_from_flags()` maps their parsed values to the task's config."""
     cli.run(lambda argv: main(task, task_config_from_flags, argv), lambda: define_flags(task, define_task_flags),
-            flag_modules=[__name__, define_task_flags.__module__])
+            tool_module=define_task_flags.__module__)

@@ -17,7 +17,10 @@ the same for every task:
   init_checkpoint, a random start from albert_config.
 - The SentencePiece model: spm_model_file, else the one stored with the checkpoint.
 - Steps: num_train_steps, else num_train_epochs over the training rows, else
-  the recipe; warmup: num_warmup_steps, else warmup_proportion, else the recipe.
+  the recipe's epochs (a recipe's step count, set for the task's real training
+  set, scaled to these rows and this batch); warmup: num_warmup_steps, else
+  warmup_proportion, else the recipe's share of the steps. A plan of more than
+  MANY_EPOCHS epochs that num_train_epochs did not ask for is said before it starts.
 - The output layout:
     OUTPUT_DIR/checkpoints/ckpt-N   resumable training checkpoints; the directory
                                     is an albert_tf model directory (the last model)
@@ -40,9 +43,13 @@ import math
 import os
 
 from albert_tf.settings import SettingError
+
 CHECKPOINT_SUBDIR = "checkpoints"
 BEST_SUBDIR = "best"
 EVAL_RESULTS_FILE = "eval_results.json"
+# More passes over the training data than fine-tuning takes (the recipes make 2 to 25): a plan beyond
+# this is most likely a step count meant for a larger data set, and is said before it starts.
+MANY_EPOCHS = 50
 
 
 def checked_config(task, config):
@@ -94,7 +101,10 @@ def training_schedule(recipe, num_rows, config):
     elif config.num_train_epochs or not recipe.num_train_steps:
         steps = max(1, math.ceil(num_rows * (config.num_train_epochs or recipe.num_train_epochs) / batch_size))
     else:
-        steps = recipe.num_train_steps
+        # The epochs the recipe's steps make of the task's real training set, over these rows at this batch;
+        # in integers, so that the real data at the recipe's batch gets exactly the recipe's steps.
+        examples = recipe.num_train_steps * recipe.train_batch_size * num_rows
+        steps = max(1, -(-examples // (recipe.train_rows * batch_size)))
     if config.num_warmup_steps is not None:
         warmup = min(config.num_warmup_steps, steps)
     elif config.warmup_proportion is not None or recipe.num_warmup_steps is None:
@@ -107,6 +117,21 @@ def training_schedule(recipe, num_rows, config):
         # a shortened run still reaches the peak rate instead of warming up to its last step.
         warmup = int(steps * recipe.num_warmup_steps / recipe.num_train_steps)
     return learning_rate, batch_size, steps, warmup
+
+
+def many_epochs_warning(num_rows, batch_size, steps, config, unit):
+    """The line that says a plan of more than MANY_EPOCHS passes over the training rows, or None (also when
+    num_train_epochs asked for them)."""
+    epochs = steps * batch_size / num_rows
+    if epochs <= MANY_EPOCHS or (config.num_train_epochs and not config.num_train_steps):
+        return None
+    return (f"Warning: {steps:,} steps of batch {batch_size} make {_number(epochs)} epochs of the {num_rows:,} "
+            f"{unit.lower()}; --num_train_epochs (or fewer --num_train_steps) trains less.")
+
+
+def _number(value):
+    """3 significant digits, without an exponent: 0.125, 10.1, 3,350."""
+    return f"{value:.3g}" if value < 1000 else f"{value:,.0f}"
 
 
 def starting_model(task, config):
@@ -279,8 +304,12 @@ def _run(task, config, strategy, chief=True):
         best_dir = os.path.join(run_dir, BEST_SUBDIR)
         best_metric = task.best_metric(config)
         if config.do_train:
-            print(f"Fine-tuning on {rows:,} {task.unit.lower()}: {steps} steps of batch {batch_size}, lr "
-                  f"{learning_rate:g}, {warmup} warmup steps.", flush=True)
+            warning = many_epochs_warning(rows, batch_size, steps, config, task.unit)
+            if warning:
+                print(warning, flush=True)
+            print(f"Fine-tuning on {rows:,} {task.unit.lower()}: {steps} steps of batch {batch_size} "
+                  f"({_number(steps * batch_size / rows)} epochs), lr {learning_rate:g}, {warmup} warmup steps.",
+                  flush=True)
             settings = FinetuningSettings(
                 num_train_steps=steps, train_batch_size=batch_size, learning_rate=learning_rate,
                 num_warmup_steps=warmup, save_checkpoints_steps=config.save_checkpoints_steps,

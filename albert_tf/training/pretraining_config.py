@@ -6,7 +6,8 @@
 
 Fields carry the tool's flag names and defaults (the flags take their defaults from here);
 the defaults are the paper's recipe (LAMB, lr 0.00176, batch 4096, 125k steps, 3125 warmup
-steps); where and how it computes are `DistributionConfig`'s fields. `check` raises
+steps: without num_warmup_steps, a run of other length warms up over the same 2.5% of its
+steps, `warmup_steps`); where and how it computes are `DistributionConfig`'s fields. `check` raises
 `albert_tf.settings.SettingError` naming the setting. run_config.json records the config,
 and the fields a resumed run must share are checked against it (`pretraining_run`).
 """
@@ -18,6 +19,9 @@ from albert_tf.settings import SettingError, check_at_least
 from albert_tf.training.distribution_config import DistributionConfig
 
 OPTIMIZER_NAMES = ("lamb", "adamw")
+# The paper's warmup, 3125 of its 125k steps: its share of any other step count is the default, as
+# fine-tuning keeps its recipes' share, so that a 50-step run warms up for 1 step instead of being refused.
+PAPER_WARMUP_STEPS, PAPER_TRAIN_STEPS = 3125, 125000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,8 +45,8 @@ class PretrainingConfig(DistributionConfig):
     max_eval_steps: int = 100
     max_seq_length: int | None = None
     max_predictions_per_seq: int | None = None
-    num_train_steps: int = 125000
-    num_warmup_steps: int = 3125
+    num_train_steps: int = PAPER_TRAIN_STEPS
+    num_warmup_steps: int | None = None  # None: the paper's share of num_train_steps (`warmup_steps`)
     learning_rate: float = 0.00176
     optimizer: str = "lamb"
     weight_decay_rate: float = 0.01
@@ -63,7 +67,7 @@ class PretrainingConfig(DistributionConfig):
                               "num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max", "vocab_size",
                               "input_workers", "input_mixed_documents"), 1)
         self.check_distribution()
-        if not 0 <= self.num_warmup_steps <= self.num_train_steps:
+        if self.num_warmup_steps is not None and not 0 <= self.num_warmup_steps <= self.num_train_steps:
             raise SettingError(f"<num_warmup_steps> must be in [0, <num_train_steps>={self.num_train_steps}]")
         if self.learning_rate <= 0:
             raise SettingError(f"<learning_rate> must be > 0, got {self.learning_rate}")
@@ -75,6 +79,12 @@ class PretrainingConfig(DistributionConfig):
         if self.spm_model_file and not os.path.isfile(self.spm_model_file):
             raise SettingError(f"<spm_model_file>={self.spm_model_file}: no such SentencePiece model")
         return self
+
+    def warmup_steps(self):
+        """num_warmup_steps, else the paper's share of num_train_steps (3125 of 125k: 2.5%, rounded down)."""
+        if self.num_warmup_steps is not None:
+            return self.num_warmup_steps
+        return self.num_train_steps * PAPER_WARMUP_STEPS // PAPER_TRAIN_STEPS
 
     def to_json(self):
         return dataclasses.asdict(self)

@@ -43,6 +43,7 @@ from albert_tf.text.albert_tokenizer import AlbertTokenizer, copy_spm_model
 from albert_tf.training import TrainingDivergedError
 from albert_tf.training.distribution_config import PRECISIONS
 from albert_tf.training.divergence import rerun_advice
+from albert_tf.training.pretraining_config import PAPER_TRAIN_STEPS, PAPER_WARMUP_STEPS
 from albert_tf.tasks.pretraining_losses import SUM_KEYS, PretrainingObjective, metrics_from_sums
 from albert_tf.training.learning_phase import TREND_EVALUATIONS, Phase, learning_phase
 from albert_tf.training.strategies import worker_layout
@@ -202,7 +203,7 @@ def run(settings):
     from albert_tf.training.distribution_flags import create_strategy_for
     from albert_tf.training.strategies import is_chief
 
-    settings.check()
+    settings = _with_warmup_steps(settings.check())
     config = _model_config(settings)
     train_files = data.expand_data_files(settings.input_file)
     if settings.max_seq_length is None or settings.max_predictions_per_seq is None:
@@ -236,6 +237,25 @@ def run(settings):
     # One run per output directory: a second one would overwrite the first one's checkpoints.
     with exclusive_directory_lock(output_dir, "run_pretraining") if chief else contextlib.nullcontext():
         return train_and_evaluate(settings, config, strategy, chief, output_dir, training_data, eval_files)
+
+
+def _with_warmup_steps(settings):
+    """`settings` with num_warmup_steps: as given, else as the run being resumed recorded it (its schedule must
+    not change under it), else the paper's share of num_train_steps, said in one line."""
+    import dataclasses
+
+    if settings.num_warmup_steps is not None:
+        return settings
+    path = os.path.join(settings.output_dir, RUN_CONFIG_FILE)
+    if model_dir.checkpoints_newest_first(settings.output_dir) and tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as f:
+            recorded = json.load(f).get("config", {}).get("num_warmup_steps")
+        if recorded is not None:
+            return dataclasses.replace(settings, num_warmup_steps=recorded)
+    settings = dataclasses.replace(settings, num_warmup_steps=settings.warmup_steps())
+    print(f"Warmup: {settings.num_warmup_steps:,} of the {settings.num_train_steps:,} steps, the paper's share "
+          f"({PAPER_WARMUP_STEPS:,} of {PAPER_TRAIN_STEPS:,}); num_warmup_steps sets another.", flush=True)
+    return settings
 
 
 def _model_config(settings):
