@@ -23,7 +23,7 @@ class PretrainingData:
 
 
 def make_pretraining_data(tmp_path_factory, num_documents=60, shards=2, output_format="instances", heldout_every=0,
-                          lower_case=True):
+                          lower_case=True, keep_accents=False):
     from albert_tf.data.local_runner import create_pretraining_data
     from albert_tf.data.masking import MaskingConfig
     from albert_tf.data.pretraining_data_job import CreationConfig
@@ -31,7 +31,8 @@ def make_pretraining_data(tmp_path_factory, num_documents=60, shards=2, output_f
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
     # Cased data needs a cased vocabulary (the data tool refuses the other).
-    spm_model = train_small_spm(tmp_path_factory, name="pretraining_spm", lower_case=lower_case)
+    spm_model = train_small_spm(tmp_path_factory, name="pretraining_spm", lower_case=lower_case,
+                                keep_accents=keep_accents)
     directory = tmp_path_factory.mktemp("pretraining_data")
     corpus = write_corpus(directory / "corpus.txt", num_documents=num_documents, seed=3)
     config = CreationConfig(
@@ -41,6 +42,7 @@ def make_pretraining_data(tmp_path_factory, num_documents=60, shards=2, output_f
         output_format=output_format,
         heldout_every=heldout_every,
         lower_case=lower_case,
+        keep_accents=keep_accents,
     )
     prefix = str(directory / "train")
     create_pretraining_data([str(corpus)], prefix, str(spm_model), config, progress=False)

@@ -40,12 +40,12 @@ def test_recorded_settings_are_the_defaults_and_contradictions_are_named():
 
 @pytest.fixture(scope="module")
 def cased(tmp_path_factory):
-    """A pretrainer whose albert_tf.json says: cased text, sequences of 32."""
+    """A pretrainer whose albert_tf.json says: cased text with its accents, sequences of 32."""
     spm = train_small_spm(tmp_path_factory)
     config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(),
                                      "vocab_size": AlbertTokenizer(str(spm)).vocab_size, "num_hidden_layers": 2})
     return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("cased") / "model"), "pretrainer",
-                           files={"spm.model": str(spm)}, lower_case=False, max_seq_length=32)
+                           files={"spm.model": str(spm)}, lower_case=False, keep_accents=True, max_seq_length=32)
 
 
 def tool(name, *flags):
@@ -101,22 +101,24 @@ def test_finetuning_starts_from_the_recorded_case_and_length(cased, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     training = json.loads((tmp_path / "out" / "run_config.json").read_text())["training"]
     # The task's 512 gives way to the 32 the model was trained at; the casing is the model's.
-    assert (training["max_seq_length"], training["do_lower_case"]) == (32, False)
+    assert (training["max_seq_length"], training["do_lower_case"], training["keep_accents"]) == (32, False, True)
     saved = read_metadata(str(tmp_path / "out" / "checkpoints"))
-    assert (saved["max_seq_length"], saved["lower_case"]) == (32, False)
+    assert (saved["max_seq_length"], saved["lower_case"], saved["keep_accents"]) == (32, False, True)
     refused = tool("run_classifier", *flags, f"--output_dir={tmp_path / 'other'}", "--do_lower_case")
     assert refused.returncode == 1 and "trained on cased text" in refused.stderr
+    refused = tool("run_classifier", *flags, f"--output_dir={tmp_path / 'other'}", "--nokeep_accents")
+    assert refused.returncode == 1 and "--keep_accents=False contradicts" in refused.stderr
 
 
 def test_pretraining_takes_lengths_from_the_data_and_records_its_casing(tmp_path_factory, tmp_path):
-    data = make_pretraining_data(tmp_path_factory, num_documents=20, shards=1, lower_case=False)
+    data = make_pretraining_data(tmp_path_factory, num_documents=20, shards=1, lower_case=False, keep_accents=True)
     result = tool("run_pretraining", f"--input_file={data.prefix}", f"--albert_config={data.config_file}",
                   f"--output_dir={tmp_path}", f"--spm_model_file={data.spm_model}", "--train_batch_size=8",
                   "--num_train_steps=2", "--num_warmup_steps=1", "--save_checkpoints_steps=2")
     assert result.returncode == 0, result.stderr[-2000:]
     recorded = read_metadata(str(tmp_path))
-    assert (recorded["max_seq_length"], recorded["max_predictions_per_seq"], recorded["lower_case"]) == (
-        SEQ_LENGTH, PREDICTIONS, False)
+    assert (recorded["max_seq_length"], recorded["max_predictions_per_seq"], recorded["lower_case"],
+            recorded["keep_accents"]) == (SEQ_LENGTH, PREDICTIONS, False, True)
 
 
 def test_one_loader_opens_models_for_every_inference_tool(cased, tmp_path):

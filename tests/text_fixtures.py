@@ -51,7 +51,7 @@ def write_corpus(path, num_documents=12, seed=0, sentences=(3, 40), paragraphs=F
     return path
 
 
-def train_small_spm(tmp_path_factory, name="spm", vocab_size=400, lower_case=True):
+def train_small_spm(tmp_path_factory, name="spm", vocab_size=400, lower_case=True, keep_accents=False):
     from albert_tf.data.vocabulary import train
 
     directory = tmp_path_factory.mktemp(name)
@@ -60,5 +60,5 @@ def train_small_spm(tmp_path_factory, name="spm", vocab_size=400, lower_case=Tru
         f.write("\n" + "\n".join(SPECIAL_LINES * 3) + "\n")
     prefix = directory / "spm"
     train([str(corpus)], str(prefix), vocab_size=vocab_size, hard_vocab_limit=False, num_threads=1,
-          lower_case=lower_case)
+          lower_case=lower_case, keep_accents=keep_accents)
     return prefix.with_suffix(".model")

@@ -91,9 +91,10 @@ def open_for_inference(path: str | os.PathLike, part: str = "model", spm_model_f
                           export_dir if loaded_saved_model is not None else None)
 
 
-def check_spm_model_file(path, spm_model_file, setting="spm_model_file"):
+def check_spm_model_file(path, spm_model_file, setting="spm_model_file", model_setting=None):
     """SettingError when `spm_model_file` is not, by content, the SentencePiece model stored with the model at
-    `path` (when it stores one): its ids would index other rows of the model's embedding table."""
+    `path` (when it stores one): its ids would index other rows of the model's embedding table.
+    `model_setting`: the setting that named `path`, when the message should name it."""
     from albert_tf.file_utils import file_sha256
     from albert_tf.settings import SettingError
 
@@ -102,7 +103,8 @@ def check_spm_model_file(path, spm_model_file, setting="spm_model_file"):
     except FileNotFoundError:  # a converted checkpoint without its vocabulary: the given one is all there is
         return
     if file_sha256(stored) != file_sha256(spm_model_file):
-        raise SettingError(f"<{setting}>={spm_model_file} is not the SentencePiece model stored with {path} "
+        model = f"of <{model_setting}>" if model_setting else f"stored with {path}"
+        raise SettingError(f"<{setting}>={spm_model_file} is not the SentencePiece model {model} "
                            f"({stored}): its ids would index other rows of the model's embeddings. Leave "
                            f"<{setting}> unset to use the model's own")
 

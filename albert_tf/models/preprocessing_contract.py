@@ -30,10 +30,10 @@ class Preprocessing:
 
 
 def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, default_max_seq_length=128, force=False,
-                          source="the model"):
+                          source="the model", keep_accents=None):
     """The casing and length to use with the model of `metadata` (its albert_tf.json dict).
 
-    `lower_case`, `max_seq_length`: the caller's explicit settings, None when not given.
+    `lower_case`, `max_seq_length`, `keep_accents`: the caller's explicit settings, None when not given.
     `default_max_seq_length`: the length when neither the caller nor the model says one.
     Raises SettingError (a ValueError) for a contradiction that cannot work or that `force` does not allow.
     """
@@ -60,5 +60,14 @@ def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, defaul
     if recorded_length and max_seq_length > recorded_length:
         warnings.append(f"max_seq_length {max_seq_length} is longer than the {recorded_length} {source} was trained "
                         f"at: positions {recorded_length}-{max_seq_length - 1} were never trained")
+    recorded_accents = bool(metadata.get("keep_accents", False))
+    if keep_accents is not None and bool(keep_accents) != recorded_accents:
+        trained = "with its accents" if recorded_accents else "with accents stripped"
+        if not force:
+            raise SettingError(f"<keep_accents>={bool(keep_accents)} contradicts {source}, trained on text {trained}: "
+                               "its vocabulary and weights expect that. Leave the setting out to use the model's, "
+                               "or pass <force>")
+        warnings.append(f"forced: {'keeping' if keep_accents else 'stripping'} the accents of the input for "
+                        f"{source}, which was trained on text {trained}")
     return Preprocessing(bool(lower_case), int(max_seq_length), tuple(warnings),
-                         keep_accents=bool(metadata.get("keep_accents", False)))
+                         keep_accents=recorded_accents if keep_accents is None else bool(keep_accents))

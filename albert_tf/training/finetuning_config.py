@@ -32,6 +32,7 @@ class FinetuningConfig(DistributionConfig):
     albert_config: str | None = None
     spm_model_file: str | None = None
     do_lower_case: bool | None = None
+    keep_accents: bool | None = None
     max_seq_length: int | None = None
     force: bool = False
     do_train: bool = False

@@ -44,10 +44,12 @@ def define_flags(task, define_task_flags):
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the checkpoint's spm.model).")
     flags.DEFINE_bool("do_lower_case", None, "Lowercase the input. Default: as --init_checkpoint records its "
                       "training text was (lowercase when it records nothing); another casing needs --force.")
+    flags.DEFINE_bool("keep_accents", None, "Keep the input's accents. Default: as --init_checkpoint records (the "
+                      "original strips them); the other needs --force.")
     flags.DEFINE_integer("max_seq_length", None, f"Tokens per sequence. Default: {task.max_seq_length} (the "
                          "original's), or the length --init_checkpoint records when that is shorter; longer than the "
                          "recorded length works with a warning, beyond max_position_embeddings not at all.")
-    flags.DEFINE_bool("force", default("force"), "Fine-tune with a --do_lower_case that contradicts "
+    flags.DEFINE_bool("force", default("force"), "Fine-tune with a --do_lower_case or --keep_accents that contradicts "
                       "--init_checkpoint's record.")
     flags.DEFINE_bool("do_train", default("do_train"), "Fine-tune on the training data.")
     flags.DEFINE_bool("do_eval", default("do_eval"), task.do_eval_help)

@@ -76,7 +76,8 @@ def resolve_preprocessing_settings(task, config):
         except (FileNotFoundError, ValueError):
             # Unreadable: loading it names the problem, after the settings' own checks have had their say.
             return dataclasses.replace(config, max_seq_length=config.max_seq_length or task.max_seq_length,
-                                       do_lower_case=True if config.do_lower_case is None else config.do_lower_case)
+                                       do_lower_case=True if config.do_lower_case is None else config.do_lower_case,
+                                       keep_accents=bool(config.keep_accents))
     else:
         model_config = AlbertConfig.from_name_or_path(config.albert_config)
         metadata, source = {"albert_config": model_config.to_dict()}, f"albert_config={config.albert_config}"
@@ -85,11 +86,11 @@ def resolve_preprocessing_settings(task, config):
     if length is None and recorded:
         length = min(task.max_seq_length, recorded)  # the task's length, never beyond what the model was trained at
     preprocessing = resolve_preprocessing(metadata, config.do_lower_case, length, task.max_seq_length, config.force,
-                                          source)
+                                          source, keep_accents=config.keep_accents)
     for warning in preprocessing.warnings:
         print(f"Warning: {warning}.", flush=True)
     return dataclasses.replace(config, do_lower_case=preprocessing.lower_case,
-                               max_seq_length=preprocessing.max_seq_length)
+                               keep_accents=preprocessing.keep_accents, max_seq_length=preprocessing.max_seq_length)
 
 
 def training_schedule(recipe, num_rows, config):
@@ -172,19 +173,10 @@ def check_batch_fits(batch_size, strategy, config):
 def check_vocabulary(spm, config):
     """SettingError when spm_model_file is not, by content, the SentencePiece model the starting model carries
     (when it carries one): its ids would index other rows of the embedding table."""
-    from albert_tf.models.model_dir import find_spm_model
-    from albert_tf.file_utils import file_sha256
+    from albert_tf.models.inference_model import check_spm_model_file
 
-    if not (config.spm_model_file and config.init_checkpoint):
-        return
-    try:
-        stored = find_spm_model(config.init_checkpoint)
-    except FileNotFoundError:  # a converted checkpoint without its vocabulary: the given one is all there is
-        return
-    if file_sha256(stored) != file_sha256(spm):
-        raise SettingError(f"<spm_model_file>={config.spm_model_file} is not the SentencePiece model of "
-                           f"<init_checkpoint> ({stored}): its ids would index other rows of the model's embeddings. "
-                           "Leave <spm_model_file> unset to use the checkpoint's own")
+    if config.spm_model_file and config.init_checkpoint:
+        check_spm_model_file(config.init_checkpoint, spm, model_setting="init_checkpoint")
 
 
 def arrays_sha256(arrays):
@@ -264,7 +256,7 @@ def _run(task, config, strategy, chief=True):
     # Everything is read and checked before anything in output_dir changes.
     spm = find_spm_model(config.init_checkpoint, config.spm_model_file)
     check_vocabulary(spm, config)
-    tokenizer = AlbertTokenizer(spm, lower_case=config.do_lower_case)
+    tokenizer = AlbertTokenizer(spm, lower_case=config.do_lower_case, keep_accents=config.keep_accents)
     eval_data = task.read_eval(tokenizer, config) if config.do_eval else None
     # The chief checks the directory; the other workers write nothing there (and might read it mid-write).
     record = read_run_config(output_dir) if chief else None
@@ -284,7 +276,8 @@ def _run(task, config, strategy, chief=True):
         check_batch_fits(batch_size, strategy, config)
         training = {"task": task.title(config), "albert_config": model.albert_config.to_dict(),
                     "train_data_sha256": arrays_sha256(train), "spm_model_sha256": file_sha256(spm),
-                    "do_lower_case": config.do_lower_case, "max_seq_length": config.max_seq_length,
+                    "do_lower_case": config.do_lower_case, "keep_accents": config.keep_accents,
+                    "max_seq_length": config.max_seq_length,
                     "train_batch_size": batch_size, "learning_rate": learning_rate, "num_train_steps": steps,
                     "num_warmup_steps": warmup, "seed": config.seed}
         resuming = not config.overwrite and checkpoints_newest_first(os.path.join(output_dir, CHECKPOINT_SUBDIR))
@@ -322,7 +315,8 @@ def _run(task, config, strategy, chief=True):
                 result = finetune(
                     model, train, task.example_losses, settings, os.path.join(run_dir, CHECKPOINT_SUBDIR),
                     task.model_kind,
-                    metadata={**task.metadata(config), "train_steps": steps, "lower_case": config.do_lower_case},
+                    metadata={**task.metadata(config), "train_steps": steps, "lower_case": config.do_lower_case,
+                              "keep_accents": config.keep_accents},
                     evaluate=(lambda m: task.evaluate(m, eval_data, config)) if config.do_eval else None,
                     best_metric=best_metric if config.do_eval else None, best_dir=best_dir, spm_model_file=spm,
                     variables=task.trainable_variables(model), summary_dir=run_dir, strategy=strategy, chief=chief,

@@ -150,7 +150,9 @@ def _check_spm_model_file(settings, output_dir, resuming):
 def _write_model_metadata(settings, output_dir, config, training_data):
     # The preprocessing contract (albert_tf.models.preprocessing_contract): the length, and the casing the
     # data was made with (data without metadata, such as the original script's, records none).
-    casing = {"lower_case": training_data.metadata["config"]["lower_case"]} if training_data.metadata else {}
+    data_config = training_data.metadata["config"] if training_data.metadata else None
+    casing = ({"lower_case": data_config["lower_case"], "keep_accents": data_config.get("keep_accents", False)}
+              if data_config else {})
     model_dir.write_metadata(output_dir, "pretrainer", config, max_seq_length=settings.max_seq_length,
                              max_predictions_per_seq=settings.max_predictions_per_seq, **casing)
     if not settings.spm_model_file:
@@ -361,7 +363,8 @@ def _worker_dataset(settings, strategy, training_data):
         print(f"Instances are made afresh every epoch from {len(train_files)} document file(s), in "
               + (f"{settings.input_processes} builder processes." if settings.input_processes
                  else f"{settings.input_workers} input threads."), flush=True)
-        tokenizer = AlbertTokenizer(settings.spm_model_file, lower_case=metadata["config"]["lower_case"])
+        tokenizer = AlbertTokenizer(settings.spm_model_file, lower_case=metadata["config"]["lower_case"],
+                                    keep_accents=metadata["config"].get("keep_accents", False))
         maker = EpochInstanceMaker(CreationConfig.from_json(metadata["config"]), tokenizer.word_start_table,
                                    tokenizer.normal_piece_ids, settings.seed, processes=settings.input_processes)
         return make_dynamic_dataset(train_files, settings.train_batch_size // workers, maker, settings.seed,
