@@ -92,6 +92,13 @@ def _show_tool_flags_in_short_help():
                 flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
 
+def show_tool_in_help(tool_module):
+    """Makes `--help` show the tool of `tool_module` (its name): its docstring and every flag it defines.
+    `run` does this; a tool that runs absl itself (the Beam pipeline) calls it after defining its flags."""
+    _show_tool_docstring_in_help(tool_module)
+    _show_tool_flags_in_short_help()
+
+
 def run(main, define_flags, uses_tensorflow=True, tool_module=None):
     """Defines the tool's flags and runs `main(argv) -> exit code` under absl.
 
@@ -101,8 +108,7 @@ def run(main, define_flags, uses_tensorflow=True, tool_module=None):
     if uses_tensorflow:
         import_tensorflow_quietly()
     define_flags()
-    _show_tool_docstring_in_help(tool_module or getattr(main, "__module__", "__main__"))
-    _show_tool_flags_in_short_help()
+    show_tool_in_help(tool_module or getattr(main, "__module__", "__main__"))
     main_spec = getattr(sys.modules["__main__"], "__spec__", None)
     program = main_spec.name if main_spec else os.path.basename(sys.argv[0])
 
@@ -124,8 +130,13 @@ def run(main, define_flags, uses_tensorflow=True, tool_module=None):
             print(f"{program}: error: {error_line(error)}", file=sys.stderr)
             return type(error).exit_code
 
+    run_absl(wrapped)
+
+
+def run_absl(main, **kwargs):
+    """absl's app.run, where a help asked for exits with status 0 (absl's help flags exit with 1)."""
     try:
-        app.run(wrapped)
+        app.run(main, **kwargs)
     except SystemExit as done:
         if done.code == 1 and any(argument.split("=", 1)[0] in _HELP_FLAGS for argument in sys.argv[1:]):
             sys.exit(0)

@@ -18,7 +18,7 @@ have, variables the source lacks, and shape mismatches are listed together, and
 the output directory is created only once the conversion has succeeded.
 """
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf import cli
 from albert_tf.checkpoints.conversion import FORMATS, convert
@@ -57,7 +57,7 @@ def main(argv):
     source_format = FLAGS["from"].value
     for name in ("from", "input", "output"):
         if FLAGS[name].value is None:
-            raise app.UsageError(f"--{name} is required")
+            raise ValueError(f"--{name} is required")
     summary = convert(
         source_format,
         FLAGS.to,

@@ -38,11 +38,12 @@ import typing
 import uuid
 
 import apache_beam as beam
-from absl import app, flags, logging
+from absl import flags, logging
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+from albert_tf import cli
 from albert_tf.data.creation_flags import config_from_flags, define_data_flags
 from albert_tf.data import data_set_files
 from albert_tf.data import pretraining_data_job as job
@@ -256,6 +257,7 @@ def run(argv, beam_args):
 
 def main():
     define_data_flags()
+    cli.show_tool_in_help(__name__)
     beam_args = []
 
     def parse(argv):
@@ -275,7 +277,7 @@ def main():
             print(f"pipelines.create_pretraining_data: error: {error}", file=sys.stderr)
             return 1
 
-    app.run(wrapped, flags_parser=parse)
+    cli.run_absl(wrapped, flags_parser=parse)
 
 
 def console_main():

@@ -139,3 +139,25 @@ def test_help_shows_the_tools_description_example_and_own_flags(script, help_run
         assert f"python -m {module} " in result.stdout  # the example
         listed = listed_flags(result.stdout)
         assert set(listed) == expected, f"{command}: missing {expected - set(listed)}, extra {set(listed) - expected}"
+
+
+def test_the_beam_pipelines_help_shows_its_description_and_the_data_flags():
+    """The Beam console script runs absl itself (Beam's own options pass through): its --help too starts with
+    the pipeline's docstring and lists the data flags it shares with the local tool."""
+    pytest.importorskip("apache_beam")
+    script = pathlib.Path(sys.executable).parent / "albert-beam-create-pretraining-data"
+    command = (str(script),) if script.exists() else (sys.executable, "-m", "pipelines.create_pretraining_data")
+    result = run_tool(*command, "--help")
+    assert result.returncode == 0, result.stderr
+    docstring = ast.get_docstring(ast.parse((REPO_ROOT / "pipelines" / "create_pretraining_data.py").read_text()),
+                                  clean=False)
+    assert result.stdout.startswith(docstring)
+    listed = set(listed_flags(result.stdout))
+    assert {"input_file", "output_file", "spm_model_file", "do_lower_case", "keep_accents", "heldout_every"} <= listed
+
+
+def test_a_missing_required_flag_is_one_line():
+    result = run_tool(*console_script("albert-convert"), "--to=huggingface")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith("convert: error: --from is required"), result.stderr
