@@ -114,6 +114,23 @@ def test_overwrite_starting_from_its_own_best_model_replaces_it_only_at_the_end(
     assert not [name for name in os.listdir(run_dir) if name.startswith(".overw")]  # no staging left
 
 
+def test_evaluating_with_overwrite_keeps_the_model_it_evaluated(run_dir, mrpc):
+    """--do_eval --overwrite without --do_train replaces the results it writes, not the run it evaluates."""
+    kept = {path: data for path, data in tree(run_dir).items()
+            if path.split(os.sep)[0] in ("best", "checkpoints", "train", "notes.txt")}
+    result = run_tool("run_classifier", *classifier_flags(mrpc, run_dir, "--do_eval", "--overwrite",
+                                                          init=run_dir / "best"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    after = tree(run_dir)
+    assert {path: after.get(path) for path in kept} == kept  # best/, checkpoints/, train/ and the user's file
+    assert "eval_results.json" in after
+    record = json.loads((run_dir / "run_config.json").read_text())
+    assert {"best", "checkpoints"} <= set(record["outputs"]) and record["training"]  # still the run's own
+    again = run_tool("run_classifier", *classifier_flags(mrpc, run_dir, "--do_eval", "--overwrite",
+                                                         init=run_dir / "best"))
+    assert again.returncode == 0, again.stderr[-3000:]  # and its outputs are not taken for a stranger's
+
+
 def test_a_diverging_overwrite_run_leaves_the_earlier_run_in_place(run_dir, checkpoint, mrpc):
     before = tree(run_dir)
     result = run_tool("run_classifier", *classifier_flags(mrpc, run_dir, "--do_train", "--do_eval", "--overwrite",

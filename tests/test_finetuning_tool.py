@@ -154,7 +154,8 @@ def test_a_run_is_configured_in_python_without_flags(pretrained, tmp_path):
                            task=GlueConfig(task_name="MRPC", data_dir=str(data)))
     assert run_finetuning(GlueTask(), run) == 0
     record = json.loads((tmp_path / "out" / "run_config.json").read_text())
-    expected = {**run.to_json(), "max_seq_length": 32, "do_lower_case": True, "keep_checkpoint_max": 5}
+    expected = {**run.to_json(), "max_seq_length": 32, "do_lower_case": True, "keep_accents": False,
+                "keep_checkpoint_max": 5}
     assert record["config"] == json.loads(json.dumps(expected))
     history = json.loads((tmp_path / "out" / "checkpoints" / "evaluations.json").read_text())
     assert [h["step"] for h in history] == [2, 4] and "accuracy" in history[0]

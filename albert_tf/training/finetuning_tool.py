@@ -288,11 +288,15 @@ def _run(task, config, strategy, chief=True):
 
     final_best_dir = os.path.join(output_dir, BEST_SUBDIR)
     summary = []
-    outputs = run_outputs(output_dir, config.overwrite, record) if chief else _worker_outputs()
+    # Only a run that trains replaces the earlier run; an evaluation with --overwrite replaces what it
+    # writes (its results, predictions, record), never the model it evaluated.
+    replaces_run = config.overwrite and config.do_train
+    outputs = run_outputs(output_dir, config.overwrite, record, replaces_run=config.do_train) if chief else (
+        _worker_outputs())
     with outputs as run_dir:
         if chief:
             write_json_atomically(os.path.join(run_dir, RUN_CONFIG_FILE),
-                                  next_record(None if config.overwrite else record, task.tool, names, training,
+                                  next_record(None if replaces_run else record, task.tool, names, training,
                                               config.to_json()))
         best_dir = os.path.join(run_dir, BEST_SUBDIR)
         best_metric = task.best_metric(config)

@@ -122,10 +122,11 @@ def record_divergence(output_dir, message):
 
 
 @contextlib.contextmanager
-def run_outputs(output_dir, overwrite, previous):
+def run_outputs(output_dir, overwrite, previous, replaces_run=True):
     """Yields the directory a run writes into: `output_dir` itself, or with `overwrite` a staging directory
     whose entries replace the earlier run's outputs (the `outputs` of its record `previous`, and nothing
-    else) once the block has finished."""
+    else) once the block has finished. `replaces_run` False (a run that evaluates or predicts without
+    training): only the earlier outputs it wrote anew are replaced; the model it evaluated stays."""
     remove_stale_staging(output_dir, STAGING_PREFIX)
     remove_stale_staging(output_dir, _RETIRED_PREFIX)
     if not overwrite:
@@ -135,8 +136,9 @@ def run_outputs(output_dir, overwrite, previous):
     try:
         yield staging
         retired = make_owned_staging(output_dir, _RETIRED_PREFIX)
+        written = set(os.listdir(staging))
         for name in (previous or {}).get("outputs", ()):
-            if os.path.lexists(os.path.join(output_dir, name)):
+            if (replaces_run or name in written) and os.path.lexists(os.path.join(output_dir, name)):
                 os.replace(os.path.join(output_dir, name), os.path.join(retired, name))
         for name in os.listdir(staging):
             if name != "owner":
