@@ -8,6 +8,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_DETERMINISTIC_OPS", "1")
 
 import pytest  # noqa: E402
+
+from albert_tf.cli import import_tensorflow_quietly  # noqa: E402
+
+# TensorFlow's C++ side prints start-up lines to fd 2 before its log level applies; pytest's capture hides
+# them in a plain run, not in pytest-xdist's controller process.
+import_tensorflow_quietly()
 import tensorflow as tf  # noqa: E402
 
 # MirroredStrategy tests need two CPU devices; logical devices can only be
