@@ -29,12 +29,16 @@ SHARING_MODES = ("all", "attention", "ffn", "none")
 # Hugging Face's "gelu_new"); "gelu_exact" is the erf form.
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_exact", "relu", "tanh", "linear")
 
-# Keys of the original albert_config.json that the original model code never
-# reads. They are accepted when they hold their no-op values and dropped.
+# Keys of the original albert_config.json files (v1 and v2) that the released model code never reads
+# (modeling.py stores whatever a config file holds, and builds the same network whatever these say).
+# Accepted with their released values and dropped; another value asks for a structure the released
+# code does not have (memory blocks, another net structure, gaps, down-scaling, dropped layers), which
+# would silently be the plain network there, so it is refused here.
 _ORIGINAL_NOOP_KEYS = {
     "down_scale_factor": 1,
     "gap_size": 0,
     "net_structure_type": 0,
+    "num_memory_blocks": 0,
     "layers_to_keep": [],
 }
 
@@ -234,8 +238,9 @@ class AlbertConfig:
                 value = values.pop(key)
                 if value != noop_value:
                     raise ValueError(
-                        f"{source}: {key}={value!r} is not supported (the original model code "
-                        f"ignores it too); only {noop_value!r} is accepted"
+                        f"{source}: {key}={value!r} asks for a structure Google's released ALBERT code "
+                        f"never implemented (its model ignores {key}); only {noop_value!r}, the value of "
+                        "every released config, is accepted"
                     )
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)

@@ -41,11 +41,19 @@ def test_original_albert_config_json_loads(tmp_path):
         "inner_group_num": 1, "down_scale_factor": 1, "type_vocab_size": 2, "vocab_size": 30000,
     }
     path = tmp_path / "albert_config.json"
-    path.write_text(json.dumps({k: v for k, v in original.items() if k != "num_memory_blocks"}))
-    assert AlbertConfig.from_json_file(path) == AlbertConfig.from_preset("albert_base_v2")
     path.write_text(json.dumps(original))
-    with pytest.raises(ValueError, match="num_memory_blocks"):
-        AlbertConfig.from_json_file(path)
+    assert AlbertConfig.from_json_file(path) == AlbertConfig.from_preset("albert_base_v2")
+    for key, other in (("num_memory_blocks", 2), ("net_structure_type", 1), ("gap_size", 3)):
+        path.write_text(json.dumps({**original, key: other}))
+        with pytest.raises(ValueError, match=f"{key}={other} asks for a structure Google's released ALBERT code "
+                                             "never implemented"):
+            AlbertConfig.from_json_file(path)
+
+
+def test_googles_release_config_loads_as_shipped(shared_data):
+    shipped = shared_data / "albert_base_v2_release" / "albert_config.json"
+    assert "num_memory_blocks" in shipped.read_text()
+    assert AlbertConfig.from_json_file(shipped) == AlbertConfig.from_preset("albert_base_v2")
 
 
 def test_noop_original_keys_must_hold_noop_values():
