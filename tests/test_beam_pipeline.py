@@ -47,6 +47,21 @@ def test_beam_output_equals_the_local_tool(tmp_path, inputs):
         "data-00003-of-00004.tfrecord.gz", "data.metadata.json"]
     assert local == from_beam
 
+    # Gzipped inputs are read as they are: the same records as from the plain files.
+    import gzip
+    import shutil
+
+    compressed = []
+    for path in paths:
+        with open(path, "rb") as plain, gzip.open(path + ".gz", "wb") as packed:
+            shutil.copyfileobj(plain, packed)
+        compressed.append(path + ".gz")
+    with beam.Pipeline(options=options) as pipeline:
+        build_pipeline(pipeline, compressed, str(tmp_path / "gz" / "data"), open(spm_model, "rb").read(), CONFIG)
+    from_gz = outputs(tmp_path / "gz")
+    assert {name: data for name, data in from_gz.items() if ".tfrecord" in name} == {
+        name: data for name, data in local.items() if ".tfrecord" in name}
+
 
 @pytest.mark.parametrize("output_format", ["instances", "documents"])
 def test_beam_writes_the_held_out_set_and_the_documents_format_as_the_local_tool(tmp_path, inputs, output_format):

@@ -1,5 +1,6 @@
 """The SentencePiece vocabulary, the Python tokenizer, and the in-graph tokenizer."""
 
+import gzip
 import sys
 import unicodedata
 
@@ -63,6 +64,12 @@ def test_training_is_reproducible_and_atomic(tmp_path, spm_model):
               input_sentence_size=200, seed=7, overwrite=True)
         models.append((tmp_path / "vocab.model").read_bytes())
     assert models[0] == models[1]
+    # A gzipped corpus is read as it is: the same vocabulary, byte for byte.
+    with open(corpus, "rb") as plain, gzip.open(tmp_path / "c.txt.gz", "wb") as compressed:
+        compressed.write(plain.read())
+    train([str(tmp_path / "c.txt.gz")], str(tmp_path / "vocab"), vocab_size=300, hard_vocab_limit=False, num_threads=1,
+          input_sentence_size=200, seed=7, overwrite=True)
+    assert (tmp_path / "vocab.model").read_bytes() == models[0]
     with pytest.raises(ValueError, match="too small for vocab_size=50000 .*; pass a smaller vocab_size or "
                                          "hard_vocab_limit=False$") as refused:
         train([str(corpus)], str(tmp_path / "big"), vocab_size=50000, num_threads=1)
