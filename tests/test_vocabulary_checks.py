@@ -91,3 +91,15 @@ def test_export_refuses_another_vocabulary(pretrainer, vocabularies, tmp_path):
     with pytest.raises(ValueError, match="is not the SentencePiece model stored with"):
         export(pretrainer["with"], str(tmp_path / "export"), spm_model_file=str(vocabularies["other"]))
     assert not (tmp_path / "export").exists()
+
+
+def test_convert_refuses_another_vocabulary(pretrainer, vocabularies, tmp_path):
+    from albert_tf.checkpoints.conversion import convert
+
+    with pytest.raises(ValueError, match="is not the SentencePiece model stored with"):
+        convert("albert_tf", "huggingface", pretrainer["with"], str(tmp_path / "hf"),
+                spm_model_file=str(vocabularies["other"]))
+    assert not (tmp_path / "hf").exists()
+    convert("albert_tf", "huggingface", pretrainer["with"], str(tmp_path / "hf"),
+            spm_model_file=str(vocabularies["own"]))  # the same one, by content
+    assert (tmp_path / "hf" / "spiece.model").read_bytes() == vocabularies["own"].read_bytes()
