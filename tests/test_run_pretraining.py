@@ -21,7 +21,17 @@ STEPS = 40
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    return make_pretraining_data(tmp_path_factory)
+    """The data, and albert_tiny with dropout 0.1 (the v1 and BERT presets' rate): resumed runs must draw the
+    dropout masks the uninterrupted run drew (the random state travels in the checkpoint)."""
+    import dataclasses
+    import json
+
+    made = make_pretraining_data(tmp_path_factory)
+    config = json.loads(made.config_file.read_text())
+    config.update(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    with_dropout = made.config_file.with_name("albert_tiny_dropout.json")
+    with_dropout.write_text(json.dumps(config))
+    return dataclasses.replace(made, config_file=with_dropout)
 
 
 def command(data, output_dir, *extra, steps=STEPS):

@@ -53,6 +53,7 @@ from albert_tf.models.model_dir import (SPM_MODEL_FILE, checkpoints_newest_first
 from albert_tf.settings import SettingError, check_at_least
 from albert_tf.text.albert_tokenizer import copy_spm_model
 from albert_tf.training import TrainingDivergedError
+from albert_tf.training.random_state import restore_training_checkpoint, training_checkpoint
 from albert_tf.training.training_loop import LoopHooks, PreemptionFlag, run_training_loop, stops_every_step
 
 EVALUATIONS_FILE = "evaluations.json"
@@ -116,7 +117,7 @@ def finetune(model, arrays, example_losses, settings, checkpoint_dir, kind, meta
         trainer = Trainer(strategy, model, optimizer, FinetuningObjective(example_losses), settings.train_batch_size,
                           settings.gradient_accumulation_steps, jit_compile=settings.jit_compile,
                           variables=variables, input_is_global=True)
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=trainer.step)
+    checkpoint = training_checkpoint(model, optimizer=optimizer, step=trainer.step)
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=settings.keep_checkpoint_max,
                                          step_counter=trainer.step, checkpoint_name="ckpt")
     candidates = checkpoints_newest_first(restore_dir or checkpoint_dir)
@@ -124,7 +125,8 @@ def finetune(model, arrays, example_losses, settings, checkpoint_dir, kind, meta
         # A damaged newest checkpoint falls back to the previous one; a full restore after a failed one
         # leaves nothing of it behind (every object must be matched).
         resumed = restore_newest_intact(
-            lambda prefix: checkpoint.restore(prefix).assert_existing_objects_matched(), candidates)
+            lambda prefix: restore_training_checkpoint(prefix, model, optimizer=optimizer, step=trainer.step),
+            candidates)
         log(f"Resuming from {resumed}", flush=True)
     write_metadata(checkpoint_dir, kind, model.albert_config, **metadata)
     spm_copy = os.path.join(checkpoint_dir, SPM_MODEL_FILE)

@@ -44,6 +44,7 @@ from albert_tf.training import TrainingDivergedError
 from albert_tf.training.distribution_config import PRECISIONS
 from albert_tf.training.divergence import rerun_advice
 from albert_tf.training.pretraining_config import PAPER_TRAIN_STEPS, PAPER_WARMUP_STEPS
+from albert_tf.training.random_state import restore_training_checkpoint, training_checkpoint
 from albert_tf.tasks.pretraining_losses import SUM_KEYS, PretrainingObjective, metrics_from_sums
 from albert_tf.training.learning_phase import TREND_EVALUATIONS, Phase, learning_phase
 from albert_tf.training.strategies import worker_layout
@@ -305,7 +306,7 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, training_d
                               settings.train_batch_size, settings.gradient_accumulation_steps,
                               jit_compile=settings.jit_compile)
         iterator = iter(_worker_dataset(settings, strategy, training_data))
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=trainer.step, iterator=iterator)
+        checkpoint = training_checkpoint(model, optimizer=optimizer, step=trainer.step, iterator=iterator)
         return model, trainer, iterator, checkpoint, schedule_steps
 
     model, trainer, iterator, checkpoint, schedule_steps = build_training_state()
@@ -320,7 +321,8 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, training_d
             nonlocal model, trainer, iterator, checkpoint, schedule_steps
             if prefix != candidates[0]:
                 model, trainer, iterator, checkpoint, schedule_steps = build_training_state()
-            checkpoint.restore(prefix).assert_existing_objects_matched()
+            restore_training_checkpoint(prefix, model, optimizer=trainer.optimizer, step=trainer.step,
+                                        iterator=iterator)
 
         resume_from = model_dir.restore_newest_intact(restore, candidates)
         print(f"Resuming from {resume_from} at step {int(trainer.step.numpy())}.", flush=True)
