@@ -148,11 +148,10 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
     for warning in preprocessing.warnings:
         print(f"Warning: {warning}.", flush=True)
     recorded = {**recorded, "lower_case": preprocessing.lower_case}
-    if spm_model_file and source_spm and read_spm_model(spm_model_file) != read_spm_model(source_spm):
-        # As every tool that takes a model and a vocabulary: ids of another vocabulary index other rows.
-        raise SettingError(f"<spm_model_file>={spm_model_file} is not the SentencePiece model stored with "
-                           f"{input_path} ({source_spm}): its ids would index other rows of the model's embeddings. "
-                           "Leave <spm_model_file> unset to use the model's own")
+    if spm_model_file and source_spm:  # as every tool that takes a model and a vocabulary
+        from albert_tf.models.inference_model import check_same_spm_model
+
+        check_same_spm_model(spm_model_file, source_spm, f"stored with {input_path}")
     spm_model_file = spm_model_file or source_spm
     if spm_model_file:
         read_spm_model(spm_model_file)  # resolved and checked before the weights are converted

@@ -95,15 +95,21 @@ def check_spm_model_file(path, spm_model_file, setting="spm_model_file", model_s
     """SettingError when `spm_model_file` is not, by content, the SentencePiece model stored with the model at
     `path` (when it stores one): its ids would index other rows of the model's embedding table.
     `model_setting`: the setting that named `path`, when the message should name it."""
-    from albert_tf.file_utils import file_sha256
-    from albert_tf.settings import SettingError
-
     try:
         stored = find_spm_model(path)
     except FileNotFoundError:  # a converted checkpoint without its vocabulary: the given one is all there is
         return
+    check_same_spm_model(spm_model_file, stored, f"of <{model_setting}>" if model_setting else f"stored with {path}",
+                         setting)
+
+
+def check_same_spm_model(spm_model_file, stored, model, setting="spm_model_file"):
+    """SettingError when `spm_model_file` and `stored` (the model's own) differ by content; `model` says whose
+    (`stored with PATH`, `of <init_checkpoint>`)."""
+    from albert_tf.file_utils import file_sha256
+    from albert_tf.settings import SettingError
+
     if file_sha256(stored) != file_sha256(spm_model_file):
-        model = f"of <{model_setting}>" if model_setting else f"stored with {path}"
         raise SettingError(f"<{setting}>={spm_model_file} is not the SentencePiece model {model} "
                            f"({stored}): its ids would index other rows of the model's embeddings. Leave "
                            f"<{setting}> unset to use the model's own")
