@@ -151,6 +151,7 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
     if spm_model_file and source_spm:  # as every tool that takes a model and a vocabulary
         from albert_tf.models.inference_model import check_same_spm_model
 
+        read_spm_model(spm_model_file)  # a file that is no SentencePiece model is named as such first
         check_same_spm_model(spm_model_file, source_spm, f"stored with {input_path}")
     spm_model_file = spm_model_file or source_spm
     if spm_model_file:
