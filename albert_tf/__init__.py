@@ -25,6 +25,7 @@ _LAZY_EXPORTS = {
     "load_export": "albert_tf.export_lib.exported_model",
     "AlbertClassifier": "albert_tf.models.albert_classifier",
     "AlbertSpanLabeler": "albert_tf.models.albert_span_labeler",
+    "AlbertSquadV2SpanLabeler": "albert_tf.models.albert_squad_v2_span_labeler",
     "AlbertMultipleChoice": "albert_tf.models.albert_multiple_choice",
     "AlbertTokenizer": "albert_tf.text.albert_tokenizer",
     "TFAlbertTokenizer": "albert_tf.text.tf_albert_tokenizer",

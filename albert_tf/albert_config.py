@@ -83,11 +83,13 @@ class AlbertConfig:
 
     Attributes:
       vocab_size: SentencePiece vocabulary size V.
-      embedding_size: width E of the factorized token embedding.
+      embedding_size: width E of the factorized token embedding. With E == H
+        there is no E -> H projection (the original builds it only when E != H).
       hidden_size: width H of the transformer.
       num_hidden_layers: number L of transformer layers applied.
       num_hidden_groups: number G of parameter groups; layer l uses group
-        floor(l * G / L). Only for `sharing="all"` (or "none", where it is L).
+        int(l / L * G), computed in floating point as the original does (see
+        `group_of_layer`). Only for `sharing="all"` (or "none", where it is L).
       inner_group_num: number R of transformer blocks inside a group, applied
         one after the other each time the group is used.
       num_attention_heads: attention heads; must divide hidden_size.
@@ -191,11 +193,12 @@ class AlbertConfig:
 
     def parameter_estimate(self) -> int:
         """Parameters of the encoder, counted from the sizes alone (nothing is built): embeddings,
-        projection, the distinct layers' attention and FFN, pooler."""
+        projection (only when E != H), the distinct layers' attention and FFN, pooler."""
         e, h, i = self.embedding_size, self.hidden_size, self.intermediate_size
-        embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size + 2) * e + e * h + h
+        projection = e * h + h if self.has_embedding_projection else 0
+        embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size + 2) * e + projection
         attention, ffn = 4 * (h * h + h) + 2 * h, (h * i + i) + (i * h + h) + 2 * h
-        blocks = self.num_groups * self.inner_group_num
+        blocks = len(self.used_groups) * self.inner_group_num
         copies = {"attention": (1, self.num_hidden_layers), "ffn": (self.num_hidden_layers, 1)}.get(
             self.sharing, (blocks, blocks))
         return embeddings + copies[0] * attention + copies[1] * ffn + h * h + h
@@ -212,8 +215,30 @@ class AlbertConfig:
         return self.num_hidden_layers if self.sharing == "none" else self.num_hidden_groups
 
     def group_of_layer(self, layer_index: int) -> int:
-        """Group used by layer `layer_index` (0-based): floor(l * G / L)."""
-        return layer_index * self.num_groups // self.num_hidden_layers
+        """Group used by layer `layer_index` (0-based).
+
+        The original computes int(l / L * G) in floating point, and a checkpoint's variables follow
+        it: for a few configs with G == L (L = 22, 23, 26, 39, 43, ...) the rounding gives one layer
+        the group of the layer before (with L = G = 22, layers 14 and 15 both use group 14) and
+        group 15 never exists. The exact floor(l * G / L) would differ there, so it is not used.
+        `sharing="none"` (one block per layer, albert_tf's name for the not-shared model) maps layer
+        l to block l, as Hugging Face does for G == L.
+        """
+        if self.sharing == "none":
+            return layer_index
+        return int(layer_index / self.num_hidden_layers * self.num_groups)
+
+    @property
+    def used_groups(self) -> tuple:
+        """The groups some layer uses, ascending: the groups whose blocks exist (the original creates a
+        group's variables only when a layer uses it)."""
+        return tuple(sorted({self.group_of_layer(layer) for layer in range(self.num_hidden_layers)}))
+
+    @property
+    def has_embedding_projection(self) -> bool:
+        """Whether the E -> H projection exists: only when E != H, as in the original, whose checkpoints
+        of E == H models have no embedding_hidden_mapping_in."""
+        return self.embedding_size != self.hidden_size
 
     # --- Serialization ------------------------------------------------------
 

@@ -13,6 +13,10 @@ r"""Converts ALBERT checkpoints between albert_tf, the original TF1 format and H
   # A fine-tuned classifier (best/ in run_classifier's --output_dir) -> AlbertForSequenceClassification
   python -m albert_tf.convert --from=albert_tf --to=huggingface --input=/tmp/mnli/best --output=/tmp/hf_mnli
 
+  # A SQuAD 2.0 model fine-tuned by the original run_squad_v2 -> albert_tf (run_squad --version=2.0 takes it)
+  python -m albert_tf.convert --from=tf1 --input=squad2/model.ckpt-best --albert_config=albert_base_v2 \
+      --spm_model_file=albert_base/30k-clean.model --output=/tmp/squad2_original
+
 Every tensor is checked before anything is written: names the model does not
 have, variables the source lacks, and shape mismatches are listed together, and
 the output directory is created only once the conversion has succeeded.
@@ -26,8 +30,9 @@ from albert_tf.checkpoints.conversion import FORMATS, convert
 
 def define_flags():
     flags.DEFINE_enum("from", None, FORMATS, "Format of --input: an albert_tf checkpoint directory (an encoder, "
-                      "pretrainer or fine-tuned classifier), a Hugging Face save_pretrained directory, or an original "
-                      "TF1 checkpoint prefix/directory.")
+                      "pretrainer, fine-tuned classifier or SQuAD 2.0 model of the original's v2 head), a Hugging Face "
+                      "save_pretrained directory, or an original TF1 checkpoint prefix/directory (pretrained, or "
+                      "fine-tuned by run_classifier or run_squad_v2).")
     flags.DEFINE_enum("to", "albert_tf", FORMATS, "Format to write to --output.")
     flags.DEFINE_string("input", None, "Checkpoint to read (directory or TF1 checkpoint prefix).")
     flags.DEFINE_string("output", None, "Directory to write; must not exist or be empty unless --overwrite.")
@@ -70,10 +75,11 @@ def main(argv):
         do_lower_case=FLAGS.do_lower_case,
         force=FLAGS.force,
     )
+    casing = "lowercased" if summary["lower_case"] else "cased"
+    quotes = "`` and '' turned into \"" if summary["rewrite_quotes"] else "`` and '' kept"
     print(
         f"Converted {source_format} -> {FLAGS.to}: a {summary['kind']} with {summary['tensors']} tensors, "
-        f"{summary['parameters']:,} parameters ({'lowercased' if summary['lower_case'] else 'cased'} text), written to "
-        f"{summary['output']}."
+        f"{summary['parameters']:,} parameters ({casing} text, {quotes}), written to {summary['output']}."
     )
     if summary["initialized_heads"]:
         print("Not in the source, freshly initialized: " + ", ".join(summary["initialized_heads"]))

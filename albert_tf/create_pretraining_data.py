@@ -25,8 +25,9 @@ temporary names and renamed at the end.
 Differences from the original script, on purpose (docs/reference.md, "Pretraining data"): seeded
 everywhere (the original used numpy's global RNG for n-gram lengths); a
 one-sentence chunk is split at a random word boundary instead of taking B from
-another document (--single_segment=other_document restores that); random
-replacement tokens are ordinary pieces, never <pad>/[CLS]/[SEP]/[MASK]/<unk>.
+another document (--single_segment=other_document restores that). As in the
+original, a random replacement token is drawn uniformly from the whole
+vocabulary, special pieces included.
 """
 
 import os

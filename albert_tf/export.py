@@ -7,6 +7,8 @@ writes, all or nothing:
   OUTPUT_DIR/encoder/        TF Hub-style encoder: input_word_ids, input_mask, input_type_ids ->
                              pooled_output, sequence_output, encoder_outputs; trainable variables;
                              `mlm` and `sop` signatures when the checkpoint has pretraining heads;
+                             the original TF Hub module's `tokens` (input_ids, input_mask,
+                             segment_ids), `sop_log_probs` and `tokenization_info` too;
                              the SentencePiece model and albert_tf.json as assets
   OUTPUT_DIR/preprocessing/  raw strings (text, optional text_b) -> the three int32 tensors, in-graph
   OUTPUT_DIR/serving/NAME/VERSION/
@@ -37,7 +39,8 @@ from albert_tf.export_lib.exporter import DEFAULT_WARMUP_BATCH_SIZES, export
 
 def define_flags():
     flags.DEFINE_string("checkpoint", None, "albert_tf checkpoint directory or ckpt-N prefix: an encoder, pretrainer, "
-                        "classifier or span_labeler (python -m albert_tf.convert makes one from other formats).")
+                        "classifier, span_labeler or squad_v2_span_labeler (python -m albert_tf.convert makes one "
+                        "from other formats).")
     flags.DEFINE_string("output_dir", None, "Directory to write; must not exist or be empty unless --overwrite.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model. Default: the spm.model stored in --checkpoint.")
     flags.DEFINE_integer("max_seq_length", None, "Tokens per input row of the preprocessing and serving models. "
@@ -85,10 +88,11 @@ def main(argv):
     from albert_tf.models.model_dir import read_metadata
 
     written = read_metadata(FLAGS.output_dir)
+    single_texts = "" if written["model"] in ("span_labeler", "squad_v2_span_labeler") else "serve_text: text; "
     print(f"Exported {FLAGS.checkpoint} to {os.path.abspath(FLAGS.output_dir)} (max_seq_length "
           f"{written['max_seq_length']}, {'lowercased' if written['lower_case'] else 'cased'} text): the TF Hub-style encoder in {paths['encoder']}, raw-text preprocessing in "
           f"{paths['preprocessing']}, and the TF Serving model in {paths['serving']} (signatures "
-          f"{'' if written['model'] == 'span_labeler' else 'serve_text: text; '}serving_default: text, text_b; "
+          f"{single_texts}serving_default: text, text_b; "
           "serve_examples: serialized tf.Example). Check them with "
           f"`saved_model_cli show --all --dir {paths['serving']}`; in Python, "
           f"`albert_tf.load_export({os.path.abspath(FLAGS.output_dir)!r})` returns a model callable on texts.")

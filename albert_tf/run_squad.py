@@ -6,30 +6,41 @@ r"""Fine-tunes ALBERT on SQuAD v1.1 or v2.0 and writes predictions in the offici
       --train_file=train-v1.1.json --predict_file=dev-v1.1.json \
       --init_checkpoint=/ckpt/albert_base --output_dir=/tmp/squad11
 
-  # SQuAD 2.0: unanswerable questions, decided by the [CLS] null score
+  # SQuAD 2.0 with the original ALBERT's v2 model: unanswerable questions decided by its answerability
+  # logit, at the no-answer threshold with the best F1 on --predict_file
   python -m albert_tf.run_squad --version=2.0 --do_train --do_predict \
       --train_file=train-v2.0.json --predict_file=dev-v2.0.json \
       --init_checkpoint=/ckpt/albert_base --output_dir=/tmp/squad20
+
+  # SQuAD 2.0 with BERT's head instead: no answer by the [CLS] null score
+  python -m albert_tf.run_squad --version=2.0 --squad_v2_head=null_score --do_train --do_predict \
+      --train_file=train-v2.0.json --predict_file=dev-v2.0.json \
+      --init_checkpoint=/ckpt/albert_base --output_dir=/tmp/squad20_null_score
 
   # Predict only, with a fine-tuned model (OUTPUT_DIR/best or OUTPUT_DIR/checkpoints of a training run)
   python -m albert_tf.run_squad --version=1.1 --do_predict --predict_file=dev-v1.1.json \
       --init_checkpoint=/tmp/squad11/best --output_dir=/tmp/squad11_dev
 
 The defaults are the original recipe (docs/reference.md, "Fine-tuning recipes"): max_seq_length 384,
-doc_stride 128, max_query_length 64, batch 48, AdamW with lr 5e-5 (v1.1) or
-3e-5 (v2.0), 2 epochs, 10% warmup then linear decay, weight decay 0.01,
-gradient norm clipped to 1.0.
+doc_stride 128, max_query_length 64, batch 48, AdamW with lr 5e-5, 2 epochs of
+the training questions (int(questions / 48 * 2) steps), 10% warmup then linear
+decay, weight decay 0.01, gradient norm clipped to 1.0. SQuAD 1.1 fine-tunes
+BERT's span head, SQuAD 2.0 the original's v2 model (--squad_v2_head).
 
 Writes into --output_dir, as every fine-tuning tool does (albert_tf.training.finetuning_tool):
   checkpoints/ckpt-N       training checkpoints (resumable); the directory is the
-                           last fine-tuned model (kind "span_labeler", with spm.model)
+                           last fine-tuned model (kind "span_labeler", or for the
+                           original v2 head "squad_v2_span_labeler"; with spm.model)
   best/                    with --do_eval: the checkpoint with the best F1 on --predict_file
   predictions.json         {question id: answer text}, the official format
   nbest_predictions.json   the n best answers per question, with probabilities
-  null_odds.json           v2.0: score_null - best span score per question (the
-                           official evaluation's --na-prob-file)
+  null_odds.json           v2.0: the no-answer score of each question (the official
+                           evaluation's --na-prob-file): the original head's smallest
+                           cls_logits over its windows, or score_null - best span score
   eval_results.json        EM / F1 (official definitions) when the predict file
-                           has answers; for v2.0 also the best null threshold
+                           has answers; for v2.0 also the best no-answer threshold,
+                           and for the original head the threshold used
+                           (null_score_diff_threshold) and EM / F1 at threshold 0
 """
 
 import dataclasses
@@ -53,7 +64,12 @@ def default(name):
 
 def define_squad_flags():
     flags.DEFINE_enum("version", None, list(squad.VERSIONS), "SQuAD version of the files: 1.1, or 2.0 (adds "
-                      "unanswerable questions, predicted as \"\" by the [CLS] null score).")
+                      "unanswerable questions, predicted as \"\"; --squad_v2_head says how).")
+    flags.DEFINE_enum("squad_v2_head", default("squad_v2_head"), list(squad.V2_HEADS), "SQuAD 2.0's model: "
+                      "original (the original ALBERT's run_squad_v2 model: the end scored given the start, a beam of "
+                      "5 starts x 5 ends, an answerability logit deciding no answer) or null_score (BERT's span head: "
+                      "no answer when the [CLS] span outscores the best one). Default: the head --init_checkpoint has "
+                      "when it is a fine-tuned SQuAD 2.0 model, else original.")
     flags.DEFINE_string("train_file", None, "SQuAD JSON to train on (official layout), for --do_train.")
     flags.DEFINE_string("predict_file", None, "SQuAD JSON to answer (--do_predict) or to score checkpoints on "
                         "(--do_eval).")
@@ -62,13 +78,16 @@ def define_squad_flags():
     flags.DEFINE_integer("max_query_length", default("max_query_length"), "Questions are cut to this many tokens "
                          "(original: 64).")
     flags.DEFINE_integer("n_best_size", default("n_best_size"), "Answers kept per question in "
-                         "nbest_predictions.json, and start/end candidates tried per window (original: 20).")
+                         "nbest_predictions.json, and with BERT's span head the start/end candidates tried per window "
+                         "(the original v2 head tries its beam of 5 x 5) (original: 20).")
     flags.DEFINE_integer("max_answer_length", default("max_answer_length"), "Longest answer, in tokens "
                          "(original: 30).")
     flags.DEFINE_float("null_score_diff_threshold", default("null_score_diff_threshold"), "v2.0: predict no answer "
-                       "when score_null - best span score exceeds this (logit units; default 0.0). "
-                       "eval_results.json's best_f1_thresh is the value that would have been best on the predict "
-                       "file.")
+                       "where a question's no-answer score exceeds this, in logit units: the original head's smallest "
+                       "answerability logit over the question's windows, the null_score head's score_null - best "
+                       "span score. Default: for the original head, the threshold with the best F1 on --predict_file "
+                       "when its questions have answers (as the original tunes it), else 0.0; for null_score 0.0. "
+                       "eval_results.json's best_f1_thresh is the value that is best on the predict file.")
 
 
 def squad_config():

@@ -74,8 +74,11 @@ def tree_rss(process):
     return total
 
 
-def run_measured(command, env=None, cwd=None, interval=0.05):
-    """Runs `command`; returns (seconds, peak tree RSS in bytes, stdout, stderr). Raises on failure."""
+def run_measured(command, env=None, cwd=None, interval=0.05, also=()):
+    """Runs `command`; returns (seconds, peak tree RSS in bytes, stdout, stderr). Raises on failure.
+
+    `also`: running psutil.Processes (a cluster's scheduler and workers, say) whose trees count in the peak
+    beside the command's."""
     start = time.monotonic()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     process = psutil.Process(child.pid)
@@ -85,7 +88,7 @@ def run_measured(command, env=None, cwd=None, interval=0.05):
     def sample():
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, tree_rss(process))
+            peak = max(peak, tree_rss(process) + sum(tree_rss(other) for other in also))
             done.wait(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)

@@ -28,6 +28,19 @@ BENCHMARKS = [
      "Instances per second and peak memory (whole process tree) on the 14 MB public-domain corpus, seq 128, "
      "against google-research/albert's create_pretraining_data.py run under TF compat.v1 in the same script; "
      "the last row is a corpus repeated several times: memory does not grow with the corpus."),
+    ("data_creation_dask", "Pretraining data on a Dask cluster: the Beam pipeline beside the local tool",
+     "python -m benchmarks.speed.data_creation_dask",
+     "The 240 MB corpus of 651 public-domain books (../shared/data/corpus_large), seq 128, dupe factor 5, Google's "
+     "30k-clean vocabulary, through albert_tf's local tool with two worker processes and through the Beam pipeline "
+     "on Beam's Dask runner driving a scheduler and two worker processes this script starts on loopback; wall "
+     "time, peak memory of every process involved (the cluster's included), output size, and whether the bytes "
+     "are the same."),
+    ("vocabulary_training", "A 30k vocabulary from the 240 MB corpus: time and memory by sample size",
+     "python -m benchmarks.speed.vocabulary_training",
+     "albert_tf.train_sentencepiece on the 240 MB corpus of 651 public-domain books (../shared/data/corpus_large, "
+     "read gzipped), 30,000 unigram pieces, once per --input_sentence_size: the corpus is streamed to "
+     "SentencePiece's trainer, which keeps a uniform sample of that many sentences; 10,000,000 is the original's "
+     "spm_train setting. Wall time and peak resident memory of the tool."),
     ("learning_curve", "Learning for real: held-out MLM and SOP accuracy",
      "python -m benchmarks.learning.learning_curve",
      "albert_tiny pretrained with the real CLIs on the corpus (every 10th document held out); each checkpoint "
@@ -124,6 +137,14 @@ BENCHMARKS = [
      "python -m benchmarks.speed.serving_warmup",
      "An XLA serving export loaded in a fresh process, its first request per shape timed straight after loading "
      "(cold) and after replaying assets.extra/tf_serving_warmup_requests as TF Serving does at load time (warmed)."),
+    ("in_graph_tokenizer", "The in-graph tokenizer: one op against the string ops it replaced",
+     "python -m benchmarks.speed.in_graph_tokenizer",
+     "2,000 paragraphs of the 14 MB corpus, 30k-clean.model, through TFAlbertTokenizer (tensorflow-text's "
+     "FastSentencepieceTokenizer on the model copy whose normalization is ALBERT's preprocessing, then the "
+     "`<digit>,` table) and through the tokenizer it replaced (TensorFlow's regex ops, NormalizeUTF8, the "
+     "resource-based SentencepieceTokenizer, the `<digit>,` pieces re-encoded with ragged ops), each in a "
+     "tf.function, in one batch and one paragraph per call, with the Python AlbertTokenizer as the reference "
+     "for ids; interleaved rounds, medians."),
     ("keras_hub_reads_export", "KerasHub reads albert_tf's Hugging Face export",
      "python -m benchmarks.downstream.keras_hub_reads_export",
      "A random-weight albert_tf model converted with `albert_tf.convert --to=huggingface` and loaded by KerasHub's "
@@ -142,6 +163,12 @@ BENCHMARKS = [
 CONCLUSIONS = {
     "data_creation": "albert_tf's data tool is 29.5x the original script with one worker and 45x with two, with "
                      "memory that does not grow with the corpus; the same seed gives the same bytes.",
+    "vocabulary_training": "A 30k vocabulary from the 240 MB corpus takes 1.5 minutes and 2.3 GB with a sample of "
+                           "1M of its 2.28M sentences, 3.2 minutes and 5.0 GB with all of them (the original's 10M "
+                           "cap): memory follows the sample, not the corpus.",
+    "data_creation_dask": "On a Dask cluster (a scheduler and two workers) the Beam pipeline writes the local "
+                          "tool's bytes from the 240 MB corpus at 0.59x its speed and 12x its memory: Beam's Dask "
+                          "runner holds the whole output in the workers until the shards are written.",
     "learning_curve": "albert_tiny learns sentence order (held-out SOP 61-62%, 6-7 standard errors above chance) "
                       "but at [MASK] inputs stays at the frequent-piece level at this budget.",
     "learning_vs_huggingface": "Hugging Face's ALBERT trained the same way lands where albert_tf does, within "
@@ -183,6 +210,10 @@ CONCLUSIONS = {
                        "KerasHub's exported model for full rows, 3-8x for short ones, p99 within 1.35x p50.",
     "serving_warmup": "Without warm-up records the first request of each shape waits 2.3-3.3 s for XLA; after "
                       "TF Serving replays them it costs what later requests do.",
+    "in_graph_tokenizer": "The one-op tokenizer is 1.87x the string-op one it replaced on a batch of 2,000 "
+                          "paragraphs and 1.27x on one paragraph per call, with the Python tokenizer's "
+                          "ids on every paragraph of the 240 MB corpus (the replaced one: 151 of 833,840 "
+                          "differ), so the exports use it (SQuAD serving keeps the string ops for offsets).",
     "keras_hub_reads_export": "KerasHub's AlbertBackbone reads albert_tf's Hugging Face export with outputs "
                               "equal to albert_tf's within 2e-6.",
     "finetune_glue": "At albert_tiny scale the learning curve's checkpoint does not beat random init on SST-2 "

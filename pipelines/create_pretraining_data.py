@@ -21,16 +21,35 @@ The runner must be named; Beam options go through untouched:
   # Flink / Spark: --runner=FlinkRunner --flink_master=HOST:PORT, or
   #                --runner=SparkRunner --spark_master_url=spark://HOST:7077
 
-How it is laid out: one task reads each input file (document numbering is per
-file, so a huge single file is read by one worker: shard big corpora into many
-files). Its documents are grouped into the same work units as the local tool,
-redistributed, and turned into instances by the same `UnitProcessor`; each
+  # Dask (pip install 'apache-beam[dask]'; a scheduler from `dask scheduler`,
+  # workers from `dask worker SCHEDULER`; Beam's Dask runner is named by its path)
+  python -m pipelines.create_pretraining_data \
+      --runner=apache_beam.runners.dask.dask_runner.DaskRunner \
+      --dask_client_address=tcp://HOST:8786 --dask_partition_size=1 --readers_per_file=4 \
+      --input_file='corpus/*.txt' --output_file=out/train --spm_model_file=30k-clean.model
+
+How it is laid out: each input file is read by --readers_per_file tasks
+(document numbering is per file, so every one of them parses the whole file and
+keeps every Nth of its work units; the units are the local tool's). The units
+are redistributed and turned into instances by the same `UnitProcessor`; each
 instance's sort key picks its output shard, each shard is sorted and written
 under a temporary name, and a final step renames every shard into place and
 writes the metadata. Nothing appears under the output names unless all of it
 was written.
+
+Only the transforms every runner has: Create, Map/FlatMap/ParDo with one
+output, Reshuffle and GroupByKey. The file statistics and each unit's instance
+statistics travel with the records, under a key of their own, to the one final
+step. Beam 2.77's Dask runner mixes the outputs of a multi-output ParDo
+(`with_outputs`) into one collection, recomputes a side input's whole upstream
+inside each task that reads it, drops what a DoFn emits from `finish_bundle`
+(so Beam's own file sinks leave empty files there), computes only what the
+last transform depends on, makes Reshuffle a no-op and puts up to 128 of a
+Create's elements into one task (hence --dask_partition_size=1 and, for few
+big files, --readers_per_file).
 """
 
+import collections
 import json
 import os
 import sys
@@ -42,6 +61,7 @@ from absl import flags, logging
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.runners.runner import PipelineState
 
 from albert_tf import cli
 from albert_tf.data.creation_flags import config_from_flags, define_data_flags
@@ -81,21 +101,46 @@ def _create(path):
     return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
-def read_units(indexed_path, config):
-    """(file index, path) -> work units of its documents, and its CorpusStats (tagged)."""
-    file_index, path = indexed_path
+def read_units(reading_task, config, readers_per_file):
+    """(file index, path, reader) -> every `readers_per_file`-th work unit of the file from the reader-th on; the
+    first reader then yields the file's CorpusStats (every reader reads all of the file to find its units)."""
+    file_index, path, reader = reading_task
     stats = CorpusStats()
-    yield from job.group_into_units(job.iter_file(path, file_index, config, stats, opener=_open_uncompressed),
-                                config.instances)
-    yield beam.pvalue.TaggedOutput("corpus_stats", stats)
+    units = job.group_into_units(job.iter_file(path, file_index, config, stats, opener=_open_uncompressed),
+                                 config.instances)
+    for ordinal, unit in enumerate(units):
+        if ordinal % readers_per_file == reader:
+            yield unit
+    if reader == 0:
+        yield stats
 
 
-# Declared: Beam would otherwise infer the main output's type from a generator
-# that also yields the tagged statistics.
+# The key under which the statistics travel with the records (no output set is negative).
+STATISTICS_KEY = (-1, -1)
+
+
+class RunStatistics:
+    """What a run counted: the CorpusStats of the files read and the [training set, held-out set] InstanceStats
+    of the instances made, merged pairwise."""
+
+    def __init__(self, corpus=None, sets=None):
+        self.corpus = CorpusStats() if corpus is None else corpus
+        self.sets = [InstanceStats(), InstanceStats()] if sets is None else sets
+
+    def merge(self, other):
+        self.corpus.merge(other.corpus)
+        for mine, theirs in zip(self.sets, other.sets):
+            mine.merge(theirs)
+
+
+# Declared: Beam would otherwise infer the output's type from a generator that also yields the statistics.
 @beam.typehints.with_output_types(typing.Tuple[typing.Tuple[int, int], typing.Any])
 class ProcessUnit(beam.DoFn):
-    """A work unit -> ((output set, shard), (sort tuple, example)) records, plus its [training, held-out]
-    InstanceStats (tagged)."""
+    """A work unit -> ((output set, shard), its records for that shard, packed) for every shard it has records
+    for, then (STATISTICS_KEY, its RunStatistics); a file's CorpusStats (what read_units yields last) passes on
+    as (STATISTICS_KEY, RunStatistics). One element per unit and shard, not per record: the shuffle moves
+    units x shards elements (2,000 instead of 2.2 million for 240 MB of text in 8 shards), each of which a Dask
+    cluster holds as Python objects."""
 
     def __init__(self, model_proto, config):
         self.model_proto = model_proto
@@ -104,44 +149,46 @@ class ProcessUnit(beam.DoFn):
     def setup(self):
         self.processor = UnitProcessor(self.model_proto, self.config)
 
-    def process(self, unit):
+    def process(self, element):
+        if isinstance(element, CorpusStats):
+            yield STATISTICS_KEY, RunStatistics(corpus=element)
+            return
         stats, heldout_stats = InstanceStats(), InstanceStats()
-        for output_set, shard, sort_tuple, example in self.processor.process(unit, stats, heldout_stats):
-            yield (output_set, shard), (sort_tuple, example)
-        yield beam.pvalue.TaggedOutput("instance_stats", (stats, heldout_stats))
+        by_shard = collections.defaultdict(list)
+        for output_set, shard, sort_tuple, example in self.processor.process(element, stats, heldout_stats):
+            by_shard[output_set, shard].append((sort_tuple, example))
+        for key in sorted(by_shard):
+            yield key, job.pack_records(by_shard[key])
+        yield STATISTICS_KEY, RunStatistics(sets=[stats, heldout_stats])
 
 
-def _merge_all(items, make):
-    merged = make()
-    for item in items:
-        merged.merge(item)
-    return merged
-
-
-class _SetStats:
-    """[training set, held-out set] InstanceStats, merged pairwise (a Beam combine's accumulator)."""
-
-    def __init__(self):
-        self.sets = [InstanceStats(), InstanceStats()]
-
-    def merge(self, other):
-        for mine, theirs in zip(self.sets, getattr(other, "sets", other)):
-            mine.merge(theirs)
-
-
-def write_shard_to_temp(shard_records, final_paths, compression, attempt):
-    """((output set, shard), records) -> (output set, shard, temporary path, count)."""
-    (output_set, shard), records = shard_records
+def write_group(keyed_group, final_paths, compression, attempt):
+    """((output set, shard), packed records) -> ((output set, shard), (temporary path, count)), the shard written
+    sorted under a temporary name; (STATISTICS_KEY, RunStatistics) -> (STATISTICS_KEY, their merge)."""
+    key, values = keyed_group
+    if key == STATISTICS_KEY:
+        merged = RunStatistics()
+        for statistics in values:
+            merged.merge(statistics)
+        return key, merged
+    output_set, shard = key
     temporary = f"{final_paths[output_set][shard]}.beam-temp-{attempt}"
-    count = job.write_shard(list(records), temporary, compression, create=_create)
-    return output_set, shard, temporary, count
+    records = [record for packed in values for record in job.unpack_records(packed)]
+    return key, (temporary, job.write_shard(records, temporary, compression, create=_create))
 
 
-def finalize(_, written, set_stats, corpus_stats, final_paths, sets, config, model_proto, vocab_size,
-             input_paths, overwrite):
-    """Renames every shard of every output set into place (writing empty shards no record went to), then the
-    metadata; returns the training set's metadata."""
-    job.check_outputs_made(config, set_stats.sets, input_paths, corpus_stats)
+def finalize(gathered, final_paths, sets, config, model_proto, vocab_size, input_paths, overwrite):
+    """(None, what write_group returned for every key) -> renames every shard of every output set into place
+    (writing empty shards no record went to), then the metadata; returns the training set's metadata."""
+    _, results = gathered
+    written, statistics = {}, RunStatistics()
+    for key, value in results:
+        if key == STATISTICS_KEY:
+            statistics.merge(value)
+        else:
+            written[key] = value
+    corpus_stats = statistics.corpus
+    job.check_outputs_made(config, statistics.sets, input_paths, corpus_stats)
     previous = [existing_outputs(prefix) for prefix, _ in sets]
     if any(previous) and not overwrite:
         raise FileExistsError(f"{[p for paths in previous for p in paths][0]} exists: choose another --output_file "
@@ -149,19 +196,18 @@ def finalize(_, written, set_stats, corpus_stats, final_paths, sets, config, mod
     staged = []  # (prefix, temporaries, final paths, metadata) of every output set
     for output_set, (prefix, set_config) in enumerate(sets):
         paths = final_paths[output_set]
-        counts, temporaries = [0] * len(paths), {}
-        for written_set, shard, temporary, count in written:
-            if written_set == output_set:
-                counts[shard] = count
-                temporaries[shard] = temporary
+        counts, ordered = [], []
         for shard, final_path in enumerate(paths):
-            if shard not in temporaries:
-                temporaries[shard] = f"{final_path}.beam-temp-empty"
-                job.write_shard([], temporaries[shard], config.compression, create=_create)
-        ordered = [temporaries[s] for s in range(len(paths))]
+            if (output_set, shard) in written:
+                temporary, count = written[output_set, shard]
+            else:
+                temporary, count = f"{final_path}.beam-temp-empty", 0
+                job.write_shard([], temporary, config.compression, create=_create)
+            counts.append(count)
+            ordered.append(temporary)
         sizes = [m.size_in_bytes for result in FileSystems.match(ordered) for m in result.metadata_list]
         metadata = job.build_metadata(set_config, model_proto, vocab_size, input_paths, corpus_stats,
-                                      set_stats.sets[output_set], counts, paths, sizes)
+                                      statistics.sets[output_set], counts, paths, sizes)
         staged.append((prefix, ordered, paths, metadata))
     job.link_heldout_set([(prefix, paths, metadata) for prefix, _, paths, metadata in staged])
     # Every new shard is written; the old sets are replaced only now, behind "incomplete" markers
@@ -184,45 +230,35 @@ def _write_metadata(output_prefix, metadata):
     FileSystems.rename([output_prefix + data_set_files.METADATA_SUFFIX + ".beam-temp"], [output_prefix + data_set_files.METADATA_SUFFIX])
 
 
-def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, overwrite=False):
-    """Adds the whole job to `pipeline`; returns the PCollection holding the final metadata."""
+def _under_one_key(element):
+    return None, element
+
+
+def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, overwrite=False, readers_per_file=1):
+    """Adds the whole job to `pipeline`; returns the PCollection holding the final metadata.
+
+    One chain of single-output steps, no side inputs: what Beam's Dask runner runs right (the module's
+    docstring says what it lacks), and every other runner too."""
+    if readers_per_file < 1:
+        raise SettingError(f"<readers_per_file> must be at least 1, got {readers_per_file}")
     vocab_size = AlbertTokenizer(model_proto=model_proto, lower_case=config.lower_case).vocab_size
     sets = job.output_sets(config, output_prefix)
     final_paths = [data_set_files.shard_paths(prefix, config.num_output_shards, config.compression)
                    for prefix, _ in sets]
-    read = (
-        pipeline
-        | "Files" >> beam.Create(list(enumerate(input_paths)))
-        | "ReadUnits" >> beam.FlatMap(read_units, config).with_outputs("corpus_stats", main="units")
-    )
-    processed = (
-        read.units
-        | "Redistribute" >> beam.Reshuffle()
-        | "MakeInstances" >> beam.ParDo(ProcessUnit(model_proto, config)).with_outputs("instance_stats", main="records")
-    )
-    written = (
-        processed.records
-        | "GroupByShard" >> beam.GroupByKey()
-        | "WriteShards" >> beam.Map(write_shard_to_temp, final_paths, config.compression, uuid.uuid4().hex)
-    )
-    set_stats = processed.instance_stats | "InstanceStats" >> beam.CombineGlobally(_merge_all, _SetStats)
-    corpus_stats = read.corpus_stats | "CorpusStats" >> beam.CombineGlobally(_merge_all, CorpusStats)
+    reading_tasks = [(file_index, path, reader) for file_index, path in enumerate(input_paths)
+                     for reader in range(readers_per_file)]
     return (
         pipeline
-        | "Once" >> beam.Create([None])
-        | "Finalize" >> beam.Map(
-            finalize,
-            written=beam.pvalue.AsList(written),
-            set_stats=beam.pvalue.AsSingleton(set_stats),
-            corpus_stats=beam.pvalue.AsSingleton(corpus_stats),
-            final_paths=final_paths,
-            sets=sets,
-            config=config,
-            model_proto=model_proto,
-            vocab_size=vocab_size,
-            input_paths=input_paths,
-            overwrite=overwrite,
-        )
+        | "Files" >> beam.Create(reading_tasks)
+        | "ReadUnits" >> beam.FlatMap(read_units, config, readers_per_file)
+        | "Redistribute" >> beam.Reshuffle()
+        | "MakeInstances" >> beam.ParDo(ProcessUnit(model_proto, config))
+        | "GroupByShard" >> beam.GroupByKey()
+        | "WriteShards" >> beam.Map(write_group, final_paths, config.compression, uuid.uuid4().hex)
+        | "OneKey" >> beam.Map(_under_one_key)
+        | "GatherAll" >> beam.GroupByKey()
+        | "Finalize" >> beam.Map(finalize, final_paths=final_paths, sets=sets, config=config, model_proto=model_proto,
+                                 vocab_size=vocab_size, input_paths=input_paths, overwrite=overwrite)
     )
 
 
@@ -235,7 +271,7 @@ def run(argv, beam_args):
     runner = options.view_as(StandardOptions).runner
     if not runner:
         raise ValueError("name the Beam runner: --runner=FnApiRunner (local, offline), DirectRunner, "
-                         "DataflowRunner, FlinkRunner or SparkRunner")
+                         "DataflowRunner, FlinkRunner, SparkRunner or apache_beam.runners.dask.dask_runner.DaskRunner")
     config = config_from_flags(FLAGS)
     input_paths, skipped = job.without_own_outputs(expand_patterns(FLAGS.input_file), config, FLAGS.output_file)
     if skipped:
@@ -247,8 +283,15 @@ def run(argv, beam_args):
         model_proto = f.read()
     check_vocabulary_casing(AlbertTokenizer(model_proto=model_proto), config.lower_case, FLAGS.spm_model_file,
                             keep_accents=config.keep_accents)
-    with beam.Pipeline(options=options) as pipeline:
-        build_pipeline(pipeline, input_paths, FLAGS.output_file, model_proto, config, FLAGS.overwrite)
+    pipeline = beam.Pipeline(options=options)
+    build_pipeline(pipeline, input_paths, FLAGS.output_file, model_proto, config, FLAGS.overwrite,
+                   FLAGS.readers_per_file)
+    # A runner can report success for work it skipped (Beam 2.77's Dask runner does for WriteToText, whose
+    # files it leaves empty): the state is checked, and that the last step wrote the metadata.
+    state = pipeline.run().wait_until_finish()
+    metadata_path = FLAGS.output_file + data_set_files.METADATA_SUFFIX
+    if state != PipelineState.DONE or not FileSystems.exists(metadata_path):
+        raise RuntimeError(f"the {runner} ended in state {state} but did not write {metadata_path}")
     print(f"Wrote {FLAGS.output_file}-*-of-{config.num_output_shards:05d}* and "
           f"{FLAGS.output_file}.metadata.json with the {runner}"
           + (f"; held-out set {job.heldout_prefix(FLAGS.output_file)}-*." if config.heldout_every else "."))
@@ -257,6 +300,10 @@ def run(argv, beam_args):
 
 def main():
     define_data_flags()
+    flags.DEFINE_integer("readers_per_file", 1, "Tasks that read each input file, each keeping every Nth of its work "
+                         "units (default 1). Each parses the whole file: use more only where the runner cannot "
+                         "redistribute units (Beam's Dask runner, whose Reshuffle is a no-op) and the corpus is a "
+                         "few big files; the output is the same whatever N.")
     cli.show_tool_in_help(__name__)
     beam_args = []
 

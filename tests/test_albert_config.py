@@ -94,8 +94,11 @@ def test_bad_json_file_is_named(tmp_path):
         AlbertConfig.from_json_file(path)
 
 
-def test_group_of_layer_is_floor_l_g_over_l():
+def test_group_of_layer_is_the_originals_truncated_float_quotient():
     config = AlbertConfig(num_hidden_layers=5, num_hidden_groups=2)
     assert [config.group_of_layer(layer) for layer in range(5)] == [0, 0, 0, 1, 1]
+    # int(15 / 22 * 22) is 14 in floating point (the original's rule), not the exact 15.
+    assert AlbertConfig(num_hidden_layers=22, num_hidden_groups=22).group_of_layer(15) == 14
+    assert 15 not in AlbertConfig(num_hidden_layers=22, num_hidden_groups=22).used_groups
     none = AlbertConfig(num_hidden_layers=3, sharing="none")
     assert none.num_groups == 3 and [none.group_of_layer(layer) for layer in range(3)] == [0, 1, 2]

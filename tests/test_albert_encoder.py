@@ -95,11 +95,71 @@ def test_not_shared_encoder_owns_one_block_per_layer():
     assert len(owned_blocks(encoder)) == 3
 
 
-def test_groups_and_inner_groups_build_g_times_r_blocks():
+def attention_bias(inputs):
+    return (1.0 - tf.cast(inputs["input_mask"], tf.float32))[:, None, None, :] * -10000.0
+
+
+def test_groups_and_inner_groups_build_g_times_r_blocks_and_output_every_block():
     config = dataclasses.replace(TINY, num_hidden_layers=4, num_hidden_groups=2, inner_group_num=3)
     encoder = AlbertEncoder(config)
     assert len(owned_blocks(encoder)) == 6
-    assert len(encoder(random_inputs())["encoder_outputs"]) == 4
+    inputs = random_inputs()
+    outputs = encoder(inputs)["encoder_outputs"]
+    # As the original's list of all layer outputs: one entry per inner block applied, L x R of them, layers 0-1
+    # running group 0's three blocks and layers 2-3 group 1's.
+    assert len(outputs) == 12
+    hidden = encoder.embedding_projection(encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"]))
+    expected = []
+    for layer in range(4):
+        for inner in range(3):
+            hidden = encoder.transformer_blocks[(layer * 2 // 4) * 3 + inner](hidden, attention_bias(inputs))
+            expected.append(hidden)
+    for output, want in zip(outputs, expected):
+        np.testing.assert_allclose(output, want, atol=1e-6)
+
+
+def original_group(layer, layers, groups):
+    """The original modeling.py's group of a layer: the float quotient, truncated."""
+    return int(layer / layers * groups)
+
+
+@pytest.mark.parametrize("layers, groups", [(22, 22), (44, 22), (5, 2)])
+def test_layer_groups_follow_the_originals_floating_point_rule(layers, groups):
+    from albert_tf.checkpoints.original_names import encoder_variables
+
+    config = dataclasses.replace(TINY, num_hidden_layers=layers, num_hidden_groups=groups)
+    wanted = [original_group(layer, layers, groups) for layer in range(layers)]
+    assert [config.group_of_layer(layer) for layer in range(layers)] == wanted
+    encoder = AlbertEncoder(config)
+    # Only the groups some layer uses exist (with L = G = 22, layers 14 and 15 share group 14 and there is no
+    # group 15), under the original's names, and parameter_estimate counts what is built.
+    assert len(owned_blocks(encoder)) == len(set(wanted))
+    names = {name.split("/")[3] for name in encoder_variables(encoder) if "/transformer/" in name}
+    assert names == {f"group_{group}" for group in wanted}
+    assert config.parameter_estimate() == encoder.count_params()
+    inputs = random_inputs(batch=1, seq=6)
+    blocks = {group: block for group, block in zip(sorted(set(wanted)), encoder.transformer_blocks)}
+    hidden = encoder.embedding_projection(encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"]))
+    for group in wanted:
+        hidden = blocks[group](hidden, attention_bias(inputs))
+    np.testing.assert_allclose(encoder(inputs)["sequence_output"], hidden, atol=1e-5)
+
+
+def test_equal_embedding_and_hidden_sizes_have_no_projection():
+    from albert_tf.checkpoints.original_names import encoder_variables
+
+    config = dataclasses.replace(TINY, embedding_size=16)
+    encoder = AlbertEncoder(config)
+    # The original builds embedding_hidden_mapping_in only when E != H: the embeddings feed the first layer.
+    assert encoder.embedding_projection is None
+    assert not any("embedding_hidden_mapping_in" in name for name in encoder_variables(encoder))
+    assert config.parameter_estimate() == encoder.count_params()
+    inputs = random_inputs()
+    hidden = encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+    for _ in range(3):
+        hidden = encoder.transformer_blocks[0](hidden, attention_bias(inputs))
+    np.testing.assert_allclose(encoder(inputs)["sequence_output"], hidden, atol=1e-6)
+    assert AlbertEncoder(dataclasses.replace(TINY, embedding_size=8)).embedding_projection is not None
 
 
 def test_outputs_shapes_and_dtypes():

@@ -13,7 +13,7 @@ from albert_tf.data.masking import MaskingConfig
 from albert_tf.data.pretraining_data_job import CreationConfig
 from albert_tf.data.pretraining_instances import InstanceConfig
 from pipelines.create_pretraining_data import build_pipeline
-from text_fixtures import train_small_spm, write_corpus
+from text_fixtures import corpus_files_and_vocabulary
 
 CONFIG = CreationConfig(
     instances=InstanceConfig(max_seq_length=64, dupe_factor=2, masking=MaskingConfig(max_predictions_per_seq=10)),
@@ -24,10 +24,7 @@ CONFIG = CreationConfig(
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("beam")
-    paths = [str(write_corpus(directory / f"part{i}.txt", num_documents=8, seed=10 + i)) for i in range(3)]
-    (directory / "empty.txt").write_text("")
-    return sorted(paths + [str(directory / "empty.txt")]), str(train_small_spm(tmp_path_factory, "beam_spm"))
+    return corpus_files_and_vocabulary(tmp_path_factory, "beam")
 
 
 def outputs(directory):

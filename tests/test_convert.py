@@ -1,6 +1,7 @@
 """Converter behaviour on incomplete, foreign and mismatched checkpoints."""
 
 import dataclasses
+import json
 import os
 import random
 import re
@@ -9,13 +10,14 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import transformers
 
 import huggingface_oracle as oracle
 from text_fixtures import SPECIAL_LINES, random_sentence, train_small_spm
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.checkpoints.assign import CheckpointMismatchError
-from albert_tf.models.model_dir import load_encoder, load_pretrainer, write_model_dir
+from albert_tf.models.model_dir import load_encoder, load_pretrainer, read_metadata, write_model_dir
 from albert_tf.checkpoints.tf1_format import write_tf1_checkpoint
 from albert_tf.checkpoints.conversion import convert
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -86,12 +88,32 @@ def test_bare_albert_model_converts_to_an_encoder(tmp_path):
     assert (tmp_path / "hf" / "pytorch_model.bin").exists() or (tmp_path / "hf" / "model.safetensors").exists()
     summary = convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "out"))
     assert summary["kind"] == "encoder"
+    # Trained on text whose `` and '' Hugging Face's tokenizer turned into ": recorded.
+    assert summary["rewrite_quotes"] is read_metadata(str(tmp_path / "out"))["rewrite_quotes"] is True
     encoder = load_encoder(str(tmp_path / "out"))
     np.testing.assert_array_equal(
         encoder.embeddings.word_embeddings.numpy(), model.state_dict()["embeddings.word_embeddings.weight"].numpy()
     )
     with pytest.raises(ValueError, match="without pretraining heads; use load_encoder"):
         load_pretrainer(str(tmp_path / "out"))
+
+
+def test_not_shared_models_reach_the_original_as_one_group_per_layer(tmp_path):
+    """The original has no `sharing` key: its not-shared model is G = L groups, layer l in group int(l / L * G)."""
+    model = AlbertPretrainer(dataclasses.replace(SMALL, sharing="none", num_hidden_layers=3))
+    write_model_dir(model, tmp_path / "ours", "pretrainer")
+    convert("albert_tf", "tf1", str(tmp_path / "ours"), str(tmp_path / "tf1"))
+    written = json.loads((tmp_path / "tf1" / "albert_config.json").read_text())
+    assert written["num_hidden_groups"] == written["num_hidden_layers"] == 3
+    reader = tf.train.load_checkpoint(str(tmp_path / "tf1" / "model.ckpt"))
+    groups = {name.split("/")[3] for name in reader.get_variable_to_shape_map() if "/transformer/" in name}
+    assert groups == {f"group_{int(layer / 3 * 3)}" for layer in range(3)}
+    # With 22 layers the original's int(15 / 22 * 22) is 14: layer 15 would run layer 14's weights.
+    deep = AlbertPretrainer(dataclasses.replace(SMALL, sharing="none", num_hidden_layers=22))
+    write_model_dir(deep, tmp_path / "deep", "pretrainer")
+    with pytest.raises(ValueError, match=r"gives layer\(s\) \[15\] the group of the layer before"):
+        convert("albert_tf", "tf1", str(tmp_path / "deep"), str(tmp_path / "deep_tf1"))
+    assert not (tmp_path / "deep_tf1").exists()
 
 
 def test_partial_sharing_modes_refuse_foreign_formats(tmp_path):
@@ -127,6 +149,7 @@ def spm_model(tmp_path_factory):
 
 def test_sentencepiece_model_travels_with_the_weights(tmp_path, tf1_tensors, spm_model):
     convert("tf1", "albert_tf", write_tf1(tmp_path, tf1_tensors), str(tmp_path / "ours"), spm_model_file=spm_model)
+    assert read_metadata(str(tmp_path / "ours"))["rewrite_quotes"] is False  # Google's: the original's rule
     original = open(spm_model, "rb").read()
     assert (tmp_path / "ours" / "spm.model").read_bytes() == original
     convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
@@ -191,6 +214,27 @@ def test_huggingface_round_trip_tokenizer_and_model(tmp_path, spm_model):
     np.testing.assert_allclose(np.asarray(ours["sop_logits"]), hf_output.sop_logits.numpy(), atol=2e-4)
 
 
+@pytest.mark.parametrize("rewrite_quotes", [False, True])
+def test_tokenizer_json_rewrites_quotes_only_where_the_model_records_it(tmp_path, spm_model, rewrite_quotes):
+    import json
+
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+
+    tokenizer = AlbertTokenizer(spm_model, rewrite_quotes=rewrite_quotes)
+    encoder = AlbertEncoder(dataclasses.replace(SMALL, vocab_size=tokenizer.vocab_size))
+    write_model_dir(encoder, tmp_path / "ours", files={"spm.model": spm_model}, rewrite_quotes=rewrite_quotes)
+    convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
+    steps = json.loads((tmp_path / "hf" / "tokenizer.json").read_text(encoding="utf-8"))["normalizer"]["normalizers"]
+    replaced = [step["pattern"].get("String") for step in steps if step["type"] == "Replace"]
+    assert ("``" in replaced, "''" in replaced) == (rewrite_quotes, rewrite_quotes)
+    assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["rewrite_quotes"] is rewrite_quotes
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")
+    for text in ["he said ``hello'' to me", "``Quoted,'' she said -- ``twice''.", "a ``` b '''' c", "x``y''z"]:
+        assert hf_tokenizer(text, add_special_tokens=False)["input_ids"] == tokenizer.encode(text), text
+    convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "back"))
+    assert read_metadata(str(tmp_path / "back"))["rewrite_quotes"] is rewrite_quotes
+
+
 def test_not_a_checkpoint_is_a_clear_error(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no config.json"):
@@ -249,6 +293,7 @@ def test_classifier_converts_through_tf1_and_lists_its_head_problems_with_the_en
     with pytest.raises(ValueError, match="label_names has 1 names for num_labels=2"):
         convert("albert_tf", "huggingface", str(tmp_path / "one_name"), str(tmp_path / "hf"))
     write_model_dir(AlbertSpanLabeler(SMALL), tmp_path / "span")
-    with pytest.raises(ValueError, match="a 'span_labeler' model; only encoder, pretrainer, classifier models convert"):
+    with pytest.raises(ValueError, match="a 'span_labeler' model; only encoder, pretrainer, classifier, "
+                                         "squad_v2_span_labeler models convert"):
         convert("albert_tf", "huggingface", str(tmp_path / "span"), str(tmp_path / "hf"))
     assert not (tmp_path / "bad").exists() and not (tmp_path / "hf").exists()

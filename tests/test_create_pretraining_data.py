@@ -267,6 +267,11 @@ def test_data_stats_on_known_records(tmp_path):
     assert stats["length_histogram"] == {"8": 1, "12": 1}
     assert stats["fraction_full_length"] == 0.5
     assert span_lengths_in_words([4, 5, 6, 9], np.array([0, 0, 0, 0, 1, 0, 1, 0, 0, 1])) == [2, 1]
+    # [CLS] ▁a b [SEP] c ▁d [SEP]: c continues A's last word across the [SEP]; ▁d is a word of its own.
+    boundary = np.array([1, 1, 0, 1, 0, 1, 1])
+    assert span_lengths_in_words([1, 2, 4], boundary, separators={3, 6}) == [1]
+    assert span_lengths_in_words([1, 2, 4, 5], boundary, separators={3, 6}) == [2]
+    assert span_lengths_in_words([1, 2, 4], boundary) == [1, 1]
 
 
 def test_data_stats_cli_reports_generated_data(tmp_path, corpus, spm_model):

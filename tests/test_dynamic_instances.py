@@ -58,7 +58,7 @@ def records(prefix):
 
 def maker_for(spm_model, seed=CONFIG.seed, processes=0):
     tokenizer = AlbertTokenizer(spm_model, lower_case=CONFIG.lower_case)
-    return EpochInstanceMaker(CONFIG, tokenizer.word_start_table, tokenizer.normal_piece_ids, seed,
+    return EpochInstanceMaker(CONFIG, tokenizer.word_start_table, tokenizer.random_replacement_ids, seed,
                               processes=processes)
 
 

@@ -210,8 +210,9 @@ def test_graphs_hold_only_core_tf_and_tensorflow_text_ops(exported, tmp_path):
         classes = audits[directory]
         assert not classes["python"] and not classes["unknown"], (part, classes)
         assert len(classes["core"]) > 20
-    for part in ("serving", "preprocessing"):
-        assert {"SentencepieceOp", "SentencepieceTokenizeOp"} <= set(audits[parts[part]]["tensorflow_text"])
+    for part in ("serving", "preprocessing"):  # the tokenizer is one op: no resource, no regular expressions
+        assert audits[parts[part]]["tensorflow_text"] == ["TFText>FastSentencepieceTokenize"], part
+        assert not {"StaticRegexReplace", "RegexReplace"} & set(audits[parts[part]]["core"]), part
     assert audits[str(tmp_path / "python_op")]["python"] == ["EagerPyFunc"]  # the audit does catch them
 
 
@@ -307,8 +308,12 @@ def test_token_offsets_match_the_python_alignment(exported):
     from albert_tf.export_lib.token_offsets import tokenize_with_offsets
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
-    tokenizer = exported["tokenizer"]
-    check_offsets(tokenizer, TFAlbertTokenizer(tokenizer.model_proto), sample_texts(), tokenize_with_offsets)
+    model_proto = exported["tokenizer"].model_proto
+    quotes = ["he said ``hello'' to me", "x``y''z ''' ``` `` ''", "``Café'' ``naïve''"]
+    for rewrite_quotes in (False, True):  # `` and '' kept (the original), or each made one "
+        check_offsets(AlbertTokenizer(model_proto=model_proto, rewrite_quotes=rewrite_quotes),
+                      TFAlbertTokenizer(model_proto, rewrite_quotes=rewrite_quotes), sample_texts() + quotes,
+                      tokenize_with_offsets)
 
 
 def test_load_encoder_reads_an_export(exported):
@@ -319,6 +324,45 @@ def test_load_encoder_reads_an_export(exported):
         for ours, theirs in zip(encoder.weights, exported["model"].encoder.weights):
             np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
         np.testing.assert_allclose(encoder(inputs, training=False)["sequence_output"], expected, atol=1e-6)
+
+
+def test_encoder_also_serves_the_original_hub_modules_names(exported, tmp_path):
+    import shutil
+
+    import tensorflow as tf
+
+    signatures = signature_defs(exported["encoder"])
+    names = {name: (set(signature.inputs), set(signature.outputs)) for name, signature in signatures.items()}
+    ours = {"input_word_ids", "input_mask", "input_type_ids"}
+    assert names["serving_default"] == (ours, {"pooled_output", "sequence_output"})
+    assert names["mlm"] == (ours | {"masked_lm_positions"}, {"mlm_logits"})
+    # The original module's: export_to_tfhub.py's `tokens`, `sop` (sop_log_probs) and `tokenization_info`.
+    assert names["tokens"] == ({"input_ids", "input_mask", "segment_ids"}, {"sequence_output", "pooled_output"})
+    assert names["sop"] == (ours, {"sop_logits", "sop_log_probs"})
+    assert names["tokenization_info"] == (set(), {"vocab_file", "do_lower_case", "keep_accents", "rewrite_quotes"})
+
+    # Loaded from a copy: the vocabulary path is the copy's asset, as with the original's module.
+    copy = shutil.copytree(exported["encoder"], tmp_path / "moved")
+    encoder = tf.saved_model.load(str(copy))
+    inputs = {name: tf.constant(value) for name, value in
+              pack_batch(exported["tokenizer"], ["the garden window", "a river"], ["by the bridge", ""], SEQ).items()}
+    by_default = encoder.signatures["serving_default"](**inputs)
+    tokens = encoder.signatures["tokens"](input_ids=inputs["input_word_ids"], input_mask=inputs["input_mask"],
+                                          segment_ids=inputs["input_type_ids"])
+    for name in ("sequence_output", "pooled_output"):
+        np.testing.assert_array_equal(tokens[name], by_default[name])
+    sop = encoder.signatures["sop"](**inputs)
+    logits = sop["sop_logits"].numpy().astype(np.float64)
+    expected = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+    np.testing.assert_allclose(sop["sop_log_probs"], expected, atol=1e-6)
+    info = encoder.signatures["tokenization_info"]()
+    vocab_file = pathlib.Path(info["vocab_file"].numpy().decode("utf-8"))
+    assert vocab_file.parent == copy / "assets" and vocab_file.is_file()
+    assert vocab_file.read_bytes() == exported["tokenizer"].model_proto
+    record = json.loads((exported["root"] / "albert_tf.json").read_text())
+    assert bool(info["do_lower_case"].numpy()) is record["lower_case"] is True
+    assert bool(info["keep_accents"].numpy()) is record["keep_accents"] is False
+    assert bool(info["rewrite_quotes"].numpy()) is record["rewrite_quotes"] is False
 
 
 def test_bad_requests_have_defined_results(exported):

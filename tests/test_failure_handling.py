@@ -172,6 +172,8 @@ def test_resume_compares_the_resolved_config_not_the_flag(data, tmp_path):
     args[args.index(f"--albert_config={config_file}")] = f"--albert_config={copy}"
     result = run(args)
     assert result.returncode == 0 and "Resuming from" in result.stdout, result.stderr
+    # A longer schedule is allowed, and said.
+    assert "Note: resuming with num_train_steps=8; the checkpoints were made with 4" in result.stdout, result.stdout
 
 
 # --- 4. incomplete data sets -----------------------------------------------------------------------

@@ -186,6 +186,43 @@ def test_a_rerun_with_other_settings_is_refused_naming_each(run_dir, checkpoint,
     assert json.loads((run_dir / "run_config.json").read_text()) == record
 
 
+def test_a_rerun_with_another_precision_accumulation_or_dropout_is_refused(run_dir, checkpoint, mrpc):
+    """Each changes the weights a resumed run computes: recorded with the run and compared, as the schedule is."""
+    record = json.loads((run_dir / "run_config.json").read_text())
+    result = run_tool("run_classifier", *classifier_flags(mrpc, run_dir, "--do_train", *TINY_TRAINING,
+                                                          "--mixed_precision=bf16", "--gradient_accumulation_steps=2",
+                                                          "--dropout=0.2", checkpoint=checkpoint))
+    assert result.returncode == 1
+    error = last_error(result)
+    for phrase in ("--mixed_precision=bf16 (the checkpoints were made with none)",
+                   "--gradient_accumulation_steps=2 (the checkpoints were made with 1)",
+                   "--dropout=0.2 (the checkpoints were made with 0.1)"):
+        assert phrase in error, (phrase, error)
+    assert json.loads((run_dir / "run_config.json").read_text()) == record
+
+
+def test_one_tools_directory_is_refused_by_the_others(run_dir, checkpoint, tmp_path):
+    """A finished run_classifier directory is neither a SQuAD run's nor a pretraining run's output: nothing there
+    changes, its record included."""
+    before = tree(run_dir)
+    squad = tmp_path / "train.json"
+    squad.write_text(json.dumps({"version": "1.1", "data": []}))
+    result = run_tool("run_squad", "--version=1.1", f"--train_file={squad}", f"--init_checkpoint={checkpoint}",
+                      f"--output_dir={run_dir}", "--do_train", "--max_seq_length=32", "--max_query_length=8",
+                      "--doc_stride=8", "--num_train_steps=2")
+    assert result.returncode == 1
+    assert "holds a albert_tf.run_classifier run" in last_error(result), last_error(result)
+    # Refused before its data is even read.
+    result = run_tool("run_pretraining", f"--input_file={tmp_path / 'no_data'}-*", f"--output_dir={run_dir}",
+                      "--albert_config=albert_tiny", "--max_seq_length=32", "--train_batch_size=4",
+                      "--num_train_steps=2")
+    assert result.returncode == 1
+    assert "holds a albert_tf.run_classifier run" in last_error(result), last_error(result)
+    # Only the directory lock (which names the last tool that held it) may differ.
+    assert {name: data for name, data in tree(run_dir).items() if name != ".lock"} == {
+        name: data for name, data in before.items() if name != ".lock"}
+
+
 def test_the_vocabulary_is_compared_by_content_with_the_starting_models(checkpoint, mrpc, tmp_path):
     from albert_tf.data.vocabulary import train
 

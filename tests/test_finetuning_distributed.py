@@ -58,6 +58,16 @@ def task_case(kind):
         arrays = {**encoder_inputs(rng, (ROWS, SEQ)), "start_positions": starts,
                   "end_positions": np.minimum(starts + rng.integers(0, 3, ROWS), SEQ - 1).astype(np.int32)}
         return (lambda: AlbertSpanLabeler(AlbertEncoder(CONFIG))), arrays, SquadTask()
+    if kind == "squad_v2_span_labeler":  # the original SQuAD 2.0 head: its gold start goes to every replica
+        from albert_tf.models.albert_squad_v2_span_labeler import AlbertSquadV2SpanLabeler
+
+        inputs = encoder_inputs(rng, (ROWS, SEQ))
+        inputs["input_type_ids"][:, 3:] = 1  # [CLS] q [SEP] context (positions 3..SEQ-2) [SEP]
+        impossible = rng.integers(0, 2, ROWS).astype(np.int32)
+        starts = np.where(impossible, 0, rng.integers(3, SEQ - 2, ROWS)).astype(np.int32)
+        ends = np.where(impossible, 0, starts + 1).astype(np.int32)
+        arrays = {**inputs, "start_positions": starts, "end_positions": ends, "is_impossible": impossible}
+        return (lambda: AlbertSquadV2SpanLabeler(AlbertEncoder(CONFIG), dropout=0.0)), arrays, SquadTask()
     arrays = {**encoder_inputs(rng, (ROWS, 4, SEQ)), "label_ids": rng.integers(0, 4, ROWS).astype(np.int32)}
     return (lambda: AlbertMultipleChoice(AlbertEncoder(CONFIG), 4, dropout=0.0).build_variables()), arrays, RaceTask()
 
@@ -79,7 +89,7 @@ def fine_tune(kind, strategy, directory, accumulation=1):
     return [w.numpy() for w in model.weights], model
 
 
-@pytest.mark.parametrize("kind", ["classifier", "span_labeler", "multiple_choice"])
+@pytest.mark.parametrize("kind", ["classifier", "span_labeler", "squad_v2_span_labeler", "multiple_choice"])
 def test_two_replicas_and_accumulation_train_like_one_device(kind, tmp_path, two_cpu_strategy):
     one, _ = fine_tune(kind, tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path / "one")
     mirrored, _ = fine_tune(kind, two_cpu_strategy, tmp_path / "mirrored")

@@ -18,7 +18,8 @@ from test_cli_flags import user_env
 
 @pytest.fixture(scope="module")
 def pretrained(tmp_path_factory):
-    """A one-layer albert_tiny pretrainer checkpoint with its SentencePiece model, recording length 32."""
+    """A one-layer albert_tiny pretrainer checkpoint with its SentencePiece model, recording length 32 and the
+    original's quote rule, as albert_tf's pretraining does."""
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.models.model_dir import write_model_dir
@@ -29,7 +30,8 @@ def pretrained(tmp_path_factory):
     config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "num_hidden_layers": 1,
                                      "vocab_size": AlbertTokenizer(str(spm)).vocab_size})
     return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("ckpt") / "pretrained"),
-                           "pretrainer", files={"spm.model": str(spm)}, max_seq_length=32, lower_case=True)
+                           "pretrainer", files={"spm.model": str(spm)}, max_seq_length=32, lower_case=True,
+                           rewrite_quotes=False)
 
 
 def schedule(recipe, rows, **settings):
@@ -137,9 +139,26 @@ def test_settings_errors_name_settings_and_the_tools_say_flags():
     assert str(info.value) == "predict_file required" and str(info.value.for_flags()) == "--predict_file required"
 
 
-def test_a_run_is_configured_in_python_without_flags(pretrained, tmp_path):
-    """The library path the tools take, given configs directly: it trains, evaluates, and records the
-    config (with what it resolved: the casing and length of the starting model) in run_config.json."""
+def test_checkpoint_intervals_are_the_originals():
+    """run_glue.sh saves (and so evaluates for the best on dev) every 100 steps, QNLI every 200; RACE's README
+    every 100."""
+    original = {"cola": 100, "sst-2": 100, "mrpc": 100, "sts-b": 100, "qqp": 100, "mnli": 100, "qnli": 200,
+                "rte": 100}
+    assert {task: RECIPES[task].save_checkpoints_steps for task in original} == original
+    assert RaceTask().recipe(None).save_checkpoints_steps == 100
+    from albert_tf.tasks.squad_task import SquadConfig, SquadTask
+
+    for version in ("1.1", "2.0"):  # the original README runs run_squad_v1/v2.py with 5000
+        squad = FinetuningConfig(task=SquadConfig(version=version, train_file="train.json"))
+        assert SquadTask().recipe(squad).save_checkpoints_steps == 5000
+    assert FinetuningConfig().save_checkpoints_steps is None  # unset: the recipe's
+
+
+def test_a_run_is_configured_in_python_without_flags(pretrained, tmp_path, monkeypatch):
+    """The library path the tools take, given configs directly: it trains, evaluates (at the recipe's
+    checkpoint interval, none being set), and records the config (with what it resolved: the casing and
+    length of the starting model) in run_config.json."""
+    import dataclasses
     import json
     import random
 
@@ -147,15 +166,15 @@ def test_a_run_is_configured_in_python_without_flags(pretrained, tmp_path):
     from albert_tf.training.finetuning_tool import run_finetuning
     from test_glue import write_task
 
+    monkeypatch.setitem(RECIPES, "mrpc", dataclasses.replace(RECIPES["mrpc"], save_checkpoints_steps=2))
     data = write_task(tmp_path / "MRPC", "mrpc", random.Random(0))
     run = FinetuningConfig(output_dir=str(tmp_path / "out"), init_checkpoint=pretrained, do_train=True,
                            do_eval=True, num_train_steps=4, num_warmup_steps=1, train_batch_size=8,
-                           save_checkpoints_steps=2, iterations_per_loop=2,
-                           task=GlueConfig(task_name="MRPC", data_dir=str(data)))
+                           iterations_per_loop=2, task=GlueConfig(task_name="MRPC", data_dir=str(data)))
     assert run_finetuning(GlueTask(), run) == 0
     record = json.loads((tmp_path / "out" / "run_config.json").read_text())
     expected = {**run.to_json(), "max_seq_length": 32, "do_lower_case": True, "keep_accents": False,
-                "keep_checkpoint_max": 5}
+                "rewrite_quotes": False, "keep_checkpoint_max": 5}
     assert record["config"] == json.loads(json.dumps(expected))
     history = json.loads((tmp_path / "out" / "checkpoints" / "evaluations.json").read_text())
     assert [h["step"] for h in history] == [2, 4] and "accuracy" in history[0]

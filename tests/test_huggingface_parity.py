@@ -220,3 +220,54 @@ def test_huggingface_sequence_classifier_to_albert_tf(tmp_path):
     inputs, _ = padded_inputs(config, seed=7)
     np.testing.assert_allclose(model(inputs, training=False)["logits"], classifier_logits(hf_model, inputs),
                                atol=1e-5, rtol=0)
+
+
+def test_equal_widths_convert_through_an_identity_projection(tmp_path):
+    """E == H: the original (and albert_tf) has no embedding_hidden_mapping_in, Hugging Face always applies one;
+    the identity with a zero bias makes the two the same model, in both directions and from the original's names."""
+    import torch
+
+    config = dataclasses.replace(CONFIGS["tiny"], embedding_size=CONFIGS["tiny"].hidden_size)
+    hf_model = oracle.random_pretraining_model(config, seed=7)
+    with torch.no_grad():
+        hf_model.albert.encoder.embedding_hidden_mapping_in.weight.copy_(torch.eye(config.hidden_size))
+        hf_model.albert.encoder.embedding_hidden_mapping_in.bias.zero_()
+    tensors = oracle.original_tf1_tensors(hf_model, config)
+    del tensors["bert/encoder/embedding_hidden_mapping_in/kernel"], tensors["bert/encoder/embedding_hidden_mapping_in/bias"]
+    (tmp_path / "google").mkdir()
+    write_tf1_checkpoint(tensors, str(tmp_path / "google" / "model.ckpt"))
+    config.to_json_file(tmp_path / "google" / "albert_config.json")
+    convert("tf1", "albert_tf", str(tmp_path / "google" / "model.ckpt"), str(tmp_path / "ours"))
+    ours = load_pretrainer(str(tmp_path / "ours"))
+    assert ours.encoder.embedding_projection is None
+    inputs, positions = padded_inputs(config, seed=4)
+    expected = oracle.run_pretraining_model(hf_model, inputs, positions)
+    assert_outputs_match(ours({**inputs, "masked_lm_positions": positions}), expected)
+
+    convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
+    hf_again, info = transformers.AlbertForPreTraining.from_pretrained(tmp_path / "hf", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    assert_outputs_match(ours({**inputs, "masked_lm_positions": positions}),
+                         oracle.run_pretraining_model(hf_again.eval(), inputs, positions))
+
+    # A trained (not identity) projection has no counterpart in the original's E == H model.
+    with torch.no_grad():
+        hf_model.albert.encoder.embedding_hidden_mapping_in.weight.mul_(2.0)
+    hf_model.save_pretrained(tmp_path / "hf_trained")
+    with pytest.raises(ValueError, match="embedding_hidden_mapping_in is not the identity"):
+        convert("huggingface", "albert_tf", str(tmp_path / "hf_trained"), str(tmp_path / "refused"))
+    assert not (tmp_path / "refused").exists()
+
+
+def test_group_assignments_that_differ_from_huggingface_are_refused(tmp_path):
+    # Hugging Face computes layer 9's group as int(9 / (18 / 14)) = 6, the original int(9 / 18 * 14) = 7.
+    assert (int(9 / (18 / 14)), int(9 / 18 * 14)) == (6, 7)
+    config = dataclasses.replace(CONFIGS["tiny"], num_hidden_layers=18, num_hidden_groups=14, hidden_size=16,
+                                 embedding_size=8, intermediate_size=32, num_attention_heads=2)
+    ours = AlbertPretrainer(config)
+    write_model_dir(ours, tmp_path / "ours", "pretrainer")
+    with pytest.raises(ValueError, match=r"layer\(s\) \[9\] another group"):
+        convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
+    oracle.random_pretraining_model(config).save_pretrained(tmp_path / "from_hf")
+    with pytest.raises(ValueError, match=r"layer\(s\) \[9\] another group"):
+        convert("huggingface", "albert_tf", str(tmp_path / "from_hf"), str(tmp_path / "refused"))

@@ -38,14 +38,56 @@ def test_recorded_settings_are_the_defaults_and_contradictions_are_named():
         resolve_preprocessing(recorded, max_seq_length=65)
 
 
+def test_the_quote_rule_is_the_recorded_one_and_the_originals_where_none_is(capsys):
+    for recorded in (False, True):
+        metadata = {**CONFIG, "rewrite_quotes": recorded}
+        assert resolve_preprocessing(metadata).rewrite_quotes is recorded
+        with pytest.raises(ValueError, match=f"^rewrite_quotes={not recorded} contradicts m, trained on text with "
+                           f".*records rewrite_quotes={recorded}.*pass force$"):
+            resolve_preprocessing(metadata, rewrite_quotes=not recorded, source="m")
+        forced = resolve_preprocessing(metadata, rewrite_quotes=not recorded, force=True)
+        assert forced.rewrite_quotes is (not recorded) and forced.warnings[0].startswith("forced: ")
+    assert capsys.readouterr().err == ""
+    # Nothing recorded: the original's rule (no rewrite), said once for that source, not at every call.
+    for _ in range(3):
+        assert resolve_preprocessing(CONFIG, source="old_model_dir").rewrite_quotes is False
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and said[0].startswith("Note: old_model_dir records no rewrite_quotes")
+    assert "the original's rule, `` and '' kept" in said[0]
+    # An explicit setting where nothing is recorded is taken as it is, silently.
+    assert resolve_preprocessing(CONFIG, rewrite_quotes=True, source="another_dir").rewrite_quotes is True
+    assert capsys.readouterr().err == ""
+
+
+def test_a_directory_that_records_no_quote_rule_keeps_the_quotes_and_says_so(tmp_path_factory, capsys):
+    from albert_tf.models.inference_model import open_for_inference
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+
+    spm = train_small_spm(tmp_path_factory, name="unrecorded_spm")
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=AlbertTokenizer(str(spm)).vocab_size,
+                                      num_hidden_layers=1)
+    directory = write_model_dir(AlbertEncoder(config), str(tmp_path_factory.mktemp("old") / "model"),
+                                files={"spm.model": str(spm)}, lower_case=True)
+    assert "rewrite_quotes" not in read_metadata(directory)  # as written before the key existed
+    for _ in range(2):
+        opened = open_for_inference(directory, "encoder")
+        assert opened.tokenizer.rewrite_quotes is False and opened.preprocessing.rewrite_quotes is False
+        assert opened.tokenizer.encode("``a''") == AlbertTokenizer(str(spm)).encode("``a''")
+    said = [line for line in capsys.readouterr().err.splitlines() if "rewrite_quotes" in line]
+    assert said == [f"Note: {directory} records no rewrite_quotes (it predates that record, or another tool made "
+                    "it): its text is tokenized by the original's rule, `` and '' kept as they are."]
+
+
 @pytest.fixture(scope="module")
 def cased(tmp_path_factory):
-    """A pretrainer whose albert_tf.json says: cased text with its accents, sequences of 32."""
+    """A pretrainer whose albert_tf.json says: cased text with its accents, `` and '' turned into " (as
+    Hugging Face's tokenizer does), sequences of 32."""
     spm = train_small_spm(tmp_path_factory)
     config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(),
                                      "vocab_size": AlbertTokenizer(str(spm)).vocab_size, "num_hidden_layers": 2})
     return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("cased") / "model"), "pretrainer",
-                           files={"spm.model": str(spm)}, lower_case=False, keep_accents=True, max_seq_length=32)
+                           files={"spm.model": str(spm)}, lower_case=False, keep_accents=True, max_seq_length=32,
+                           rewrite_quotes=True)
 
 
 def tool(name, *flags):
@@ -59,13 +101,18 @@ def test_export_keeps_the_recorded_case_and_length_and_refuses_another_casing(ca
     assert result.returncode == 0, result.stderr[-2000:]
     assert "(max_seq_length 32, cased text)" in result.stdout
     exported = read_metadata(str(tmp_path / "export"))
-    assert (exported["lower_case"], exported["max_seq_length"]) == (False, 32)
+    assert (exported["lower_case"], exported["max_seq_length"], exported["rewrite_quotes"]) == (False, 32, True)
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
     preprocessing = tf.saved_model.load(str(tmp_path / "export" / "preprocessing"))
     upper, lower = (preprocessing(tf.constant([text]))["input_word_ids"].numpy() for text in ("The River", "the river"))
     assert upper.shape == (1, 32) and (upper != lower).any()  # requests keep their case
+    quoted = "He said ``hi'' twice"  # requests get the recorded quote rule
+    ids = AlbertTokenizer(os.path.join(cased, "spm.model"), lower_case=False, keep_accents=True,
+                          rewrite_quotes=True).encode(quoted)
+    served = preprocessing(tf.constant([quoted]))["input_word_ids"].numpy()[0]
+    assert list(served[1:1 + len(ids)]) == ids and served[1 + len(ids)] == 3
 
     refused = tool("export", f"--checkpoint={cased}", f"--output_dir={tmp_path / 'x'}", "--do_lower_case")
     assert refused.returncode == 1 and "trained on cased text" in refused.stderr and not (tmp_path / "x").exists()
@@ -80,14 +127,17 @@ def test_export_keeps_the_recorded_case_and_length_and_refuses_another_casing(ca
 def test_inference_and_conversion_take_the_recorded_casing(cased, tmp_path):
     assert MaskFiller(cased).tokenizer.lower_case is False
     assert MaskFiller(cased).preprocessing.max_seq_length == 32
+    assert MaskFiller(cased).tokenizer.rewrite_quotes is True
     result = tool("convert", "--from=albert_tf", "--to=huggingface", f"--input={cased}",
                   f"--output={tmp_path / 'hf'}")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["do_lower_case"] is False
+    hf_config = json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())
+    assert (hf_config["do_lower_case"], hf_config["rewrite_quotes"]) == (False, True)
     back = tool("convert", "--from=huggingface", "--to=albert_tf", f"--input={tmp_path / 'hf'}",
                 f"--output={tmp_path / 'back'}")
     assert back.returncode == 0, back.stderr[-2000:]
     assert read_metadata(str(tmp_path / "back"))["lower_case"] is False
+    assert read_metadata(str(tmp_path / "back"))["rewrite_quotes"] is True
     refused = tool("convert", "--from=huggingface", "--to=albert_tf", f"--input={tmp_path / 'hf'}",
                    f"--output={tmp_path / 'other'}", "--do_lower_case")
     assert refused.returncode == 1 and "trained on cased text" in refused.stderr
@@ -101,9 +151,11 @@ def test_finetuning_starts_from_the_recorded_case_and_length(cased, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     training = json.loads((tmp_path / "out" / "run_config.json").read_text())["training"]
     # The task's 512 gives way to the 32 the model was trained at; the casing is the model's.
-    assert (training["max_seq_length"], training["do_lower_case"], training["keep_accents"]) == (32, False, True)
+    assert (training["max_seq_length"], training["do_lower_case"], training["keep_accents"],
+            training["rewrite_quotes"]) == (32, False, True, True)
     saved = read_metadata(str(tmp_path / "out" / "checkpoints"))
-    assert (saved["max_seq_length"], saved["lower_case"], saved["keep_accents"]) == (32, False, True)
+    assert (saved["max_seq_length"], saved["lower_case"], saved["keep_accents"], saved["rewrite_quotes"]) == (
+        32, False, True, True)
     refused = tool("run_classifier", *flags, f"--output_dir={tmp_path / 'other'}", "--do_lower_case")
     assert refused.returncode == 1 and "trained on cased text" in refused.stderr
     refused = tool("run_classifier", *flags, f"--output_dir={tmp_path / 'other'}", "--nokeep_accents")
@@ -116,9 +168,11 @@ def test_pretraining_takes_lengths_from_the_data_and_records_its_casing(tmp_path
                   f"--output_dir={tmp_path}", f"--spm_model_file={data.spm_model}", "--train_batch_size=8",
                   "--num_train_steps=2", "--num_warmup_steps=1", "--save_checkpoints_steps=2")
     assert result.returncode == 0, result.stderr[-2000:]
+    # The data albert_tf makes keeps `` and '' (the original's rule) and says so; the model records it.
+    assert json.loads(open(f"{data.prefix}.metadata.json").read())["config"]["rewrite_quotes"] is False
     recorded = read_metadata(str(tmp_path))
     assert (recorded["max_seq_length"], recorded["max_predictions_per_seq"], recorded["lower_case"],
-            recorded["keep_accents"]) == (SEQ_LENGTH, PREDICTIONS, False, True)
+            recorded["keep_accents"], recorded["rewrite_quotes"]) == (SEQ_LENGTH, PREDICTIONS, False, True, False)
 
 
 def test_one_loader_opens_models_for_every_inference_tool(cased, tmp_path):

@@ -189,14 +189,16 @@ def run_masking(config, count=400, length=128, seed=0):
     word_starts = np.zeros(1000, bool)
     word_starts[::3] = True  # words of one to several pieces
     word_starts[:5] = True
+    # The whole vocabulary as the replacement pool, special ids included, as the data tools pass it.
     masked = mask_batch(tokens, lengths, is_special, word_starts, config, config.ngram_cumulative_probabilities(),
-                        np.arange(5, 1000, dtype=np.int32), np.random.default_rng(seed))
+                        np.arange(1000, dtype=np.int32), np.random.default_rng(seed))
     return tokens, lengths, is_special, word_starts, masked
 
 
 def test_masking_respects_budget_specials_and_whole_words():
     config = MaskingConfig(max_predictions_per_seq=20)
     tokens, lengths, is_special, word_starts, masked = run_masking(config)
+    words_across_separator = 0
     for row, length in enumerate(lengths):
         count = int(masked.weights[row].sum())
         positions = masked.positions[row, :count]
@@ -208,16 +210,16 @@ def test_masking_respects_budget_specials_and_whole_words():
         np.testing.assert_array_equal(masked.labels[row, :count], tokens[row, positions])
         assert (masked.weights[row, count:] == 0).all() and (masked.positions[row, count:] == 0).all()
         masked_set = set(positions.tolist())
-        for position in positions.tolist():
-            # Whole words: a continuation piece is masked only with the piece before it.
-            if not word_starts[tokens[row, position]] and not is_special[row, position - 1]:
-                assert position - 1 in masked_set
-            # ... and a masked word is masked to its end.
-            following = position + 1
-            if following < length and not is_special[row, following] and not word_starts[tokens[row, following]]:
-                assert following in masked_set
+        # Whole words, grouped over the pieces other than [CLS]/[SEP] as in the original: a continuation
+        # piece is masked exactly when the piece before it is, across a [SEP] too (A's last word).
+        pieces = [position for position in range(length) if not is_special[row, position]]
+        for before, after in zip(pieces, pieces[1:]):
+            if not word_starts[tokens[row, after]]:
+                assert (before in masked_set) == (after in masked_set), (row, before, after)
+                words_across_separator += after - before > 1 and after in masked_set
         unmasked = np.setdiff1d(np.arange(length), positions)
         np.testing.assert_array_equal(masked.input_ids[row, unmasked], tokens[row, unmasked])
+    assert words_across_separator > 0  # the batch has words that continue after a [SEP], and masks some
 
 
 def test_replacements_are_80_10_10():
@@ -231,20 +233,25 @@ def test_replacements_are_80_10_10():
     mask = (shown == MASK_ID).mean()
     keep = ((shown != MASK_ID) & (shown == truth)).mean()
     assert abs(mask - 0.8) < 0.01 and abs(keep - 0.1) < 0.01  # random = the rest, ~10%
-    assert (shown[(shown != MASK_ID) & (shown != truth)] >= 5).all()  # random ids are ordinary pieces
     np.testing.assert_array_equal(masked.replacement_counts.sum(), total)
+    # Random ids come uniformly from the whole pool, the special ids included (the original draws from its
+    # whole vocabulary; a random [MASK] looks like any other here): the lower half gets half the draws.
+    random_ids = shown[(shown != MASK_ID) & (shown != truth)]
+    assert (random_ids < 4).any()
+    assert abs((random_ids < 500).mean() - 0.5) < 0.04
 
 
 def original_selection(tokens, length, is_special, word_starts, config, rng):
     """The original create_masked_lm_predictions' span selection, transcribed loop for loop.
 
-    Returns the words of every accepted span and the number of masked tokens.
+    Returns the words of every accepted span and the number of masked tokens. [CLS]/[SEP] are skipped
+    without ending a word: a continuation piece after [SEP] joins the word before it.
     """
     candidates = []
     for index in range(length):
         if is_special[index]:
             continue
-        if candidates and not word_starts[tokens[index]] and not is_special[index - 1]:
+        if candidates and not word_starts[tokens[index]]:
             candidates[-1].append(index)
         else:
             candidates.append([index])

@@ -223,6 +223,29 @@ def test_alignment_keeps_the_tokenizer_ids_and_recovers_answers_exactly(tokenize
         assert context[aligned.starts[first] : aligned.ends[last]] == answer
 
 
+@pytest.mark.parametrize("rewrite_quotes", [False, True])
+def test_alignment_follows_the_tokenizers_quote_rule(spm_model, rewrite_quotes):
+    """A `` or '' becomes one " covering both characters only where the tokenizer rewrites them (the
+    original keeps each character); either way answers in and around quotes map to tokens and back."""
+    tokenizer = AlbertTokenizer(str(spm_model), rewrite_quotes=rewrite_quotes)
+    context = "He said ``hello there'' to me, and ``bye'' at 3.0, then left."
+    preprocessed, spans = squad._preprocess_with_alignment(context, True, False, rewrite_quotes)
+    assert preprocessed == tokenizer.preprocess(context)
+    quoted = [context[start:end] for char, (start, end) in zip(preprocessed, spans) if char in "`'\""]
+    assert quoted == (["``", "''", "``", "''"] if rewrite_quotes else list("``''``''"))
+    aligned = squad.tokenize_with_alignment(tokenizer, context)
+    assert aligned.ids == tokenizer.encode(context)
+    answers = ["``hello there''", "hello there", "``bye''", "bye", "3.0"]
+    examples = [squad.SquadExample(f"q{i}", "Said what?", context, answer, context.index(answer))
+                for i, answer in enumerate(answers)]
+    features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=64, doc_stride=16,
+                                                  max_query_length=16)
+    assert len(features) == len(answers)
+    for feature, answer in zip(features, answers):
+        start, end = feature.start_position, feature.end_position
+        assert context[feature.token_spans[start][0] : feature.token_spans[end][1]] == answer
+
+
 def test_features_map_answers_to_tokens_and_back(tokenizer):
     examples = [
         squad.SquadExample(f"q{i}-{j}", "Which words?", context, answer, context.index(answer))
@@ -490,9 +513,9 @@ def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
     output = tmp_path / "out"
     result = run_squad("--version=1.1", "--do_train", "--do_predict", f"--train_file={train_file}",
                        f"--predict_file={train_file}", f"--init_checkpoint={encoder_dir}", f"--output_dir={output}",
-                       "--num_train_steps=40", "--n_best_size=5", *SMALL_RUN)
+                       "--num_train_steps=50", "--n_best_size=5", *SMALL_RUN)
     assert result.returncode == 0, result.stderr
-    assert "SQuAD 1.1: fine-tuned for 40 steps" in result.stdout
+    assert "SQuAD 1.1: fine-tuned for 50 steps" in result.stdout
 
     predictions = json.loads((output / "predictions.json").read_text(encoding="utf-8"))
     assert set(predictions) == {f"q{i}" for i in range(len(V1_QUESTIONS))}
@@ -533,15 +556,21 @@ def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
 
 
 @pytest.mark.slow
-def test_cli_v2_decides_no_answer_with_the_null_threshold(tmp_path, encoder_dir):
+def test_cli_v2_null_score_head_decides_no_answer_with_the_null_threshold(tmp_path, encoder_dir):
+    """SQuAD 2.0 with BERT's head, the named alternative to the original's (test_squad_v2)."""
+    from albert_tf.models.model_dir import load_model
+
     questions = V1_QUESTIONS[:2] + V1_QUESTIONS[4:6]
     unanswerable = [(0, "What is the capital of Mars?"), (1, "Who closed the cafe?")]
     train_file = squad_file(tmp_path, "train-v2.0.json", "2.0", questions, unanswerable)
     output = tmp_path / "out"
-    result = run_squad("--version=2.0", "--do_train", "--do_predict", f"--train_file={train_file}",
-                       f"--predict_file={train_file}", f"--init_checkpoint={encoder_dir}", f"--output_dir={output}",
-                       "--num_train_steps=30", "--null_score_diff_threshold=0.5", *SMALL_RUN)
+    result = run_squad("--version=2.0", "--squad_v2_head=null_score", "--do_train", "--do_predict",
+                       f"--train_file={train_file}", f"--predict_file={train_file}", f"--init_checkpoint={encoder_dir}",
+                       f"--output_dir={output}", "--num_train_steps=30", "--null_score_diff_threshold=0.5", *SMALL_RUN)
     assert result.returncode == 0, result.stderr
+    assert "SQuAD 2.0 (BERT's null-score head): fine-tuned for 30 steps" in result.stdout
+    _, metadata = load_model(str(output / "checkpoints"))
+    assert metadata["model"] == "span_labeler" and metadata["squad_v2_head"] == "null_score"
     predictions = json.loads((output / "predictions.json").read_text(encoding="utf-8"))
     null_odds = json.loads((output / "null_odds.json").read_text())
     nbest = json.loads((output / "nbest_predictions.json").read_text(encoding="utf-8"))

@@ -123,7 +123,8 @@ def test_fit_predict_and_evaluate_take_raw_text_and_compile_with_the_recipe(pret
     np.testing.assert_allclose(reloaded.predict(["a good river"], verbose=0)["logits"], logits[:1], atol=1e-5)
     write_model_dir(classifier, str(tmp_path / "dir"))
     loaded, metadata = load_model(str(tmp_path / "dir"))
-    assert metadata["preprocessor"] == {"seq_length": 24, "lower_case": True, "keep_accents": False}
+    assert metadata["preprocessor"] == {"seq_length": 24, "lower_case": True, "keep_accents": False,
+                                        "rewrite_quotes": False}
     np.testing.assert_allclose(loaded.predict(["a good river"], verbose=0)["logits"], logits[:1], atol=1e-5)
 
 

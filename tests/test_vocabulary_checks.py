@@ -30,9 +30,10 @@ def pretrainer(tmp_path_factory, vocabularies):
                                       num_hidden_layers=1)
     model = AlbertPretrainer(config)
     directory = tmp_path_factory.mktemp("models")
+    # As the tools write them: with the quote rule (a directory without one gets a note on stderr).
     with_vocabulary = write_model_dir(model, str(directory / "with"), files={"spm.model": str(vocabularies["own"])},
-                                      max_seq_length=32)
-    without_vocabulary = write_model_dir(model, str(directory / "without"), max_seq_length=32)
+                                      max_seq_length=32, rewrite_quotes=False)
+    without_vocabulary = write_model_dir(model, str(directory / "without"), max_seq_length=32, rewrite_quotes=False)
     return {"with": with_vocabulary, "without": without_vocabulary}
 
 

@@ -62,3 +62,13 @@ def train_small_spm(tmp_path_factory, name="spm", vocab_size=400, lower_case=Tru
     train([str(corpus)], str(prefix), vocab_size=vocab_size, hard_vocab_limit=False, num_threads=1,
           lower_case=lower_case, keep_accents=keep_accents)
     return prefix.with_suffix(".model")
+
+
+def corpus_files_and_vocabulary(tmp_path_factory, name):
+    """(sorted paths, SentencePiece model path): three small corpus files and an empty one, as the Beam
+    pipeline's tests feed every runner, and a vocabulary trained for them."""
+    directory = tmp_path_factory.mktemp(name)
+    paths = [str(write_corpus(directory / f"part{i}.txt", num_documents=8, seed=10 + i)) for i in range(3)]
+    (directory / "empty.txt").write_text("")
+    return sorted(paths + [str(directory / "empty.txt")]), str(train_small_spm(tmp_path_factory, f"{name}_spm"))
+

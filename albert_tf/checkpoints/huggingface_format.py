@@ -158,13 +158,34 @@ def albert_config_from_huggingface(hf_config, source=HF_CONFIG_FILE):
         "initializer_range": hf_config.get("initializer_range", 0.02),
         "sharing": "none" if not_shared else "all",
     }
-    return AlbertConfig.from_dict(values, source=source)
+    config = AlbertConfig.from_dict(values, source=source)
+    check_same_layer_groups(config, source)
+    return config
+
+
+def check_same_layer_groups(config, source="the model"):
+    """Refuses a config whose layers Hugging Face would give other groups than the original does.
+
+    Hugging Face's AlbertTransformer picks layer l's group as int(l / (L / G)), the original (and
+    albert_tf) as int(l / L * G); in floating point the two differ for some (L, G), e.g. L = 18,
+    G = 14 at layer 9 (group 6 there, 7 here), and a converted model would then compute something else.
+    """
+    if config.sharing != "all":
+        return
+    layers, groups = config.num_hidden_layers, config.num_groups
+    differing = [layer for layer in range(layers)
+                 if int(layer / (layers / groups)) != config.group_of_layer(layer)]
+    if differing:
+        raise ValueError(f"{source}: with num_hidden_layers={layers} and num_hidden_groups={groups} Hugging Face's "
+                         f"ALBERT gives layer(s) {differing} another group than the original's int(l / L * G) "
+                         "(it computes int(l / (L / G))): no conversion between them is exact")
 
 
 def albert_config_to_huggingface(config, with_heads):
     """A Hugging Face config dict for `config` (sharing "all" or "none")."""
     if config.sharing not in ("all", "none"):
         raise ValueError(f'sharing="{config.sharing}" cannot be expressed as a Hugging Face ALBERT config')
+    check_same_layer_groups(config)
     return {
         "architectures": ["AlbertForPreTraining" if with_heads else "AlbertModel"],
         "model_type": "albert",
@@ -305,7 +326,31 @@ def read_huggingface_dir(directory):
         original_name, transpose = translated
         array = np.asarray(tensor, dtype=np.float32)
         tensors[original_name] = array.T if transpose else array
+    if not config.has_embedding_projection:
+        _drop_identity_projection(tensors, directory)
     return config, tensors, unmapped
+
+
+_PROJECTION = "bert/encoder/embedding_hidden_mapping_in"
+
+
+def _identity_projection(size):
+    """Hugging Face's AlbertModel always applies embedding_hidden_mapping_in; the original (and albert_tf)
+    has none when embedding_size == hidden_size, which the identity with a zero bias reproduces exactly."""
+    return {f"{_PROJECTION}/kernel": np.eye(size, dtype=np.float32),
+            f"{_PROJECTION}/bias": np.zeros(size, np.float32)}
+
+
+def _drop_identity_projection(tensors, directory):
+    """Removes an E == H model's projection, which must be the identity to mean the original's model."""
+    kernel, bias = tensors.pop(f"{_PROJECTION}/kernel", None), tensors.pop(f"{_PROJECTION}/bias", None)
+    if kernel is None and bias is None:
+        return
+    if kernel is None or bias is None or not (np.array_equal(kernel, np.eye(kernel.shape[0], dtype=kernel.dtype))
+                                             and not np.any(bias)):
+        raise ValueError(f"{directory}: embedding_size == hidden_size, and its embedding_hidden_mapping_in is not "
+                         "the identity: the original ALBERT (and albert_tf) has no projection when E == H, so this "
+                         "model cannot be converted exactly")
 
 
 # --- Writing ---------------------------------------------------------------
@@ -317,6 +362,8 @@ def write_huggingface_dir(config, tensors, directory, with_heads, classifier=Non
     AlbertModel's."""
     from safetensors.numpy import save_file
 
+    if not config.has_embedding_projection:
+        tensors = {**tensors, **_identity_projection(config.hidden_size)}
     state = {}
     for name, array in tensors.items():
         translated = original_to_huggingface(name)
@@ -336,8 +383,9 @@ def write_huggingface_dir(config, tensors, directory, with_heads, classifier=Non
 
 
 def recorded_casing(directory):
-    """{"lower_case": bool, "keep_accents": bool} from a Hugging Face directory's tokenizer_config.json (its
-    do_lower_case and keep_accents), each where it says it."""
+    """{"lower_case": bool, "keep_accents": bool, "rewrite_quotes": bool} from a Hugging Face directory's
+    tokenizer_config.json (its do_lower_case and keep_accents; rewrite_quotes only albert_tf writes, for a model
+    whose text kept `` and ''), each where it says it."""
     path = os.path.join(directory, "tokenizer_config.json")
     if not os.path.isfile(path):
         return {}
@@ -345,7 +393,8 @@ def recorded_casing(directory):
         with open(path, encoding="utf-8") as f:
             tokenizer_config = json.load(f)
         values = {"lower_case": tokenizer_config.get("do_lower_case"),
-                  "keep_accents": tokenizer_config.get("keep_accents")}
+                  "keep_accents": tokenizer_config.get("keep_accents"),
+                  "rewrite_quotes": tokenizer_config.get("rewrite_quotes")}
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as error:
         raise ValueError(f"{path}: not a readable tokenizer config ({error})") from None
     return {key: value for key, value in values.items() if isinstance(value, bool)}

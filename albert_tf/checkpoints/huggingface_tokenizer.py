@@ -21,7 +21,12 @@ tokenization), not only transformers' own conversion of it:
     the final-sigma context runs first;
   - the original re-encodes pieces that end in "<digit>," without the comma;
     as in transformers' own AlbertConverter, such pieces get a score 100 lower,
-    so the Unigram search never picks them.
+    so the Unigram search never picks them;
+  - transformers' conversion always turns ``` `` ``` and `''` into `"`; the
+    original keeps them. The Replace steps are written only for a model whose
+    record says its text had them (`rewrite_quotes`: a model converted from
+    Hugging Face), and tokenizer_config.json says which rule it is, so a
+    conversion back records it again.
 """
 
 import base64
@@ -30,6 +35,7 @@ import os
 
 from albert_tf.text.albert_tokenizer import SPECIAL_PIECES, AlbertTokenizer, ends_with_digit_comma
 from albert_tf.text.preprocessing import combining_codepoints, re2_class, whitespace_codepoints
+from albert_tf.text.spm_proto import UNIGRAM, model_type, precompiled_charsmap
 
 TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
@@ -37,67 +43,6 @@ SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
 
 # The penalty transformers' AlbertConverter gives "<digit>," pieces.
 DIGIT_COMMA_PENALTY = 100.0
-
-
-def _varint(data, position):
-    value = shift = 0
-    while True:
-        if position >= len(data):
-            raise ValueError("truncated varint")
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-        shift += 7
-
-
-def _fields(data):
-    """Yields (field number, wire type, value) of one protobuf message; bytes for length-delimited fields."""
-    position = 0
-    while position < len(data):
-        key, position = _varint(data, position)
-        number, wire_type = key >> 3, key & 7
-        if wire_type == 0:
-            value, position = _varint(data, position)
-        elif wire_type == 1:
-            value, position = data[position:position + 8], position + 8
-        elif wire_type == 2:
-            length, position = _varint(data, position)
-            value, position = data[position:position + length], position + length
-        elif wire_type == 5:
-            value, position = data[position:position + 4], position + 4
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wire_type}")
-        if position > len(data):
-            raise ValueError("truncated field")
-        yield number, wire_type, value
-
-
-# sentencepiece_model.proto: ModelProto.normalizer_spec = 3,
-# NormalizerSpec.precompiled_charsmap = 2; TrainerSpec = 2, its model_type = 3 (1 = UNIGRAM).
-_NORMALIZER_SPEC, _PRECOMPILED_CHARSMAP = 3, 2
-_TRAINER_SPEC, _MODEL_TYPE, _UNIGRAM = 2, 3, 1
-
-
-def precompiled_charsmap(model_proto):
-    """The normalizer's precompiled character map of a serialized SentencePiece model (b"" if none)."""
-    for number, wire_type, value in _fields(model_proto):
-        if number == _NORMALIZER_SPEC and wire_type == 2:
-            for inner_number, inner_type, inner_value in _fields(value):
-                if inner_number == _PRECOMPILED_CHARSMAP and inner_type == 2:
-                    return bytes(inner_value)
-    return b""
-
-
-def model_type(model_proto):
-    """SentencePiece's TrainerSpec.model_type (1 = unigram, the default when unset)."""
-    for number, wire_type, value in _fields(model_proto):
-        if number == _TRAINER_SPEC and wire_type == 2:
-            for inner_number, inner_type, inner_value in _fields(value):
-                if inner_number == _MODEL_TYPE and inner_type == 0:
-                    return inner_value
-    return _UNIGRAM
 
 
 def _replace(pattern, content):
@@ -109,9 +54,9 @@ def _normalizers(tokenizer, charsmap):
     steps = [
         _replace(re2_class(whitespace_codepoints()) + "+", " "),
         {"type": "Strip", "strip_left": True, "strip_right": True},
-        {"type": "Replace", "pattern": {"String": "``"}, "content": '"'},
-        {"type": "Replace", "pattern": {"String": "''"}, "content": '"'},
     ]
+    if tokenizer.rewrite_quotes:
+        steps += [{"type": "Replace", "pattern": {"String": quotes}, "content": '"'} for quotes in ("``", "''")]
     if not tokenizer.keep_accents:
         steps += [{"type": "NFKD"}, _replace(re2_class(combining_codepoints()), "")]
     if tokenizer.lower_case:
@@ -148,7 +93,7 @@ def _post_processor():
 
 def tokenizer_json(tokenizer):
     """The `tokenizers` serialization (a dict) of an `AlbertTokenizer`."""
-    if model_type(tokenizer.model_proto) != _UNIGRAM:
+    if model_type(tokenizer.model_proto) != UNIGRAM:
         raise ValueError(f"{tokenizer.source}: not a unigram SentencePiece model; ALBERT's tokenizer.json "
                          "describes a unigram vocabulary")
     sp = tokenizer.sp
@@ -193,6 +138,8 @@ def tokenizer_config(tokenizer, model_max_length):
         "tokenizer_class": "PreTrainedTokenizerFast",
         "do_lower_case": tokenizer.lower_case,
         "keep_accents": tokenizer.keep_accents,
+        # albert_tf's own key: whether tokenizer.json turns `` and '' into " (transformers' tokenizer always does).
+        "rewrite_quotes": tokenizer.rewrite_quotes,
         "remove_space": True,
         "model_max_length": model_max_length,
         # Segment ids matter to ALBERT (sentence pairs); transformers' AlbertTokenizer leaves them out.
@@ -201,9 +148,11 @@ def tokenizer_config(tokenizer, model_max_length):
     }
 
 
-def write_tokenizer_files(spm_model_file, directory, model_max_length, lower_case=True, keep_accents=False):
+def write_tokenizer_files(spm_model_file, directory, model_max_length, lower_case=True, keep_accents=False,
+                          rewrite_quotes=False):
     """Writes tokenizer.json, tokenizer_config.json and special_tokens_map.json into `directory`."""
-    tokenizer = AlbertTokenizer(spm_model_file, lower_case=lower_case, keep_accents=keep_accents)
+    tokenizer = AlbertTokenizer(spm_model_file, lower_case=lower_case, keep_accents=keep_accents,
+                                rewrite_quotes=rewrite_quotes)
     files = {
         TOKENIZER_FILE: tokenizer_json(tokenizer),
         TOKENIZER_CONFIG_FILE: tokenizer_config(tokenizer, model_max_length),

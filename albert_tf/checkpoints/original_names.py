@@ -56,11 +56,13 @@ def encoder_variables(encoder):
         "bert/embeddings/position_embeddings": MappedVariable(embeddings.position_embeddings),
         "bert/embeddings/token_type_embeddings": MappedVariable(embeddings.token_type_embeddings),
         **_layer_norm("bert/embeddings/LayerNorm", embeddings.layer_norm),
-        **_dense("bert/encoder/embedding_hidden_mapping_in", encoder.embedding_projection),
         **_dense("bert/pooler/dense", encoder.pooler),
     }
+    if encoder.embedding_projection is not None:
+        names.update(_dense("bert/encoder/embedding_hidden_mapping_in", encoder.embedding_projection))
     for index, block in enumerate(encoder.transformer_blocks):
-        group, inner = divmod(index, config.inner_group_num)
+        group_position, inner = divmod(index, config.inner_group_num)
+        group = config.used_groups[group_position]
         prefix = f"bert/encoder/transformer/group_{group}/inner_group_{inner}"
         attention = block.attention_block
         feed_forward = block.feed_forward_block
@@ -84,6 +86,20 @@ def pretrainer_head_variables(pretrainer):
         "cls/predictions/output_bias": MappedVariable(mlm.output_bias),
         "cls/seq_relationship/output_weights": MappedVariable(sop.kernel, transposed=True),
         "cls/seq_relationship/output_bias": MappedVariable(sop.bias),
+    }
+
+
+def squad_v2_head_variables(labeler):
+    """{original name: MappedVariable} for an `AlbertSquadV2SpanLabeler`'s head: the variable scopes of the
+    original run_squad_v2 (start_logits, end_logits, answer_class), each Keras kernel in the original's layout."""
+    head = labeler.squad_v2_head
+    return {
+        **_dense("start_logits/dense", head.start_dense),
+        **_dense("end_logits/dense_0", head.end_dense_0),
+        **_layer_norm("end_logits/LayerNorm", head.end_layer_norm),
+        **_dense("end_logits/dense_1", head.end_dense_1),
+        **_dense("answer_class/dense_0", head.answer_dense_0),
+        "answer_class/dense_1/kernel": MappedVariable(head.answer_dense_1.kernel),  # no bias
     }
 
 

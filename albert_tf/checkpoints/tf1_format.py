@@ -52,3 +52,24 @@ def write_tf1_checkpoint(tensors, prefix):
         tensors=[tf.constant(np.asarray(tensors[name])) for name in names],
     )
     return prefix
+
+
+def write_original_config(config, path):
+    """Writes `config` as an albert_config.json the original code reads as the same model.
+
+    The original has no `sharing` key (it keeps unknown keys but never reads them): its not-shared model
+    is one group per layer, so sharing="none" is written with num_hidden_groups = L, and refused where the
+    original's int(l / L * G) would give some layer another group than its own (L = 22, 23, 26, ...).
+    """
+    import dataclasses
+
+    if config.sharing == "none":
+        layers = config.num_hidden_layers
+        shared = [layer for layer in range(layers) if int(layer / layers * layers) != layer]
+        if shared:
+            raise ValueError(f'sharing="none" with num_hidden_layers={layers}: the original computes layer l\'s '
+                             f"group as int(l / L * G) in floating point, which gives layer(s) {shared} the group "
+                             "of the layer before; no original config holds this model")
+        config = dataclasses.replace(config, num_hidden_groups=layers)
+    config.to_json_file(path)
+

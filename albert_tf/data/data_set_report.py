@@ -11,20 +11,23 @@ target lengths).
 
 import numpy as np
 
-from albert_tf.text.albert_tokenizer import MASK_ID
+from albert_tf.text.albert_tokenizer import MASK_ID, SEP_ID
 
 
-def span_lengths_in_words(positions, token_boundary):
+def span_lengths_in_words(positions, token_boundary, separators=frozenset()):
     """Words per maximal run of consecutive masked positions (one sequence).
 
     Adjacent spans chosen separately merge into one run here: the files do not
-    record span boundaries.
+    record span boundaries. A run goes on across a [SEP] (its position in
+    `separators`), as words and spans do in the original's masking: a
+    continuation piece right after [SEP] is part of A's last word.
     """
     lengths = []
     run_words = 0
     previous = None
     for position in positions:
-        if previous is not None and position == previous + 1:
+        if previous is not None and (position == previous + 1
+                                     or (position == previous + 2 and previous + 1 in separators)):
             run_words += int(token_boundary[position])
         else:
             if previous is not None:
@@ -86,7 +89,8 @@ def _compute_stats(files, max_instances, batch_size):
                          ((shown != MASK_ID) & (shown != truth)).sum()]
         for row in range(len(mask)):
             row_positions = sorted(batch["masked_lm_positions"][row][weights[row]].tolist())
-            for words in span_lengths_in_words(row_positions, batch["token_boundary"][row]):
+            separators = set(np.flatnonzero(batch["input_ids"][row] == SEP_ID).tolist())
+            for words in span_lengths_in_words(row_positions, batch["token_boundary"][row], separators):
                 run_lengths[words] = run_lengths.get(words, 0) + 1
     if instances == 0:
         raise ValueError(f"{files[0]}: no instances")

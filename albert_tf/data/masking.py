@@ -9,10 +9,14 @@ sequence a span is clipped to the words that remain (n is still drawn from the
 full distribution, as in the original). The budget is min(max_predictions_per_seq, max(1, round(len(tokens) *
 masked_lm_prob))), with [CLS]/[SEP] counted in len(tokens), as in the original.
 Each selected token becomes [MASK] with p=0.8, stays with p=0.1, or becomes a
-random ordinary piece with p=0.1.
+random piece with p=0.1, drawn uniformly from the ids the caller passes (the
+data tools pass the whole vocabulary, special pieces included, as the original).
 
-[CLS]/[SEP] are never masked and end a word; a continuation piece right after
-one (left by front truncation) starts a word.
+Words are grouped over the row's tokens other than [CLS]/[SEP], as in the
+original: those are never masked and do not end a word, so a continuation piece
+right after [SEP] (left by front truncation of B) belongs to A's last word, and
+a span of n words may reach across [SEP]. Only a row's first piece starts a word
+whatever it is.
 
 Unlike the original, every draw comes from the caller's seeded generator (the
 original drew n from numpy's global, unseeded RNG). All sequences of a batch
@@ -79,30 +83,30 @@ def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative
     if count == 0 or config.masked_lm_prob == 0:
         return MaskedBatch(output, positions, labels, weights, [], np.zeros(3, np.int64))
 
-    # Word starts and ends, over the flattened batch. The first padding position
-    # of each row (or the next row's [CLS]) is a boundary too, so a word never
-    # runs past its row.
+    # Words, over the candidates (the batch's tokens other than [CLS]/[SEP] and padding, in row order):
+    # word w is candidates [word_starts[w], word_starts[w + 1]). A row's first candidate always starts a
+    # word, so no word runs past its row.
     in_row = np.arange(width)[None, :] < lengths[:, None]
-    candidate = in_row & ~is_special
-    after_special = np.zeros_like(is_special)
-    after_special[:, 1:] = is_special[:, :-1]
-    starts_word = candidate & (after_special | (word_start_table[tokens] if config.do_whole_word_mask else True))
-    boundary = starts_word | is_special | ~in_row
-    flat_starts = np.flatnonzero(starts_word)
-    flat_boundaries = np.append(np.flatnonzero(boundary), count * width)
-    flat_ends = flat_boundaries[np.searchsorted(flat_boundaries, flat_starts, side="right")]
-    word_row = flat_starts // width
+    candidate_positions = np.flatnonzero(in_row & ~is_special)  # flat positions, ascending
+    candidate_rows = candidate_positions // width
+    starts_word = (word_start_table[tokens.ravel()[candidate_positions]] if config.do_whole_word_mask
+                   else np.ones(len(candidate_positions), bool))
+    starts_word[np.flatnonzero(np.diff(candidate_rows, prepend=-1))] = True
+    word_starts = np.flatnonzero(starts_word)
+    word_row = candidate_rows[word_starts]
     words_per_row = np.bincount(word_row, minlength=count)
     first_word = np.concatenate(([0], np.cumsum(words_per_row)))
 
     # Random visiting order within each row, and each candidate's n.
-    num_words = len(flat_starts)
+    num_words = len(word_starts)
     uniforms = rng.random(2 * num_words)
     order = np.lexsort((uniforms[:num_words], word_row)).tolist()
     ngram_draws = np.searchsorted(cumulative, uniforms[num_words:], side="right") + 1
     remaining = first_word[word_row + 1] - np.arange(num_words)  # words left in the row from each word
     span_words = np.minimum(np.minimum(ngram_draws, config.ngram), remaining).tolist()
-    token_prefix = [0] + np.cumsum(flat_ends - flat_starts).tolist()  # tokens in words [0, w), batch-wide
+    token_prefix = np.append(word_starts, len(candidate_positions))  # tokens in words [0, w), batch-wide
+    word_sizes = np.diff(token_prefix)
+    token_prefix = token_prefix.tolist()
     # np.round rounds halves to even, like the original's Python round().
     budgets = np.minimum(max_predictions, np.maximum(1, np.round(lengths * config.masked_lm_prob))).astype(int).tolist()
 
@@ -126,8 +130,9 @@ def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative
 
     # Masked tokens, in position order within each row.
     chosen_words = np.flatnonzero(covered)
-    word_sizes = (flat_ends - flat_starts)[chosen_words]
-    flat_positions = np.repeat(flat_starts[chosen_words], word_sizes) + _ranges_within(word_sizes)
+    chosen_sizes = word_sizes[chosen_words]
+    chosen_candidates = np.repeat(word_starts[chosen_words], chosen_sizes) + _ranges_within(chosen_sizes)
+    flat_positions = candidate_positions[chosen_candidates]
     rows = flat_positions // width
     slots = np.arange(len(rows)) - np.searchsorted(rows, rows)  # index among the row's predictions
     columns = flat_positions % width

@@ -34,6 +34,7 @@ import dataclasses
 import fnmatch
 import glob
 import hashlib
+import io
 import os
 import struct
 
@@ -81,6 +82,7 @@ class CreationConfig:
     input_format: str = "sentences"
     lower_case: bool = True
     keep_accents: bool = False  # the original strips accents
+    rewrite_quotes: bool = False  # the original keeps `` and '' (Hugging Face's tokenizer turns them into ")
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     max_document_sentences: int = DEFAULT_MAX_DOCUMENT_SENTENCES
     output_format: str = "instances"
@@ -209,8 +211,8 @@ class UnitProcessor:
     def __init__(self, model_proto, config):
         self.config = config
         self.tokenizer = AlbertTokenizer(model_proto=model_proto, lower_case=config.lower_case,
-                                         keep_accents=config.keep_accents)
-        tables = (self.tokenizer.word_start_table, self.tokenizer.normal_piece_ids, config.seed)
+                                         keep_accents=config.keep_accents, rewrite_quotes=config.rewrite_quotes)
+        tables = (self.tokenizer.word_start_table, self.tokenizer.random_replacement_ids, config.seed)
         self.builder = InstanceBuilder(config.instances, *tables)
         self.heldout_builder = InstanceBuilder(config.heldout_config.instances, *tables)
         self.encoder = ExampleEncoder(INT_FEATURES, FLOAT_FEATURES)
@@ -303,11 +305,26 @@ class ShardSpool:
 
 def read_spool(path):
     """[(sort tuple, example bytes)] of one spool file."""
-    records = []
     with open(path, "rb") as f:
-        while header := f.read(_SPOOL_HEADER.size):
-            *sort_tuple, length = _SPOOL_HEADER.unpack(header)
-            records.append((tuple(sort_tuple), f.read(length)))
+        return _read_records(f.read)
+
+
+def pack_records(records):
+    """(sort tuple, example bytes) records as one bytes object, in the spool files' format: the Beam pipeline
+    moves a unit's records for one shard as one element, not one element per record."""
+    return b"".join(_SPOOL_HEADER.pack(*sort_tuple, len(data)) + data for sort_tuple, data in records)
+
+
+def unpack_records(packed):
+    """[(sort tuple, example bytes)] of what pack_records made."""
+    return _read_records(io.BytesIO(packed).read)
+
+
+def _read_records(read):
+    records = []
+    while header := read(_SPOOL_HEADER.size):
+        *sort_tuple, length = _SPOOL_HEADER.unpack(header)
+        records.append((tuple(sort_tuple), read(length)))
     return records
 
 

@@ -15,7 +15,7 @@ What a path names, and what a call returns (numpy arrays; strings as str):
                             (embeddings, probabilities and labels, answer spans)
   OUTPUT_DIR/serving/NAME/VERSION   that version of it
   OUTPUT_DIR/preprocessing  input_word_ids, input_mask, input_type_ids
-  OUTPUT_DIR/encoder        pooled_output, sequence_output, encoder_outputs (one per layer),
+  OUTPUT_DIR/encoder        pooled_output, sequence_output, encoder_outputs (one per block applied),
                             through the preprocessing SavedModel beside it
 """
 

@@ -36,7 +36,8 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
            serving_version=1, overwrite=False, serving_xla=False, serving_outputs=None,
            serving_warmup_batch_sizes=DEFAULT_WARMUP_BATCH_SIZES, force=False):
     """Writes the three SavedModels; returns {part: path}. `max_seq_length`, `lower_case`: None takes what
-    the checkpoint records (albert_tf.models.preprocessing_contract). `serving_xla`, `serving_outputs`,
+    the checkpoint records (albert_tf.models.preprocessing_contract); the accents and quote rules are always
+    the recorded ones, and the export records them too. `serving_xla`, `serving_outputs`,
     `serving_warmup_batch_sizes`, `force`: see the flags."""
     import tensorflow as tf
 
@@ -73,7 +74,8 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
                            f"the model's max_position_embeddings ({config.max_position_embeddings})")
     model_proto = read_spm_model(spm)
     try:
-        tokenizer = TFAlbertTokenizer(model_proto, lower_case=lower_case, keep_accents=preprocessing.keep_accents)
+        tokenizer = TFAlbertTokenizer(model_proto, lower_case=lower_case, keep_accents=preprocessing.keep_accents,
+                                      rewrite_quotes=preprocessing.rewrite_quotes)
     except ValueError as error:
         raise ValueError(f"{spm}: {error}") from None
     if tokenizer.vocab_size > config.vocab_size:
@@ -86,7 +88,8 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
     warmup = warmup_requests(serving, serving_name, serving_warmup_batch_sizes)
     with staged_directory(output_dir, overwrite=overwrite) as staging:
         metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case,
-                    "keep_accents": preprocessing.keep_accents, "serving_xla": serving_xla,
+                    "keep_accents": preprocessing.keep_accents, "rewrite_quotes": preprocessing.rewrite_quotes,
+                    "serving_xla": serving_xla,
                     **serving.export_settings()}
         metadata_file = os.path.join(staging, METADATA_FILE)
         write_json_atomically(metadata_file, metadata)
@@ -96,7 +99,9 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
 
         # A model with pretraining heads gives the encoder its `mlm` and `sop` signatures.
         pretrainer = model if isinstance(model, AlbertPretrainer) else None
-        encoder_module = EncoderModule(encoder, pretrainer, spm_copy, metadata_file)
+        encoder_module = EncoderModule(encoder, pretrainer, spm_copy, metadata_file, lower_case=lower_case,
+                                       keep_accents=preprocessing.keep_accents,
+                                       rewrite_quotes=preprocessing.rewrite_quotes)
         encoder_module.trace()
         tf.saved_model.save(encoder_module, os.path.join(staging, "encoder"), signatures=encoder_module.signatures())
 

@@ -23,6 +23,11 @@ Outputs by model kind:
                         that span, from the tokenizer's byte offsets). With no
                         context left: start = end = -1, answer "", score the
                         lowest float32.
+  squad_v2_span_labeler as span_labeler, from the best valid span of the
+                        original SQuAD 2.0 head's beam (score: start + end
+                        log-probability), and no_answer_score [batch], its
+                        answerability logit: above a threshold tuned on dev
+                        (run_squad's null_score_diff_threshold), no answer.
 
 With `xla=True` (export's --serving_xla) the model part of every request (the
 encoder and the task head; not the tokenizer) runs as one XLA program. XLA
@@ -247,22 +252,14 @@ class SpanLabelerServing(ServingModule):
         ids_question, ids_context = split_batch(ids, batch)
         inputs = pack(ids_question, ids_context, has_context, self.max_seq_length)
         outputs = self._run_model(inputs)
-        start_logits, end_logits = outputs["start_logits"], outputs["end_logits"]
 
         # Context tokens: segment B without its closing [SEP].
         positions = tf.range(self.max_seq_length)[None, :]
         length = tf.reduce_sum(inputs["input_mask"], axis=1, keepdims=True)
         context_start = length - tf.reduce_sum(inputs["input_type_ids"], axis=1, keepdims=True)
         in_context = (positions >= context_start) & (positions < length - 1) & has_context[:, None]
-        scores = start_logits[:, :, None] + end_logits[:, None, :]
-        valid = (in_context[:, :, None] & in_context[:, None, :]
-                 & (positions[:, :, None] <= positions[:, None, :])
-                 & (positions[:, None, :] - positions[:, :, None] < MAX_ANSWER_TOKENS))
-        flat = tf.reshape(tf.where(valid, scores, tf.float32.min), [batch, -1])
-        best = tf.argmax(flat, axis=-1, output_type=tf.int32)
-        found = tf.reduce_any(in_context, axis=1)
-        start = tf.where(found, best // self.max_seq_length, -1)
-        end = tf.where(found, best % self.max_seq_length, -1)
+        start, end, score, found = self._best_span(outputs, in_context)
+        start, end = tf.where(found, start, -1), tf.where(found, end, -1)
 
         # Sequence positions -> context tokens -> bytes of the context.
         first_token = tf.maximum(start - context_start[:, 0], 0)[:, None]
@@ -274,13 +271,55 @@ class SpanLabelerServing(ServingModule):
         byte_end = tf.gather(context_ends.to_tensor(0, shape=[None, self.max_seq_length]), last_token,
                              batch_dims=1)[:, 0]
         answer = tf.strings.substr(texts[batch:], byte_start, tf.maximum(byte_end - byte_start, 0))
-        return {"start": start, "end": end, "score": tf.reduce_max(flat, axis=-1),
-                "answer": tf.where(found, answer, "")}
+        return {"start": start, "end": end, "score": score, "answer": tf.where(found, answer, ""),
+                **self._other_outputs(outputs)}
+
+    def _best_span(self, outputs, in_context):
+        """(start, end, score, found) per row: the valid span (on context tokens, start <= end, at most
+        MAX_ANSWER_TOKENS) with the highest start + end logit, over every pair of positions."""
+        positions = tf.range(self.max_seq_length)[None, :]
+        scores = outputs["start_logits"][:, :, None] + outputs["end_logits"][:, None, :]
+        valid = (in_context[:, :, None] & in_context[:, None, :]
+                 & (positions[:, :, None] <= positions[:, None, :])
+                 & (positions[:, None, :] - positions[:, :, None] < MAX_ANSWER_TOKENS))
+        flat = tf.reshape(tf.where(valid, scores, tf.float32.min), [tf.shape(scores)[0], -1])
+        best = tf.argmax(flat, axis=-1, output_type=tf.int32)
+        return (best // self.max_seq_length, best % self.max_seq_length, tf.reduce_max(flat, axis=-1),
+                tf.reduce_any(in_context, axis=1))
+
+    def _other_outputs(self, outputs):
+        """Outputs besides the span's."""
+        return {}
+
+
+class SquadV2SpanLabelerServing(SpanLabelerServing):
+    """The original SQuAD 2.0 head: the best valid span of its beam, and its no_answer_score (module docstring)."""
+
+    def _model_outputs(self, inputs):
+        outputs = self.model(inputs, training=False)
+        names = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index", "cls_logits")
+        return {name: tf.cast(outputs[name], tf.float32) for name in names}
+
+    def _best_span(self, outputs, in_context):
+        # Each of the start_n_top starts comes with end_n_top ends: entry k * end_n_top + j of the ends.
+        ends_per_start = self.model.end_n_top
+        starts = tf.repeat(tf.cast(outputs["start_top_index"], tf.int32), ends_per_start, axis=1)
+        ends = tf.cast(outputs["end_top_index"], tf.int32)
+        valid = (tf.gather(in_context, starts, batch_dims=1) & tf.gather(in_context, ends, batch_dims=1)
+                 & (starts <= ends) & (ends - starts < MAX_ANSWER_TOKENS))
+        scores = tf.repeat(outputs["start_top_log_probs"], ends_per_start, axis=1) + outputs["end_top_log_probs"]
+        scores = tf.where(valid, scores, tf.float32.min)
+        best = tf.argmax(scores, axis=-1, output_type=tf.int32)[:, None]
+        return (tf.gather(starts, best, batch_dims=1)[:, 0], tf.gather(ends, best, batch_dims=1)[:, 0],
+                tf.reduce_max(scores, axis=-1), tf.reduce_any(valid, axis=1))
+
+    def _other_outputs(self, outputs):
+        return {"no_answer_score": outputs["cls_logits"]}
 
 
 # The serving module of each model kind export supports.
 SERVING_BY_KIND = {"encoder": EmbeddingServing, "pretrainer": EmbeddingServing, "classifier": ClassifierServing,
-                   "span_labeler": SpanLabelerServing}
+                   "span_labeler": SpanLabelerServing, "squad_v2_span_labeler": SquadV2SpanLabelerServing}
 SERVED_KINDS = tuple(SERVING_BY_KIND)
 
 

@@ -2,22 +2,30 @@
 return its answer as the context's own text (its case, accents and spacing), not as normalized pieces.
 
 `tokenize_with_offsets` is the in-graph twin of `albert_tf.tasks.squad.tokenize_with_alignment`
-(a test checks they agree on every token): the same ids as `TFAlbertTokenizer`, and for each id
-the [start, end) of the raw text it came from, in bytes.
+(a test checks they agree on every token): the ids of `TFAlbertTokenizer`, and for each id the
+[start, end) of the raw text it came from, in bytes.
 
-How: SentencePiece's `tokenize_with_offsets` gives offsets into the *normalized* text (whitespace
-collapsed, quotes replaced, accents stripped, lowercased). Each raw character is normalized on
-its own to learn how many normalized bytes it produced (the steps that look at neighbours,
-whitespace runs and quote pairs, are decided from the neighbours directly); characters that
-produce nothing (dropped combining marks, the rest of a whitespace run, a pair's second quote)
-widen the span of the character before them, as in the Python alignment. A normalized offset
-then maps to the raw span of the character that produced it.
+How: the tokenizer's one op gives no offsets, so this path preprocesses with TensorFlow's string
+ops (the same steps, from the same character classes: `_preprocess`) and tokenizes with
+tensorflow-text's `SentencepieceTokenizer`, whose `tokenize_with_offsets` gives offsets into that
+*normalized* text (whitespace collapsed, quotes replaced where the tokenizer's `rewrite_quotes`
+says so, accents stripped, lowercased). Each raw character is normalized on its own to learn how
+many normalized bytes it produced (the steps that look at neighbours, whitespace runs and quote
+pairs, are decided from the neighbours directly); characters that produce nothing (dropped
+combining marks, the rest of a whitespace run, a replaced pair's second quote) widen the span of
+the character before them, as in the Python alignment. A normalized offset then maps to the raw
+span of the character that produced it.
+
+That SentencePiece op breaks exact ties between segmentations of equal score (`00` + `0`
+against `0` + `00`) its own way, so on such a tie its ids can differ from the tokenizer's, as
+they did before the tokenizer became one op.
 """
 
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from albert_tf.text.albert_tokenizer import SPIECE_UNDERLINE
-from albert_tf.text.preprocessing import re2_class, whitespace_codepoints
+from albert_tf.text.preprocessing import combining_codepoints, re2_class, whitespace_codepoints
 
 
 def tokenize_with_offsets(tokenizer, texts):
@@ -27,15 +35,29 @@ def tokenize_with_offsets(tokenizer, texts):
       tokenizer: a `TFAlbertTokenizer`.
       texts: [batch] valid UTF-8 strings (`albert_tf.text.tf_packing.clean_text` makes them so).
     """
-    normalized = tokenizer.preprocess(texts)
-    pieces, piece_begins, piece_ends = tokenizer.sentencepiece.tokenize_with_offsets(normalized)
-    ids, begins, ends = _split_digit_commas_with_offsets(tokenizer, pieces, piece_begins, piece_ends)
+    sentencepiece = tf_text.SentencepieceTokenizer(model=tokenizer.model_proto, out_type=tf.int32)
+    normalized = _preprocess(tokenizer, texts)
+    pieces, piece_begins, piece_ends = sentencepiece.tokenize_with_offsets(normalized)
+    ids, begins, ends = _split_digit_commas_with_offsets(tokenizer, sentencepiece, pieces, piece_begins, piece_ends)
     owners = _normalized_owners(tokenizer, texts)
     starts, ends = _raw_offsets(owners, begins, ends, tf.strings.length(normalized), tf.strings.length(texts))
     return ids, starts, ends
 
 
-def _split_digit_commas_with_offsets(tokenizer, pieces, begins, ends):
+def _preprocess(tokenizer, texts):
+    """`preprocess_text` with TensorFlow's string ops, by the tokenizer's switches."""
+    texts = tf.strings.regex_replace(texts, re2_class(whitespace_codepoints()) + "+", " ")
+    texts = tf.strings.regex_replace(texts, "^ | $", "")
+    if tokenizer.rewrite_quotes:
+        texts = tf.strings.regex_replace(texts, "``|''", '"')
+    if not tokenizer.keep_accents:
+        texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFKD"), re2_class(combining_codepoints()), "")
+    if tokenizer.lower_case:
+        texts = tf.strings.lower(texts, encoding="utf-8")
+    return texts
+
+
+def _split_digit_commas_with_offsets(tokenizer, sentencepiece, pieces, begins, ends):
     """The tokenizer's `<digit>,` split, with normalized offsets per resulting id.
 
     A split piece's ids share its span from the end, each taking its own text's length (the
@@ -48,7 +70,7 @@ def _split_digit_commas_with_offsets(tokenizer, pieces, begins, ends):
 
     flat_ids = per_piece.flat_values
     piece_of = per_piece.value_rowids()
-    text_lengths = tf.strings.length(tf.strings.regex_replace(tokenizer.sentencepiece.id_to_string(flat_ids),
+    text_lengths = tf.strings.length(tf.strings.regex_replace(sentencepiece.id_to_string(flat_ids),
                                                               SPIECE_UNDERLINE, ""))
     text_lengths = tf.cast(text_lengths, tf.int64)
     # suffix[j]: text length of this id and the ones after it within its piece.
@@ -117,10 +139,10 @@ def _normalized_owners(tokenizer, texts):
     inside = (words_before > 0) & (words_after > 0)
     space_kept = is_space & inside & ~_previous(is_space, positions)
 
-    # `` and '' become ": the first of each pair owns it, the second is attached.
+    # With rewrite_quotes, `` and '' become ": the first of each pair owns it, the second is attached.
     pair_first = tf.zeros_like(is_space)
     pair_second = tf.zeros_like(is_space)
-    for quote in ("`", "'"):
+    for quote in ("`", "'") if tokenizer.rewrite_quotes else ():
         is_quote = tf.equal(flat, quote)
         run_start = is_quote & ~_previous(is_quote, positions)
         in_run = index - _last_at_or_before(run_start)
@@ -128,7 +150,7 @@ def _normalized_owners(tokenizer, texts):
         pair_first |= is_quote & (in_run % 2 == 0) & _next(is_quote, positions, row_length)
 
     # Everything else normalizes on its own (NFKD, combining marks dropped, lowercased).
-    alone = tokenizer.preprocess(flat)
+    alone = _preprocess(tokenizer, flat)
     normalized = tf.where(space_kept, " ", tf.where(pair_first, '"', tf.where(is_space | pair_second, "", alone)))
     normalized_bytes = tf.cast(tf.strings.length(normalized), tf.int64)
     owns = normalized_bytes > 0

@@ -91,8 +91,8 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
 
     def default_compile(self, num_train_steps):
         """Compiles with the original fine-tuning recipe: AdamW (no bias correction, LayerNorm and biases
-        excluded from decay, global norm 1.0) at DEFAULT_LEARNING_RATE, 10% warmup then linear decay;
-        cross-entropy and accuracy (mean squared error for a regression head)."""
+        excluded from decay, global norm 1.0) at DEFAULT_LEARNING_RATE, 10% warmup and the original's linear
+        decay (measured from step 0); cross-entropy and accuracy (mean squared error for a regression head)."""
         from albert_tf.optimization import create_optimizer
 
         optimizer = create_optimizer(DEFAULT_LEARNING_RATE, num_train_steps,

@@ -15,7 +15,9 @@ MODEL_KIND = "span_labeler"
 class AlbertSpanLabeler(AlbertTaskModel, keras.Model):
     """ALBERT for extractive question answering (BERT's SQuAD head).
 
-    The question is segment A and the context segment B, as in
+    The original's SQuAD 1.1 model (run_squad_v1), and run_squad's SQuAD 2.0
+    alternative to the original's v2 model (`AlbertSquadV2SpanLabeler`). The
+    question is segment A and the context segment B, as in
     `[CLS] question [SEP] context [SEP]`. One dense layer maps each position of
     `sequence_output` to a start and an end logit. The [CLS] position (index 0)
     stands for "no answer": SQuAD 2.0 scores it as start_logits[0] + end_logits[0]

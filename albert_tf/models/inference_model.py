@@ -4,7 +4,8 @@
 directory (a checkpoint directory or a ckpt-N prefix) or an `albert_tf.export` directory
 (or its encoder SavedModel). It reads the model's albert_tf.json, resolves casing and
 sequence length against the caller's explicit settings (albert_tf.models.preprocessing_contract:
-the recorded values by default, contradictions refused or warned about), finds the
+the recorded values by default, contradictions refused or warned about; the quote rule is always
+the recorded one), finds the
 SentencePiece model stored with it, and loads the part asked for. `Embedder`, `MaskFiller`,
 `albert-analyze` and the fine-tuning tools' evaluation of a given model all open models here,
 so they agree on what a directory means.
@@ -85,7 +86,8 @@ def open_for_inference(path: str | os.PathLike, part: str = "model", spm_model_f
         if spm_model_file:
             check_spm_model_file(export_dir or path, spm_model_file)
         text_tokenizer = AlbertTokenizer(spm, lower_case=preprocessing.lower_case,
-                                         keep_accents=preprocessing.keep_accents)
+                                         keep_accents=preprocessing.keep_accents,
+                                         rewrite_quotes=preprocessing.rewrite_quotes)
         check_vocabulary_fits(text_tokenizer, metadata["albert_config"]["vocab_size"])
     return InferenceModel(path, metadata, preprocessing, text_tokenizer, model, loaded_saved_model,
                           export_dir if loaded_saved_model is not None else None)

@@ -42,8 +42,11 @@ def layer_transitions(encoder, inputs):
     import numpy as np
 
     outputs = encoder(inputs, training=False)
-    first_input = encoder.embedding_projection(encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"]))
-    states = [np.asarray(first_input, "float64")] + [np.asarray(x, "float64") for x in outputs["encoder_outputs"]]
+    first_input = encoder.project(encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"]))
+    # encoder_outputs holds every block's output: a layer's is the last of its inner_group_num blocks.
+    inner = encoder.albert_config.inner_group_num
+    layer_outputs = outputs["encoder_outputs"][inner - 1 :: inner]
+    states = [np.asarray(first_input, "float64")] + [np.asarray(x, "float64") for x in layer_outputs]
     valid = inputs["input_mask"].astype(bool)
     l2, angle = [], []
     for before, after in zip(states[:-1], states[1:]):

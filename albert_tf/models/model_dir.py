@@ -24,6 +24,7 @@ import tensorflow as tf
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.file_utils import staged_directory, write_json
 from albert_tf.models import registry
+from albert_tf.models.preprocessing_contract import recorded_rewrite_quotes
 from albert_tf.settings import SettingFileNotFound
 from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, copy_spm_model, read_spm_model, spm_model_path
 
@@ -161,7 +162,8 @@ def write_model_dir(model: keras.Model, directory: str | os.PathLike, kind: str 
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is not None:  # the model's own vocabulary and settings travel with it
         extra["preprocessor"] = {"seq_length": preprocessor.seq_length, "lower_case": preprocessor.lower_case,
-                                 "keep_accents": preprocessor.keep_accents}
+                                 "keep_accents": preprocessor.keep_accents,
+                                 "rewrite_quotes": preprocessor.rewrite_quotes}
     with staged_directory(directory, overwrite=overwrite) as staging:
         tf.train.Checkpoint(model=model).write(os.path.join(staging, WEIGHTS_PREFIX))
         for name, source in (files or {}).items():
@@ -202,7 +204,9 @@ def load_model(path: str | os.PathLike) -> tuple[keras.Model, dict]:
     model = build_model(metadata)
     _restore_checkpoint(model, path)
     if "preprocessor" in metadata and spm_model_path(directory):
-        model.preprocessor = _preprocessor(spm_model_path(directory), **metadata["preprocessor"])
+        recorded = metadata["preprocessor"]
+        rewrite_quotes = recorded_rewrite_quotes(recorded if "rewrite_quotes" in recorded else metadata, directory)
+        model.preprocessor = _preprocessor(spm_model_path(directory), **{**recorded, "rewrite_quotes": rewrite_quotes})
     return model, metadata
 
 
@@ -216,11 +220,11 @@ def _restore_checkpoint(model, path):
         restore_newest_intact(lambda candidate: restore_weights(model, candidate), checkpoints_newest_first(directory))
 
 
-def _preprocessor(spm_model_file, seq_length, lower_case=True, keep_accents=False):
+def _preprocessor(spm_model_file, seq_length, lower_case=True, keep_accents=False, rewrite_quotes=False):
     from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 
     return AlbertPreprocessor(read_spm_model(spm_model_file), seq_length=seq_length, lower_case=lower_case,
-                              keep_accents=keep_accents)
+                              keep_accents=keep_accents, rewrite_quotes=rewrite_quotes)
 
 
 def _default_seq_length(caller, max_seq_length, recorded, albert_config):
@@ -313,7 +317,8 @@ def model_from_preset(model_class, preset, max_seq_length=None, spm_model_file=N
                                          model.albert_config)
         lower_case = recorded.get("lower_case", metadata.get("lower_case", True))
         keep_accents = recorded.get("keep_accents", metadata.get("keep_accents", False))
-        model.preprocessor = _preprocessor(vocabulary, seq_length, lower_case, keep_accents)
+        rewrite_quotes = recorded_rewrite_quotes(recorded if "rewrite_quotes" in recorded else metadata, preset)
+        model.preprocessor = _preprocessor(vocabulary, seq_length, lower_case, keep_accents, rewrite_quotes)
     return model
 
 

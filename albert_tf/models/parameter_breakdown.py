@@ -62,7 +62,7 @@ def parameter_breakdown(pretrainer):
     config = encoder.albert_config
     blocks = [v for block in encoder.transformer_blocks for v in block.weights]
     embeddings = _count(encoder.embeddings.weights)
-    projection = _count(encoder.embedding_projection.weights)
+    projection = _count(encoder.embedding_projection.weights) if encoder.embedding_projection is not None else 0
     transformer = _count(blocks)
     pooler = _count(encoder.pooler.weights)
     embedding_ids = {id(v) for v in encoder.embeddings.weights}

@@ -28,6 +28,8 @@ KINDS = (
     ModelKind("pretrainer", "albert_tf.models.albert_pretrainer", "AlbertPretrainer"),
     ModelKind("classifier", "albert_tf.models.albert_classifier", "AlbertClassifier", ("num_labels",)),
     ModelKind("span_labeler", "albert_tf.models.albert_span_labeler", "AlbertSpanLabeler"),
+    ModelKind("squad_v2_span_labeler", "albert_tf.models.albert_squad_v2_span_labeler", "AlbertSquadV2SpanLabeler",
+              ("start_n_top", "end_n_top")),
     ModelKind("multiple_choice", "albert_tf.models.albert_multiple_choice", "AlbertMultipleChoice", ("num_choices",)),
 )
 _BY_NAME = {kind.name: kind for kind in KINDS}

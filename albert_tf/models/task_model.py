@@ -10,6 +10,7 @@ gave a 2-label model).
 import inspect
 import os
 
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS
 from albert_tf.settings import KERAS_ARGUMENTS, refuse_unknown_keywords
 
 
@@ -40,6 +41,9 @@ class AlbertTaskModel:
     """
 
     CONFIG_ATTRIBUTES: dict = {}
+    # The batch entries fine-tuning feeds `head_outputs`: the encoder inputs, and whatever else the head
+    # reads in training (the SQuAD 2.0 head's gold start).
+    TRAINING_INPUTS: tuple = ENCODER_INPUTS
     ARGUMENT_SYNONYMS: dict = {}
 
     @classmethod

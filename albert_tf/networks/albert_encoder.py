@@ -1,4 +1,4 @@
-"""`AlbertEncoder`: embeddings, E -> H projection, shared transformer layers, pooler."""
+"""`AlbertEncoder`: embeddings, E -> H projection (when E != H), shared transformer layers, pooler."""
 
 import keras
 from keras import ops
@@ -51,8 +51,13 @@ class AlbertEncoder(keras.Model):
     [batch, seq].
 
     Outputs (dict): `sequence_output` [batch, seq, H], `pooled_output` [batch, H]
-    (tanh of a dense layer on the first token), and `encoder_outputs`, the list of
-    the L layers' outputs, each [batch, seq, H]. All float32.
+    (tanh of a dense layer on the first token), and `encoder_outputs`, the output
+    of every block applied, each [batch, seq, H]: L of them, or L * R with
+    inner_group_num R > 1 (as the original's list of all layer outputs). All float32.
+
+    With embedding_size == hidden_size the embeddings feed the first layer
+    directly: `embedding_projection` is None, as the original builds no
+    projection then.
 
     >>> encoder = AlbertEncoder(AlbertConfig.from_preset("albert_tiny"))
     >>> ids = ops.ones((2, 8), "int32")
@@ -83,7 +88,7 @@ class AlbertEncoder(keras.Model):
             config.hidden_size,
             kernel_initializer=truncated_normal(config.initializer_range),
             name="embedding_projection",
-        )
+        ) if config.has_embedding_projection else None
         self.transformer_blocks = _build_transformer_blocks(config)
         self.pooler = keras.layers.Dense(
             config.hidden_size,
@@ -99,7 +104,7 @@ class AlbertEncoder(keras.Model):
         for blocks in _blocks_by_layer(config, self.transformer_blocks):
             for block in blocks:
                 hidden_states = block(hidden_states, attention_bias)
-            encoder_outputs.append(hidden_states)
+                encoder_outputs.append(hidden_states)
         sequence_output = hidden_states
         pooled_output = self.pool(sequence_output[:, 0, :])
         super().__init__(
@@ -140,10 +145,13 @@ class AlbertEncoder(keras.Model):
 
     def _embedded(self, inputs, training=None):
         """(the first layer's input [batch, seq, H], the attention bias) of the encoder's inputs."""
-        hidden_states = self.embedding_projection(
-            self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=training)
-        )
-        return hidden_states, _attention_bias(inputs["input_mask"])
+        return self.project(self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=training)), \
+            _attention_bias(inputs["input_mask"])
+
+    def project(self, embeddings):
+        """The first layer's input [batch, seq, H] from the embeddings [batch, seq, E]: the E -> H
+        projection, or the embeddings themselves when E == H."""
+        return embeddings if self.embedding_projection is None else self.embedding_projection(embeddings)
 
     def pool(self, first_token_hidden_states):
         """`pooled_output` from the final hidden states of the first token ([batch, H])."""
@@ -176,7 +184,7 @@ def _attention_bias(input_mask):
 def _build_transformer_blocks(config):
     """The distinct blocks the encoder owns, as a flat list.
 
-    "all"/"none": num_groups * inner_group_num blocks, group-major.
+    "all"/"none": inner_group_num blocks for each group a layer uses (`used_groups`), group-major.
     "attention"/"ffn": num_hidden_layers blocks that all reference one sublayer.
     """
 
@@ -196,7 +204,7 @@ def _build_transformer_blocks(config):
     if config.sharing in ("all", "none"):
         return [
             block(f"transformer_group_{group}_inner_{inner}")
-            for group in range(config.num_groups)
+            for group in config.used_groups
             for inner in range(config.inner_group_num)
         ]
     # One shared sublayer, created by the first block and handed to the others.
@@ -212,6 +220,7 @@ def _blocks_by_layer(config, blocks):
     """For each of the num_hidden_layers layers, the blocks applied, in order, as that layer."""
     if config.sharing in ("attention", "ffn"):
         return [[block] for block in blocks]
+    position = {group: index for index, group in enumerate(config.used_groups)}
     return [blocks[start : start + config.inner_group_num]
-            for start in (config.group_of_layer(layer) * config.inner_group_num
+            for start in (position[config.group_of_layer(layer)] * config.inner_group_num
                           for layer in range(config.num_hidden_layers))]

@@ -14,6 +14,7 @@ task's own config, a dataclass of `config_class`, as `config.task`) and the
 """
 
 import dataclasses
+import math
 
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS
 from albert_tf.tasks.objective import Objective
@@ -23,13 +24,17 @@ from albert_tf.tasks.objective import Objective
 class Recipe:
     """A task's training defaults: each applies where its flag is left unset.
 
-    Steps come from `num_train_epochs` passes over the training rows, or from
+    Steps come from `num_train_epochs` passes over the training rows (what the
+    task's `epoch_size` counts, and rounded as its `epoch_steps` does), or from
     `num_train_steps`, the original's count for the task's real training set of
     `train_rows` rows: other data (or another batch size) gets the epochs those
     steps make of it, so that 200 rows of SST-2 train for about 10 epochs as
     its 67,349 do, not for the 3,350 that its 20,935 steps would make of them.
     Warmup from `num_warmup_steps` (its share of `num_train_steps` when the
-    steps differ), else `warmup_proportion` of the steps.
+    steps differ), else `warmup_proportion` of the steps. A checkpoint, evaluated
+    on dev for the best, every `save_checkpoints_steps` (the original's interval:
+    run_glue.sh's 100, 200 for QNLI; RACE 100; SQuAD 5000), in steps whatever the
+    data, as the original.
     """
 
     learning_rate: float
@@ -39,6 +44,7 @@ class Recipe:
     num_warmup_steps: int | None = None
     warmup_proportion: float | None = None
     train_rows: int | None = None  # with num_train_steps: the rows of the training set they were set for
+    save_checkpoints_steps: int = 100
 
     def __post_init__(self):
         if (self.num_train_steps is None) == (self.num_train_epochs is None):
@@ -70,8 +76,28 @@ class FinetuningTask:
     def validate(self, config):
         """Raises `albert_tf.settings.SettingError` naming the setting when the task's settings do not fit."""
 
+    def resolve(self, config):
+        """`config` (validated) with the task's settings that it leaves None and the starting model records
+        filled in from that record (SQuAD 2.0's head); the default changes nothing."""
+        return config
+
     def recipe(self, config) -> Recipe:
         raise NotImplementedError
+
+    def epoch_size(self, train, config) -> tuple[int, str]:
+        """(count, what it counts) of one pass over the training data `train` (read_train's arrays), for the
+        step plan: its rows and `unit` by default."""
+        return len(next(iter(train.values()))), self.unit
+
+    def epoch_steps(self, size, epochs, batch_size) -> int:
+        """Training steps of `epochs` passes over `size` (`epoch_size`'s count) at `batch_size`: rounded
+        up, at least 1."""
+        return max(1, math.ceil(size * epochs / batch_size))
+
+    def kind(self, config) -> str:
+        """The kind of model this run fine-tunes and evaluates: `model_kind`, unless the settings choose
+        among several heads (SQuAD 2.0)."""
+        return self.model_kind
 
     def metadata(self, config) -> dict:
         """Keys saved in the fine-tuned model's albert_tf.json beside its kind and config."""
@@ -139,10 +165,10 @@ class FinetuningObjective(Objective):
     divides by the global batch size, so the replicas' shares sum to the global batch's mean loss."""
 
     sum_keys = ("loss_sum", "examples")
-    model_inputs = ENCODER_INPUTS
 
-    def __init__(self, example_losses):
+    def __init__(self, example_losses, model_inputs=ENCODER_INPUTS):
         self.example_losses = example_losses  # (batch, outputs) -> [batch] float32
+        self.model_inputs = tuple(model_inputs)  # the batch entries the model reads (a task model's TRAINING_INPUTS)
 
     def outputs(self, model, inputs, training):
         # albert_tf's task models compute for training only what the loss reads (the same values).

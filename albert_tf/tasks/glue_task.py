@@ -24,7 +24,8 @@ RECIPES = {
     "sts-b": Recipe(2e-5, 16, num_train_steps=3598, num_warmup_steps=214, train_rows=5749),
     "qqp": Recipe(5e-5, 128, num_train_steps=14000, num_warmup_steps=1000, train_rows=363846),
     "mnli": Recipe(3e-5, 128, num_train_steps=10000, num_warmup_steps=1000, train_rows=392702),
-    "qnli": Recipe(1e-5, 32, num_train_steps=33112, num_warmup_steps=1986, train_rows=104743),
+    "qnli": Recipe(1e-5, 32, num_train_steps=33112, num_warmup_steps=1986, train_rows=104743,
+                   save_checkpoints_steps=200),
     "rte": Recipe(3e-5, 32, num_train_steps=800, num_warmup_steps=200, train_rows=2490),
     "wnli": Recipe(2e-5, 8, num_train_steps=2000, num_warmup_steps=250, train_rows=635),
 }

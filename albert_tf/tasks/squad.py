@@ -11,8 +11,9 @@ into windows `doc_stride` tokens apart (BERT's sliding window). A token seen in
 several windows is predicted only from the one where it has the most context
 on both sides (`token_is_max_context`).
 
-Character alignment: the tokenizer lowercases, strips accents, turns `` and ''
-into ", collapses whitespace and splits `<digit>,` pieces, so pieces are not
+Character alignment: the tokenizer lowercases, strips accents, collapses
+whitespace, splits `<digit>,` pieces and, for models converted from Hugging Face
+(their recorded rewrite_quotes), turns `` and '' into ", so pieces are not
 substrings of the context. `tokenize_with_alignment` tracks every character
 through each of those steps (and SentencePiece's own normalization through its
 offset mapping), so each token knows the exact [start, end) of the context it
@@ -21,10 +22,16 @@ token spans map back to the original context text, accents and quotes intact.
 The original ALBERT run_squad recovered the same alignment approximately, with
 a longest-common-subsequence match between the context and the pieces.
 
-Predictions: BERT's n-best search over start/end logits (`postprocess_predictions`),
-and for v2 the no-answer decision at [CLS]: score_null = start_logits[0] +
-end_logits[0] (the smallest over a question's windows), "" predicted when
-score_null - best span score > null_score_diff_threshold.
+Predictions, of one of two heads:
+- BERT's (`AlbertSpanLabeler`, SQuAD 1.1, and 2.0's null-score alternative): the
+  n-best search over start/end logits (`postprocess_predictions`), and for v2 the
+  no-answer decision at [CLS]: score_null = start_logits[0] + end_logits[0] (the
+  smallest over a question's windows), "" predicted when score_null - best span
+  score > null_score_diff_threshold.
+- the original ALBERT's SQuAD 2.0 head (`AlbertSquadV2SpanLabeler`): the best
+  span of its start x end beam (`postprocess_beam_predictions`), and "" where the
+  question's no-answer score, the smallest cls_logits over its windows, exceeds a
+  threshold (`decide_no_answer`; run_squad tunes it on the scored file).
 """
 
 import bisect
@@ -41,6 +48,8 @@ from albert_tf.settings import SettingError
 from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID, SPIECE_UNDERLINE
 
 VERSIONS = ("1.1", "2.0")
+# SQuAD 2.0's models: the original ALBERT's (answerability logit, end given the start) or BERT's ([CLS] null score).
+V2_HEADS = ("original", "null_score")
 
 PREDICTIONS_FILE = "predictions.json"
 NBEST_FILE = "nbest_predictions.json"
@@ -174,13 +183,14 @@ class AlignedTokens:
         return (covering[0], covering[-1]) if covering else None
 
 
-def _preprocess_with_alignment(text, lower_case, keep_accents):
+def _preprocess_with_alignment(text, lower_case, keep_accents, rewrite_quotes=False):
     """`preprocess_text(text)` and, per output character, its [start, end) in `text`.
 
-    Each step of the original preprocessing is replayed character by character:
-    a collapsed whitespace run maps to the whole run, a replaced `` or '' to both
-    quote characters, a character NFKD expands (ﬁ -> fi) to itself for each
-    output, and a dropped combining mark widens the character before it.
+    Each step of the preprocessing is replayed character by character: a
+    collapsed whitespace run maps to the whole run, a `` or '' that
+    `rewrite_quotes` replaces by " to both quote characters (the original keeps
+    them, one character each), a character NFKD expands (ﬁ -> fi) to itself for
+    each output, and a dropped combining mark widens the character before it.
     """
     # Collapse whitespace runs to one space, and drop leading/trailing ones.
     items = []  # [char, start, end]
@@ -195,7 +205,7 @@ def _preprocess_with_alignment(text, lower_case, keep_accents):
         run_start = None
         items.append([char, index, index + 1])
 
-    for quotes in ("``", "''"):
+    for quotes in ("``", "''") if rewrite_quotes else ():
         replaced = []
         index = 0
         while index < len(items):
@@ -238,7 +248,8 @@ def _piece_text(piece):
 
 def tokenize_with_alignment(tokenizer, text):
     """`AlignedTokens` of `text`: exactly `tokenizer.encode(text)`, with character spans."""
-    preprocessed, char_spans = _preprocess_with_alignment(text, tokenizer.lower_case, tokenizer.keep_accents)
+    preprocessed, char_spans = _preprocess_with_alignment(text, tokenizer.lower_case, tokenizer.keep_accents,
+                                                          tokenizer.rewrite_quotes)
     if preprocessed != tokenizer.preprocess(text):
         raise RuntimeError(f"character alignment diverged from the tokenizer's preprocessing on {text[:80]!r}")
     ids = tokenizer.encode_preprocessed([preprocessed])[0]
@@ -408,8 +419,9 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length=384, doc_st
     return features
 
 
-def feature_arrays(features, with_positions=True):
-    """{name: int32 array [num_features, ...]}: the encoder inputs (+ start/end positions)."""
+def feature_arrays(features, with_positions=True, with_answerability=False):
+    """{name: int32 array [num_features, ...]}: the encoder inputs (+ start/end positions, + is_impossible:
+    1 for a window without the answer, what the original SQuAD 2.0 head learns to tell)."""
     arrays = {
         name: np.asarray([getattr(feature, name) for feature in features], np.int32).reshape(len(features), -1)
         for name in ("input_word_ids", "input_mask", "input_type_ids")
@@ -420,6 +432,8 @@ def feature_arrays(features, with_positions=True):
             raise ValueError(f"{len(missing)} features have no answer position (first: {missing[0]})")
         arrays["start_positions"] = np.asarray([f.start_position for f in features], np.int32)
         arrays["end_positions"] = np.asarray([f.end_position for f in features], np.int32)
+    if with_answerability:
+        arrays["is_impossible"] = np.asarray([f.is_impossible for f in features], np.int32)
     return arrays
 
 
@@ -510,6 +524,87 @@ def postprocess_predictions(examples, features, start_logits, end_logits, n_best
             {key: entry[key] for key in ("text", "probability", "start_logit", "end_logit")} for entry in nbest
         ]
     return predictions, nbest_json, null_odds
+
+
+# The log-probabilities of the placeholder answer a question gets when no candidate of its beam is valid.
+NO_CANDIDATE_LOG_PROB = -1e6
+
+
+def postprocess_beam_predictions(examples, features, outputs, n_best_size=20, max_answer_length=30):
+    """(answers, nbest, no_answer_scores) from the original SQuAD 2.0 head's beam, as its run_squad_v2 does.
+
+    outputs: float or int arrays, rows in the order of `features` (`AlbertSquadV2SpanLabeler`'s
+    outputs): start_top_log_probs, start_top_index [num_features, S]; end_top_log_probs,
+    end_top_index [num_features, S * E], entry k * E + j an end of start k; cls_logits [num_features].
+    A candidate is a pair of the beam that starts and ends on context tokens of its window, start <=
+    end, at most max_answer_length tokens, its start token with its maximal context in that window;
+    its score is start_log_prob + end_log_prob.
+
+    answers: {question id: the best candidate's text from the original context}, before the no-answer
+      decision (`decide_no_answer`); "" when no candidate of any window is valid.
+    nbest: {question id: up to n_best_size [{text, probability, start_log_prob, end_log_prob}], best
+      first, one per text}, probabilities a softmax over their scores.
+    no_answer_scores: {question id: the smallest cls_logits of its windows} (null_odds.json).
+    """
+    start_log_probs, end_log_probs = outputs["start_top_log_probs"], outputs["end_top_log_probs"]
+    start_indexes = np.asarray(outputs["start_top_index"]).astype(np.int64)
+    end_indexes = np.asarray(outputs["end_top_index"]).astype(np.int64)
+    start_n_top = start_indexes.shape[1]
+    end_n_top = end_indexes.shape[1] // start_n_top
+    features_by_example = collections.defaultdict(list)
+    for row, feature in enumerate(features):
+        features_by_example[feature.example_index].append((row, feature))
+
+    answers, nbest_json, no_answer_scores = {}, {}, {}
+    for example_index, example in enumerate(examples):
+        candidates = []  # (score, start_log_prob, end_log_prob, text), in beam order
+        no_answer_score = math.inf
+        for row, feature in features_by_example[example_index]:
+            no_answer_score = min(no_answer_score, float(outputs["cls_logits"][row]))
+            for k in range(start_n_top):
+                start = int(start_indexes[row, k])
+                if start not in feature.token_spans or not feature.token_is_max_context[start]:
+                    continue
+                for j in range(k * end_n_top, (k + 1) * end_n_top):
+                    end = int(end_indexes[row, j])
+                    if end not in feature.token_spans or end < start or end - start + 1 > max_answer_length:
+                        continue
+                    text = example.context_text[feature.token_spans[start][0] : feature.token_spans[end][1]].strip()
+                    if text:
+                        start_log_prob, end_log_prob = float(start_log_probs[row, k]), float(end_log_probs[row, j])
+                        candidates.append((start_log_prob + end_log_prob, start_log_prob, end_log_prob, text))
+        candidates.sort(key=lambda candidate: candidate[0], reverse=True)  # stable: ties keep the beam's order
+
+        nbest, seen = [], set()
+        for score, start_log_prob, end_log_prob, text in candidates:
+            if len(nbest) == n_best_size:
+                break
+            if text in seen:
+                continue
+            seen.add(text)
+            nbest.append({"text": text, "start_log_prob": start_log_prob, "end_log_prob": end_log_prob,
+                          "score": score})
+        if not nbest:
+            nbest.append({"text": "", "start_log_prob": NO_CANDIDATE_LOG_PROB, "end_log_prob": NO_CANDIDATE_LOG_PROB,
+                          "score": 2 * NO_CANDIDATE_LOG_PROB})
+        for entry, probability in zip(nbest, _softmax([entry["score"] for entry in nbest])):
+            entry["probability"] = probability
+        answers[example.qas_id] = nbest[0]["text"]
+        no_answer_scores[example.qas_id] = no_answer_score
+        nbest_json[example.qas_id] = [
+            {key: entry[key] for key in ("text", "probability", "start_log_prob", "end_log_prob")} for entry in nbest
+        ]
+    return answers, nbest_json, no_answer_scores
+
+
+def decide_no_answer(answers, no_answer_scores, threshold):
+    """{question id: "" where its no-answer score exceeds `threshold`, else its answer}.
+
+    The official evaluation's rule for a na-prob threshold, so that the threshold its search finds
+    best (squad_evaluation.best_threshold) reproduces the best score. (The original's run_squad_v2
+    also answers "" where the score equals the threshold, which loses the questions at the threshold.)
+    """
+    return {qas_id: "" if no_answer_scores[qas_id] > threshold else text for qas_id, text in answers.items()}
 
 
 def write_predictions(output_dir, predictions, nbest, null_odds=None):

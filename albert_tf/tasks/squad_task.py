@@ -1,17 +1,33 @@
 """SQuAD v1.1 / v2.0 as a fine-tuning task: a span head over windows of the context, official EM / F1.
 
 Defaults are the original recipe (docs/reference.md, "Fine-tuning recipes"):
-max_seq_length 384, doc_stride 128, max_query_length 64, batch 48, AdamW with
-lr 5e-5 (v1.1) or 3e-5 (v2.0), 2 epochs, 10% warmup then linear decay.
+max_seq_length 384, doc_stride 128, max_query_length 64, batch 48 windows, AdamW
+with lr 5e-5 (both versions), 2 epochs of the training questions, counted as the
+original does (int(questions / batch * epochs) steps), 10% warmup then linear decay.
+
+The models: SQuAD 1.1 fine-tunes BERT's span head (`AlbertSpanLabeler`), as the
+original's run_squad_v1. SQuAD 2.0 fine-tunes the original's run_squad_v2 model
+(`AlbertSquadV2SpanLabeler`: the end scored given the start, a beam of 5 starts
+x 5 ends, an answerability logit) unless squad_v2_head="null_score" asks for
+BERT's head, whose no-answer score is the [CLS] span's. A fine-tuned model
+records its head (its kind, and squad_v2_head in albert_tf.json); a run from it
+that does not name one uses it.
 
 --do_predict answers --predict_file and writes, into OUTPUT_DIR:
   predictions.json         {question id: answer text}, the official format
   nbest_predictions.json   the n best answers per question, with probabilities
-  null_odds.json           v2.0: score_null - best span score per question (the
-                           official evaluation's --na-prob-file)
+  null_odds.json           v2.0: each question's no-answer score (the official
+                           evaluation's --na-prob-file): the original head's
+                           smallest cls_logits over the question's windows, the
+                           null-score head's score_null - best span score
 and scores them (eval_results.json) when the file's questions have answers; for
-v2.0 also the best null threshold. --do_eval scores every training checkpoint on
---predict_file and keeps the one with the best F1 in OUTPUT_DIR/best.
+v2.0 also the best no-answer threshold. The original head answers "" where the
+no-answer score exceeds null_score_diff_threshold, by default the threshold with
+the best F1 on the scored file (the original's best_f1_thresh): its EM and F1
+are those at that threshold, exact_at_threshold_0 and f1_at_threshold_0 those
+at 0; on a file without answers the default is 0. --do_eval scores every
+training checkpoint on --predict_file and keeps the one with the best F1 in
+OUTPUT_DIR/best.
 """
 
 import dataclasses
@@ -22,7 +38,12 @@ from albert_tf.settings import SettingError, check_at_least
 from albert_tf.tasks import squad
 from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, predict_outputs
 
-DEFAULT_LEARNING_RATES = {"1.1": 5e-5, "2.0": 3e-5}
+DEFAULT_LEARNING_RATES = {"1.1": 5e-5, "2.0": 5e-5}
+# The model kind of each SQuAD 2.0 head (squad.V2_HEADS).
+V2_MODEL_KINDS = {"original": "squad_v2_span_labeler", "null_score": "span_labeler"}
+# The outputs of the original SQuAD 2.0 head that its predictions read.
+BEAM_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index", "cls_logits")
+BEST_THRESHOLD_KEYS = ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,9 +55,14 @@ class SquadConfig:
     predict_file: str | None = None  # SQuAD JSON to answer, or to score checkpoints on
     doc_stride: int = 128  # tokens between the starts of consecutive windows over a long context
     max_query_length: int = 64  # questions are cut to this many tokens
-    n_best_size: int = 20  # answers kept per question, and start/end candidates tried per window
+    n_best_size: int = 20  # answers kept per question, and BERT's head's start/end candidates per window
     max_answer_length: int = 30  # longest answer, in tokens
-    null_score_diff_threshold: float = 0.0  # v2.0: no answer when score_null - best span score exceeds this
+    # v2.0: "original" (the original ALBERT's v2 model) or "null_score" (BERT's head); None: the head of a
+    # SQuAD 2.0 model given as init_checkpoint, else "original".
+    squad_v2_head: str | None = None
+    # v2.0: no answer where a question's no-answer score exceeds this; None: the original head's threshold with
+    # the best F1 on a scored file (0 on a file without answers), the null-score head's 0.
+    null_score_diff_threshold: float | None = None
 
 
 class SquadTask(FinetuningTask):
@@ -45,8 +71,8 @@ class SquadTask(FinetuningTask):
     unit = "Windows"
     max_seq_length = 384
     keep_checkpoint_max = 3
-    recipe_note = ("Default: the original recipe (batch 48; lr 5e-5 for --version=1.1, 3e-5 for 2.0; 2 epochs; "
-                   "10% warmup).")
+    recipe_note = ("Default: the original recipe (batch 48; lr 5e-5; 2 epochs of the training questions, "
+                   "int(questions / batch * epochs) steps; 10% warmup).")
     do_eval_help = ("Score every training checkpoint on --predict_file (official F1; its questions need answers) "
                     "and keep the best in OUTPUT_DIR/best.")
     do_predict_help = "Answer the questions of --predict_file (scored with the official EM/F1 when they have answers)."
@@ -63,6 +89,13 @@ class SquadTask(FinetuningTask):
             raise SettingError(f"{' and '.join(missing)} required")
         check_at_least(task, ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"), 1,
                        allow_none=False)
+        if task.squad_v2_head is not None:
+            if task.squad_v2_head not in squad.V2_HEADS:
+                raise SettingError(f"<squad_v2_head> must be one of {list(squad.V2_HEADS)}, got "
+                                   f"{task.squad_v2_head!r}")
+            if task.version != "2.0":
+                raise SettingError("<squad_v2_head> is for <version>=2.0; SQuAD 1.1 fine-tunes BERT's span head, as "
+                                   "the original does")
         if config.max_seq_length <= task.max_query_length + 3:
             raise SettingError(f"<max_seq_length>={config.max_seq_length} must exceed <max_query_length>="
                                f"{task.max_query_length} + 3 ([CLS] and two [SEP]) to leave room for the context")
@@ -71,16 +104,45 @@ class SquadTask(FinetuningTask):
             if path and not os.path.isfile(path):
                 raise SettingError(f"<{name}>={path}: no such file")
 
+    def resolve(self, config):
+        task = config.task
+        if task.version != "2.0" or task.squad_v2_head is not None:
+            return config
+        head = recorded_v2_head(config.init_checkpoint) or "original"
+        return dataclasses.replace(config, task=dataclasses.replace(task, squad_v2_head=head))
+
     def recipe(self, config):
-        return Recipe(DEFAULT_LEARNING_RATES[config.task.version], 48, num_train_epochs=2.0, warmup_proportion=0.1)
+        # A checkpoint every 5000 steps, as the original README runs run_squad_v1/v2.py: on the real data
+        # (3,649 steps) only the final one.
+        return Recipe(DEFAULT_LEARNING_RATES[config.task.version], 48, num_train_epochs=2.0, warmup_proportion=0.1,
+                      save_checkpoints_steps=5000)
+
+    def epoch_size(self, train, config):
+        # As the original counts an epoch: the training questions, though a batch is of their windows.
+        return len(squad.read_squad(config.task.train_file, config.task.version)[1]), "Questions"
+
+    def epoch_steps(self, size, epochs, batch_size):
+        return max(1, int(size / batch_size * epochs))  # the original's int(examples / batch * epochs)
 
     def title(self, config):
+        if v2_head(config) == "null_score":
+            return "SQuAD 2.0 (BERT's null-score head)"
         return f"SQuAD {config.task.version}"
 
+    def kind(self, config):
+        return V2_MODEL_KINDS[v2_head(config)] if config.task.version == "2.0" else self.model_kind
+
     def metadata(self, config):
-        return {"squad_version": config.task.version, "max_seq_length": config.max_seq_length}
+        recorded = {"squad_version": config.task.version, "max_seq_length": config.max_seq_length}
+        if config.task.version == "2.0":
+            recorded["squad_v2_head"] = v2_head(config)
+        return recorded
 
     def build_model(self, encoder, config):
+        if v2_head(config) == "original":
+            from albert_tf.models.albert_squad_v2_span_labeler import AlbertSquadV2SpanLabeler
+
+            return AlbertSquadV2SpanLabeler(encoder)
         from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 
         return AlbertSpanLabeler(encoder)
@@ -99,7 +161,8 @@ class SquadTask(FinetuningTask):
         return articles, examples, features
 
     def read_train(self, tokenizer, config):
-        return squad.feature_arrays(self._features(config.task.train_file, tokenizer, config, True, "train")[2])
+        features = self._features(config.task.train_file, tokenizer, config, True, "train")[2]
+        return squad.feature_arrays(features, with_answerability=v2_head(config) == "original")
 
     def read_eval(self, tokenizer, config):
         data = self._features(config.task.predict_file, tokenizer, config, False, "eval")
@@ -109,31 +172,61 @@ class SquadTask(FinetuningTask):
         return data
 
     def example_losses(self, batch, outputs):
+        if "cls_logits" in outputs:  # the original SQuAD 2.0 head's training outputs
+            return squad_v2_losses(batch, outputs)
         return span_losses(batch["start_positions"], batch["end_positions"], outputs)
 
     def trainable_variables(self, model):
-        # The pooler is not on the span head's path and gets no gradient.
+        # The pooler is on neither span head's path and gets no gradient.
         return [v for v in model.trainable_variables if "pooler" not in v.path]
 
-    def _answers(self, model, features, examples, config):
-        """(predictions, nbest, null_odds) of the model on the windows."""
-        start_logits, end_logits = span_logits(model, features, config.predict_batch_size)
-        return squad.postprocess_predictions(
-            examples, features, start_logits, end_logits, n_best_size=config.task.n_best_size,
-            max_answer_length=config.task.max_answer_length, version_2_with_negative=config.task.version == "2.0",
-            null_score_diff_threshold=config.task.null_score_diff_threshold)
-
-    def _score(self, articles, predictions, null_odds, config):
+    def _answers(self, model, articles, examples, features, config):
+        """(predictions, nbest, null_odds, metrics) of the model on the windows; metrics None when `articles`
+        is None (questions without answers)."""
         from albert_tf.tasks.squad_evaluation import evaluate
 
+        if v2_head(config) == "original":
+            return self._beam_answers(model, articles, examples, features, config)
+        threshold = config.task.null_score_diff_threshold
+        start_logits, end_logits = span_logits(model, features, config.predict_batch_size)
+        predictions, nbest, null_odds = squad.postprocess_predictions(
+            examples, features, start_logits, end_logits, n_best_size=config.task.n_best_size,
+            max_answer_length=config.task.max_answer_length, version_2_with_negative=config.task.version == "2.0",
+            null_score_diff_threshold=0.0 if threshold is None else threshold)
         # math.inf: score the predictions as written; null_odds only feed the best-threshold search.
-        return evaluate(articles, predictions, na_probs=null_odds if config.task.version == "2.0" else None,
-                        na_prob_thresh=math.inf)
+        metrics = None if articles is None else evaluate(
+            articles, predictions, na_probs=null_odds if config.task.version == "2.0" else None,
+            na_prob_thresh=math.inf)
+        return predictions, nbest, null_odds, metrics
+
+    def _beam_answers(self, model, articles, examples, features, config):
+        """`_answers` of the original SQuAD 2.0 head: no answer above the threshold of the best F1 on
+        `articles`, unless null_score_diff_threshold names one."""
+        from albert_tf.tasks.squad_evaluation import evaluate
+
+        outputs = predict_outputs(model, squad.feature_arrays(features, with_positions=False),
+                                  config.predict_batch_size, BEAM_OUTPUTS)
+        answers, nbest, no_answer_scores = squad.postprocess_beam_predictions(
+            examples, features, outputs, n_best_size=config.task.n_best_size,
+            max_answer_length=config.task.max_answer_length)
+        threshold = config.task.null_score_diff_threshold
+        if articles is None:
+            threshold = 0.0 if threshold is None else threshold
+            return squad.decide_no_answer(answers, no_answer_scores, threshold), nbest, no_answer_scores, None
+        # Every question answered, as the original's first pass: what the threshold search starts from.
+        searched = evaluate(articles, answers, na_probs=no_answer_scores, na_prob_thresh=math.inf)
+        if threshold is None:
+            threshold = searched["best_f1_thresh"]
+        predictions = squad.decide_no_answer(answers, no_answer_scores, threshold)
+        at_zero = evaluate(articles, squad.decide_no_answer(answers, no_answer_scores, 0.0))
+        metrics = {**evaluate(articles, predictions), **{key: searched[key] for key in BEST_THRESHOLD_KEYS},
+                   "null_score_diff_threshold": threshold, "exact_at_threshold_0": at_zero["exact"],
+                   "f1_at_threshold_0": at_zero["f1"]}
+        return predictions, nbest, no_answer_scores, metrics
 
     def evaluate(self, model, eval_data, config):
         articles, examples, features = eval_data
-        predictions, _, null_odds = self._answers(model, features, examples, config)
-        return self._score(articles, predictions, null_odds, config)
+        return self._answers(model, articles, examples, features, config)[3]
 
     def best_metric(self, config):
         return "f1"
@@ -143,24 +236,71 @@ class SquadTask(FinetuningTask):
 
     def predict(self, model, tokenizer, config, output_dir):
         articles, examples, features = self._features(config.task.predict_file, tokenizer, config, False, "predict")
-        predictions, nbest, null_odds = self._answers(model, features, examples, config)
+        answered = _answered(examples)
+        predictions, nbest, null_odds, metrics = self._answers(model, articles if answered else None, examples,
+                                                               features, config)
         written = squad.write_predictions(output_dir, predictions, nbest,
                                           null_odds if config.task.version == "2.0" else None)
         print(f"Answered {len(examples)} questions ({len(features)} windows): " + ", ".join(written), flush=True)
-        if not _answered(examples):
+        if not answered:
             print(f"{config.task.predict_file} has questions without answers: not scored.", flush=True)
-            return None, written
-        return self._score(articles, predictions, null_odds, config), written
+            if v2_head(config) == "original" and config.task.null_score_diff_threshold is None:
+                print("No answer where the no-answer score exceeds 0; a threshold tuned on dev (the "
+                      "null_score_diff_threshold of a scored run's eval_results.json) is passed as "
+                      "--null_score_diff_threshold.", flush=True)
+        return metrics, written
 
     def eval_results(self, evaluation, prediction):
         return prediction or evaluation
 
     def summary(self, metrics):
         line = f"EM {metrics['exact']:.2f}, F1 {metrics['f1']:.2f} on {metrics['total']} questions"
-        if "best_f1" in metrics:
+        if "f1_at_threshold_0" in metrics:
+            line += (f" with --null_score_diff_threshold={metrics['null_score_diff_threshold']:.4g} (at 0: EM "
+                     f"{metrics['exact_at_threshold_0']:.2f}, F1 {metrics['f1_at_threshold_0']:.2f})")
+        elif "best_f1" in metrics:
             line += (f" (best F1 {metrics['best_f1']:.2f} with --null_score_diff_threshold="
                      f"{metrics['best_f1_thresh']:.4g})")
         return line
+
+
+def v2_head(config):
+    """The SQuAD 2.0 head a run fine-tunes or evaluates ("original" or "null_score"); None for SQuAD 1.1."""
+    if config.task.version != "2.0":
+        return None
+    return config.task.squad_v2_head or "original"
+
+
+def recorded_v2_head(init_checkpoint):
+    """The head of the SQuAD 2.0 model `init_checkpoint` holds, or None when it holds none (any other model)."""
+    from albert_tf.models.model_dir import model_metadata
+
+    if not init_checkpoint:
+        return None
+    try:
+        metadata = model_metadata(init_checkpoint)
+    except (FileNotFoundError, ValueError):
+        return None  # loading it names the problem
+    if metadata.get("squad_version") != "2.0":
+        return None
+    return {kind: head for head, kind in V2_MODEL_KINDS.items()}.get(metadata["model"])
+
+
+def squad_v2_losses(batch, outputs):
+    """The original SQuAD 2.0 loss of each window, [batch] float32: (CE(start) + CE(end)) / 2, the end's
+    given the gold start, + 0.5 * the sigmoid cross-entropy of cls_logits against is_impossible (1 for a
+    window without the answer, whose start and end are [CLS]). Its batch mean is the original's loss."""
+    import tensorflow as tf
+
+    def picked(log_probs, positions):
+        positions = tf.reshape(tf.cast(positions, tf.int32), [-1, 1])
+        return tf.gather(tf.cast(log_probs, tf.float32), positions, batch_dims=1)[:, 0]
+
+    start_losses = -picked(outputs["start_log_probs"], batch["start_positions"])
+    end_losses = -picked(outputs["end_log_probs"], batch["end_positions"])
+    answerability_losses = tf.nn.sigmoid_cross_entropy_with_logits(
+        labels=tf.cast(batch["is_impossible"], tf.float32), logits=tf.cast(outputs["cls_logits"], tf.float32))
+    return (start_losses + end_losses) / 2.0 + 0.5 * answerability_losses
 
 
 def span_loss(start_positions, end_positions, outputs):

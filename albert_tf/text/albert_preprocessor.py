@@ -17,21 +17,14 @@ a single-segment row:
   preprocessor((["is it good?"], ["a fine film"]))          # one pair: [1, seq_length] each
 
 The ids are those of `AlbertTokenizer` and `albert_tf.text.packing` (the original
-tokenization and pair truncation), computed with TensorFlow and tensorflow-text ops only.
-
-tensorflow-text's SentencePiece op keeps its model in a resource owned by the
-op's kernel. Created eagerly, that kernel lives in TensorFlow's eager kernel
-cache, which `tf.random.set_seed` / `keras.utils.set_random_seed` clear: a
-tokenizer made before the seed is set then fails ("Resource .../_0_SentencepieceOp
-... does not exist"). This layer therefore creates its SentencePiece op inside
-each graph it is traced into (the dataset's map function; a tf.function for
-eager calls), where the op runs again whenever its resource is gone.
+tokenization and pair truncation), computed with TensorFlow and tensorflow-text ops only:
+the tokenizer is `TFAlbertTokenizer`, the one the exported SavedModels use.
 """
 
 import keras
 import tensorflow as tf
 
-from albert_tf.text.albert_tokenizer import AlbertTokenizer, spm_model_path
+from albert_tf.text.albert_tokenizer import spm_model_path
 from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer, config_with_model_proto, constructor_arguments
 from albert_tf.text.tf_packing import encode_text
 
@@ -44,6 +37,7 @@ class AlbertPreprocessor(keras.layers.Layer):
       model_proto: the serialized SentencePiece model (bytes).
       seq_length: length of every output row; longer text is truncated.
       lower_case, keep_accents: the original preprocessing switches.
+      rewrite_quotes: also turn `` and '' into " (Hugging Face's rule; see `AlbertTokenizer`).
 
     `preprocessor(x, y=None, sample_weight=None)`: `x` is a string or a batch of them (a
     list, array or string tensor of rank 1), or a tuple of two such for sentence pairs;
@@ -53,7 +47,7 @@ class AlbertPreprocessor(keras.layers.Layer):
     """
 
     def __init__(self, model_proto: bytes, seq_length: int = 128, lower_case: bool = True,
-                 keep_accents: bool = False, **kwargs):
+                 keep_accents: bool = False, rewrite_quotes: bool = False, **kwargs):
         super().__init__(trainable=False, **kwargs)
         if seq_length < 3:
             raise ValueError(f"seq_length={seq_length}: needs room for [CLS], [SEP] and at least one token")
@@ -61,8 +55,9 @@ class AlbertPreprocessor(keras.layers.Layer):
         self.model_proto = model_proto
         self.lower_case = lower_case
         self.keep_accents = keep_accents
-        # Checks the model (special pieces at ALBERT's ids) now, not at the first trace.
-        self._vocab_size = AlbertTokenizer(model_proto=model_proto).vocab_size
+        self.rewrite_quotes = rewrite_quotes
+        self.tokenizer = TFAlbertTokenizer(model_proto, lower_case=lower_case, keep_accents=keep_accents,
+                                           rewrite_quotes=rewrite_quotes)
         self._encode_eagerly = tf.function(self._encode, reduce_retracing=True)
 
     @classmethod
@@ -84,12 +79,10 @@ class AlbertPreprocessor(keras.layers.Layer):
 
     @property
     def vocab_size(self) -> int:
-        return self._vocab_size
+        return self.tokenizer.vocab_size
 
     def _encode(self, text, text_b):
-        # A tokenizer per traced graph: see the module docstring.
-        tokenizer = TFAlbertTokenizer(self.model_proto, lower_case=self.lower_case, keep_accents=self.keep_accents)
-        return encode_text(tokenizer, text, text_b, self.seq_length)
+        return encode_text(self.tokenizer, text, text_b, self.seq_length)
 
     def __call__(self, x, y=None, sample_weight=None, **kwargs):
         # Keras refuses Python strings as a layer's positional input: they become string tensors first.
@@ -122,7 +115,7 @@ class AlbertPreprocessor(keras.layers.Layer):
 
     def get_config(self):
         config = {**super().get_config(), "seq_length": self.seq_length, "lower_case": self.lower_case,
-                  "keep_accents": self.keep_accents}
+                  "keep_accents": self.keep_accents, "rewrite_quotes": self.rewrite_quotes}
         return config_with_model_proto(config, self.model_proto)
 
     @classmethod

@@ -1,8 +1,8 @@
 """`AlbertTokenizer`: SentencePiece with the original ALBERT preprocessing and ids.
 
->>> tokenizer = AlbertTokenizer("spm.model")            # doctest: +SKIP
->>> tokenizer.tokenize("Pi is 3.14, roughly.")          # doctest: +SKIP
-['▁pi', '▁is', '▁3.14', ',', '▁roughly', '.']
+>>> tokenizer = AlbertTokenizer("30k-clean.model")      # doctest: +SKIP
+>>> tokenizer.tokenize("In 2010, pi was 3.14.")         # doctest: +SKIP
+['▁in', '▁2010', ',', '▁pi', '▁was', '▁3', '.', '14', '.']
 """
 
 import os
@@ -62,8 +62,10 @@ def copy_spm_model(source: str | os.PathLike, destination: str | os.PathLike) ->
         f.write(model_proto)
 
 
-# Pieces the original masking treats as words of their own (`_is_start_piece`).
-_WORD_START_PUNCTUATION = set('!"#$%&"()*+,-./:;?@[\\]^_`{|}~') | {"€", "£"}
+# Pieces the original masking treats as words of their own (`_is_start_piece_sp`). The original also lists
+# "€" and "£", but as UTF-8 bytes, which under Python 3 never equal a character of a piece; they are left
+# out here for the same result: a piece holding either is a start by the last rule of is_word_start_piece.
+_WORD_START_PUNCTUATION = set('!"#$%&"()*+,-./:;?@[\\]^_`{|}~')
 _ENGLISH_LETTERS = set("abcdefghijklmnopqrstuvwxyz")
 
 
@@ -142,7 +144,7 @@ def check_vocabulary_casing(tokenizer, lower_case, vocabulary_name=None, keep_ac
 
 
 def ends_with_digit_comma(piece):
-    """Whether the original re-encodes this piece without its comma (`3.0,` -> `▁3.0` + `,`)."""
+    """Whether the original re-encodes this piece without its comma (`▁2010,` -> `▁2010` + `,`)."""
     return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
 
 
@@ -153,13 +155,15 @@ class AlbertTokenizer:
       spm_model_file: path of a SentencePiece model, or None with `model_proto`.
       model_proto: the serialized model (bytes).
       lower_case, keep_accents: the original preprocessing switches.
+      rewrite_quotes: also turn `` and '' into " (Hugging Face's rule, for models trained with it; the
+        original keeps them, and so does the default).
 
     Raises ValueError if the model's special pieces are not at ALBERT's ids
     (<pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4).
     """
 
     def __init__(self, spm_model_file: str | None = None, model_proto: bytes | None = None, lower_case: bool = True,
-                 keep_accents: bool = False):
+                 keep_accents: bool = False, rewrite_quotes: bool = False):
         if (spm_model_file is None) == (model_proto is None):
             raise ValueError("Pass exactly one of spm_model_file and model_proto")
         if model_proto is None:
@@ -172,6 +176,7 @@ class AlbertTokenizer:
         self.source = spm_model_file or "<model_proto>"
         self.lower_case = lower_case
         self.keep_accents = keep_accents
+        self.rewrite_quotes = rewrite_quotes
         self.sp = sentencepiece.SentencePieceProcessor()
         try:
             self.sp.LoadFromSerializedProto(model_proto)
@@ -191,21 +196,29 @@ class AlbertTokenizer:
         pieces = [self.sp.id_to_piece(i) for i in range(self.vocab_size)]
         self._needs_comma_split = np.array([ends_with_digit_comma(p) for p in pieces], dtype=bool)
         self.word_start_table = np.array([is_word_start_piece(p) for p in pieces], dtype=bool)
-        # Pieces a random replacement may use: not control symbols, not <unk>.
-        self.normal_piece_ids = np.array(
-            [i for i in range(self.vocab_size) if not (self.sp.is_control(i) or self.sp.is_unknown(i))],
-            dtype=np.int32,
-        )
+        # Ids a random replacement (masked-LM data) draws from, uniformly: every id, the special pieces
+        # included, as the original draws from its whole vocabulary.
+        self.random_replacement_ids = np.arange(self.vocab_size, dtype=np.int32)
 
     @property
     def vocab_size(self) -> int:
         return self.sp.get_piece_size()
 
     def preprocess(self, text: str) -> str:
-        return preprocess_text(text, lower_case=self.lower_case, keep_accents=self.keep_accents)
+        return preprocess_text(text, lower_case=self.lower_case, keep_accents=self.keep_accents,
+                               rewrite_quotes=self.rewrite_quotes)
 
     def _split_digit_commas(self, ids):
-        """The original's fix-up: a piece ending in `<digit>,` becomes its prefix pieces + ','."""
+        """The original's fix-up: a piece ending in `<digit>,` becomes its prefix pieces + ','.
+
+        The prefix is re-encoded without '▁', and SentencePiece then puts a '▁' in front of it. When the
+        piece itself had none (it continues a word), that '▁' is dropped here, as the original's code
+        intends. The original run under Python 3 keeps it: its check compares bytes with str and is never
+        true, so a mid-word piece gains a word start and the text a space (with a small vocabulary, `2010,`
+        becomes `▁2 0 ▁ 10 ,`, which decodes as "20 10,"; here `▁2 0 10 ,`). Google's 30k-clean.model has
+        no such piece (its 141 `<digit>,` pieces all begin with '▁'), so the two agree on it; they differ
+        only on other vocabularies. The in-graph tokenizer drops it too.
+        """
         result = []
         for token_id in ids:
             if not self._needs_comma_split[token_id]:

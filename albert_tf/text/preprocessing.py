@@ -1,10 +1,16 @@
 """The original ALBERT text preprocessing, and the character classes it depends on.
 
 Order matters and follows the original `preprocess_text`: collapse whitespace,
-turn ``` `` ``` and `''` into `"`, strip accents (NFKD, then drop combining
-marks), lowercase. The in-graph tokenizer builds its regular expressions from
-the same character sets (computed here from Python's Unicode database), so both
-paths agree on every character, not only on ASCII.
+strip accents (NFKD, then drop combining marks), lowercase. The original leaves
+``` `` ``` and `''` as they are; Hugging Face's ALBERT tokenizer (after XLNet's)
+turns each into `"` right after the whitespace step, which `rewrite_quotes`
+adds for models trained that way (a model directory records which rule its
+text followed: albert_tf.models.preprocessing_contract). The in-graph tokenizer
+runs these functions on every character to build its normalization map
+(albert_tf.text.albert_normalization), and what uses regular expressions
+instead (SQuAD serving's in-graph offsets, the Hugging Face tokenizer.json)
+builds them from the same character sets (computed here from Python's Unicode
+database), so all of them agree on every character, not only on ASCII.
 """
 
 import functools
@@ -64,11 +70,12 @@ def strip_accents(text):
     return unicodedata.normalize("NFKD", text).translate(_drop_combining_table())
 
 
-def preprocess_text(text, lower_case=True, keep_accents=False, remove_space=True):
-    """The original ALBERT preprocessing of one string."""
+def preprocess_text(text, lower_case=True, keep_accents=False, remove_space=True, rewrite_quotes=False):
+    """The original ALBERT preprocessing of one string; `rewrite_quotes` adds Hugging Face's `` / '' -> "."""
     if remove_space:
         text = " ".join(text.strip().split())
-    text = text.replace("``", '"').replace("''", '"')
+    if rewrite_quotes:
+        text = text.replace("``", '"').replace("''", '"')
     if not keep_accents:
         text = strip_accents(text)
     if lower_case:

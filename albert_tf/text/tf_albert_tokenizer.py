@@ -1,28 +1,34 @@
 """`TFAlbertTokenizer`: the Python tokenizer's ids, computed in-graph with tensorflow-text.
 
-Exported serving and preprocessing SavedModels take raw strings; this layer
-reproduces `AlbertTokenizer` exactly with TF and tensorflow-text ops only (no
-Python functions in the graph), which TF Serving can run:
+Every raw-text entry point that runs in a graph (the exported preprocessing and
+serving SavedModels, their warm-up requests, `AlbertPreprocessor` in `tf.data`)
+tokenizes with this layer, in two steps:
 
-  1. whitespace collapsed on the characters `str.split()` splits on;
-  2. ``` `` ``` and `''` -> `"`;
-  3. NFKD, then the combining marks Python's unicodedata knows are dropped;
-  4. `tf.strings.lower` (Unicode-aware, matches `str.lower`);
-  5. SentencePiece;
-  6. pieces ending in `<digit>,` re-encoded without the comma, comma appended.
+  1. tensorflow-text's `FastSentencepieceTokenizer` on a copy of the model whose
+     normalization is ALBERT's preprocessing followed by the model's own
+     (`albert_tf.text.albert_normalization`): whitespace collapsed, quotes
+     rewritten where the model's record says so, accents stripped unless
+     keep_accents, lowercased unless cased, then the unigram search;
+  2. the original's fix-up of pieces that end in `<digit>,` (`▁2010,` -> `▁2010`
+     `,`), as a table: for each piece id, the ids it becomes, gathered.
 
-The character classes of steps 1, 3 and 6 are generated from Python's Unicode
-database by `albert_tf.text.preprocessing`, so both paths agree beyond ASCII.
+The ids are `AlbertTokenizer`'s (tests compare them on every paragraph of the shared
+corpus and on a Unicode fuzz set); the few contexts a character map cannot see (some
+of a capital sigma's, a combining mark between two characters that compose) are
+listed in `albert_normalization`. The tokenize op needs no resource and no Python:
+TF Serving runs it (tensorflow-text registers it), and TensorFlow Lite converts it
+as tensorflow-text's custom op, the table lookups as builtin ops.
 """
 
 import base64
 
 import keras
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.text.albert_tokenizer import SPIECE_UNDERLINE, AlbertTokenizer
-from albert_tf.text.preprocessing import combining_codepoints, re2_class, whitespace_codepoints
+from albert_tf.text.albert_normalization import albert_model_proto
+from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
 
 def config_with_model_proto(config, model_proto):
@@ -37,88 +43,68 @@ def constructor_arguments(config):
     return arguments
 
 
+def digit_comma_table(python_tokenizer):
+    """int32 [vocab_size, K]: row i holds the ids that piece i becomes, padded with -1 (K: the longest).
+
+    A piece becomes itself but for the pieces the original re-encodes (`AlbertTokenizer._split_digit_commas`,
+    which a piece's own text alone decides)."""
+    replacements = [python_tokenizer._split_digit_commas([piece_id]) if needs else [piece_id]
+                    for piece_id, needs in enumerate(python_tokenizer._needs_comma_split)]
+    width = max(map(len, replacements))
+    table = np.full([len(replacements), width], -1, np.int32)
+    for piece_id, ids in enumerate(replacements):
+        table[piece_id, :len(ids)] = ids
+    return table
+
+
 class TFAlbertTokenizer(keras.layers.Layer):
-    """Raw strings [batch] -> ragged int32 ids [batch, (tokens)].
+    """Raw strings [batch] -> ragged int32 ids [batch, (tokens)], row splits int64.
 
     Args:
       model_proto: the serialized SentencePiece model (bytes).
-      lower_case, keep_accents: as in `AlbertTokenizer`.
+      lower_case, keep_accents, rewrite_quotes: as in `AlbertTokenizer`.
+
+    Raises ValueError for a model that is not an ALBERT vocabulary (`AlbertTokenizer`'s check) or that the
+    fast op cannot run (`albert_model_proto`).
     """
 
-    def __init__(self, model_proto: bytes, lower_case: bool = True, keep_accents: bool = False, **kwargs):
+    def __init__(self, model_proto: bytes, lower_case: bool = True, keep_accents: bool = False,
+                 rewrite_quotes: bool = False, **kwargs):
         super().__init__(trainable=False, **kwargs)
-        python_tokenizer = AlbertTokenizer(model_proto=model_proto, lower_case=lower_case, keep_accents=keep_accents)
+        python_tokenizer = AlbertTokenizer(model_proto=model_proto, lower_case=lower_case, keep_accents=keep_accents,
+                                           rewrite_quotes=rewrite_quotes)
         self.lower_case = lower_case
         self.keep_accents = keep_accents
+        self.rewrite_quotes = rewrite_quotes
         self.vocab_size = python_tokenizer.vocab_size
-        self.sentencepiece = tf_text.SentencepieceTokenizer(model=model_proto, out_type=tf.int32)
-        self._needs_comma_split = tf.constant(python_tokenizer._needs_comma_split)
-        self._comma_id = python_tokenizer.piece_to_id(",")
-        self._whitespace_run = re2_class(whitespace_codepoints()) + "+"
-        self._combining = re2_class(combining_codepoints())
-        self._model_proto = model_proto
-
-    def preprocess(self, texts):
-        texts = tf.strings.regex_replace(texts, self._whitespace_run, " ")
-        texts = tf.strings.regex_replace(texts, "^ | $", "")
-        texts = tf.strings.regex_replace(texts, "``|''", '"')
-        if not self.keep_accents:
-            texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFKD"), self._combining, "")
-        if self.lower_case:
-            texts = tf.strings.lower(texts, encoding="utf-8")
-        return texts
+        self.model_proto = model_proto
+        self.sentencepiece = tf_text.FastSentencepieceTokenizer(
+            albert_model_proto(model_proto, lower_case, keep_accents, rewrite_quotes))
+        table = digit_comma_table(python_tokenizer)
+        self._replacements = tf.constant(table)
+        self._replacement_lengths = tf.constant((table >= 0).sum(axis=1, dtype=np.int64))
+        self.built = True  # no weights: nothing to build
 
     def call(self, texts):
-        texts = tf.convert_to_tensor(texts, dtype=tf.string)
-        ids = self.sentencepiece.tokenize(self.preprocess(texts))
-        return self.split_digit_commas(ids)
+        ids = self.sentencepiece.tokenize(tf.convert_to_tensor(texts, dtype=tf.string))
+        return self.split_digit_commas(ids.with_row_splits_dtype(tf.int64))
 
     def split_digit_commas(self, ids):
-        """The original's fix-up of SentencePiece ids, with ragged ops: `3.0,` -> `▁3.0`, `,`.
+        """The original's fix-up of SentencePiece ids [batch, (pieces)], by the table: `3.0,` -> `▁3.0`, `,`.
 
         Public for callers that tokenize with SentencePiece themselves (in-graph offsets)."""
         flat = ids.flat_values
-        needs = tf.gather(self._needs_comma_split, flat)
-        where = tf.where(needs)[:, 0]
-        pieces = self.sentencepiece.id_to_string(tf.gather(flat, where))
-        prefixes = tf.strings.regex_replace(pieces, ",$", "")  # every such piece ends in the comma
-        sub_ids = self.sentencepiece.tokenize(tf.strings.regex_replace(prefixes, SPIECE_UNDERLINE, ""))
-        sub_ids = self._fix_leading_underline(pieces, sub_ids)
-        comma = tf.fill([tf.shape(where)[0], 1], self._comma_id)
-        replacements = tf.concat([sub_ids, tf.RaggedTensor.from_tensor(comma)], axis=1)
-
-        count = tf.shape(flat, out_type=tf.int64)[0]
-        replacement_lengths = tf.scatter_nd(where[:, None], replacements.row_lengths(), [count])
-        expanded = tf.RaggedTensor.from_row_lengths(replacements.flat_values, replacement_lengths)
-        kept = tf.RaggedTensor.from_row_lengths(
-            tf.boolean_mask(flat, ~needs), tf.cast(~needs, tf.int64)
-        )
-        per_token = tf.concat([expanded, kept], axis=1)  # each token: its replacement, or itself
-        return tf.RaggedTensor.from_row_splits(per_token, ids.row_splits).merge_dims(1, 2)
-
-    def _fix_leading_underline(self, pieces, sub_ids):
-        """If the piece did not start a word but its re-encoding does, drop that '▁'."""
-        first_ids = sub_ids[:, :1].to_tensor(default_value=0, shape=[None, 1])[:, 0]
-        first = self.sentencepiece.id_to_string(first_ids)
-        has_first = sub_ids.row_lengths() > 0
-        fix = (
-            has_first
-            & ~tf.strings.regex_full_match(pieces, SPIECE_UNDERLINE + ".*")
-            & tf.strings.regex_full_match(first, SPIECE_UNDERLINE + ".*")
-        )
-        stripped = tf.strings.regex_replace(first, "^" + SPIECE_UNDERLINE, "")
-        drop_first = fix & tf.equal(stripped, "")
-        replaced_first = tf.where(fix & ~drop_first, self.sentencepiece.string_to_id(stripped), first_ids)
-        rest = sub_ids[:, 1:]
-        first_column = tf.RaggedTensor.from_row_lengths(
-            tf.boolean_mask(replaced_first, has_first & ~drop_first),
-            tf.cast(has_first & ~drop_first, tf.int64),
-        )
-        return tf.concat([first_column, rest], axis=1)
+        lengths = tf.gather(self._replacement_lengths, flat)
+        replacements = tf.gather(self._replacements, flat)
+        width = tf.shape(replacements, out_type=tf.int64)[1]
+        kept = tf.boolean_mask(replacements, tf.range(width)[None, :] < lengths[:, None])
+        ends = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(lengths)], axis=0)
+        return tf.RaggedTensor.from_row_splits(kept, tf.gather(ends, ids.row_splits), validate=False)
 
     def get_config(self):
-        config = {**super().get_config(), "lower_case": self.lower_case, "keep_accents": self.keep_accents}
-        return config_with_model_proto(config, self._model_proto)
+        config = {**super().get_config(), "lower_case": self.lower_case, "keep_accents": self.keep_accents,
+                  "rewrite_quotes": self.rewrite_quotes}
+        return config_with_model_proto(config, self.model_proto)
 
     @classmethod
     def from_config(cls, config):

@@ -10,7 +10,8 @@
                       best_dir=best_dir, strategy=strategy)
 
 - `arrays`: dict of equal-length numpy arrays: the three encoder inputs (the
-  model gets only those) plus what the loss reads; shuffled with `seed`,
+  model gets only those and the rest of its `TRAINING_INPUTS`, such as the
+  SQuAD 2.0 head's gold start) plus what the loss reads; shuffled with `seed`,
   repeated as needed, in global batches of `train_batch_size`: every replica
   takes its slice of each, so N replicas (and K accumulation micro-batches)
   train on exactly the batches of one device (`albert_tf.training.trainer`).
@@ -114,7 +115,8 @@ def finetune(model, arrays, example_losses, settings, checkpoint_dir, kind, meta
                                      weight_decay_rate=0.01, clipnorm=1.0, gradients_are_aggregated=True)
         if keras.mixed_precision.global_policy().name == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-        trainer = Trainer(strategy, model, optimizer, FinetuningObjective(example_losses), settings.train_batch_size,
+        objective = FinetuningObjective(example_losses, model.TRAINING_INPUTS)
+        trainer = Trainer(strategy, model, optimizer, objective, settings.train_batch_size,
                           settings.gradient_accumulation_steps, jit_compile=settings.jit_compile,
                           variables=variables, input_is_global=True)
     checkpoint = training_checkpoint(model, optimizer=optimizer, step=trainer.step)

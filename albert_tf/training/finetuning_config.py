@@ -33,6 +33,7 @@ class FinetuningConfig(DistributionConfig):
     spm_model_file: str | None = None
     do_lower_case: bool | None = None
     keep_accents: bool | None = None
+    rewrite_quotes: bool | None = None
     max_seq_length: int | None = None
     force: bool = False
     do_train: bool = False
@@ -46,7 +47,7 @@ class FinetuningConfig(DistributionConfig):
     num_train_epochs: float | None = None
     num_warmup_steps: int | None = None
     warmup_proportion: float | None = None
-    save_checkpoints_steps: int = 1000
+    save_checkpoints_steps: int | None = None  # None: the task recipe's
     keep_checkpoint_max: int | None = None  # None: the task's
     seed: int = 12345
     overwrite: bool = False

@@ -46,11 +46,14 @@ def define_flags(task, define_task_flags):
                       "training text was (lowercase when it records nothing); another casing needs --force.")
     flags.DEFINE_bool("keep_accents", None, "Keep the input's accents. Default: as --init_checkpoint records (the "
                       "original strips them); the other needs --force.")
+    flags.DEFINE_bool("rewrite_quotes", None, "Turn `` and '' into \" before tokenizing (Hugging Face's rule). "
+                      "Default: as --init_checkpoint records (true for models converted from Hugging Face), else the "
+                      "original's rule, which keeps them; against the record it needs --force.")
     flags.DEFINE_integer("max_seq_length", None, f"Tokens per sequence. Default: {task.max_seq_length} (the "
                          "original's), or the length --init_checkpoint records when that is shorter; longer than the "
                          "recorded length works with a warning, beyond max_position_embeddings not at all.")
-    flags.DEFINE_bool("force", default("force"), "Fine-tune with a --do_lower_case or --keep_accents that contradicts "
-                      "--init_checkpoint's record.")
+    flags.DEFINE_bool("force", default("force"), "Fine-tune with a --do_lower_case, --keep_accents or "
+                      "--rewrite_quotes that contradicts --init_checkpoint's record.")
     flags.DEFINE_bool("do_train", default("do_train"), "Fine-tune on the training data.")
     flags.DEFINE_bool("do_eval", default("do_eval"), task.do_eval_help)
     flags.DEFINE_bool("do_predict", default("do_predict"), task.do_predict_help)
@@ -70,7 +73,9 @@ def define_flags(task, define_task_flags):
     flags.DEFINE_float("warmup_proportion", None, "Fraction of the steps with a linear warmup from 0, when "
                        f"--num_warmup_steps is not set; the rate then decays linearly to 0. {note}")
     flags.DEFINE_integer("save_checkpoints_steps", default("save_checkpoints_steps"),
-                         "Checkpoint (and evaluate) every this many steps.")
+                         "Checkpoint (and evaluate, keeping the best on dev) every this many steps. Default: the "
+                         "task's recipe, the original's interval (GLUE and RACE 100, QNLI 200, SQuAD 5000: there "
+                         "only the final checkpoint on the real data).")
     flags.DEFINE_integer("keep_checkpoint_max", task.keep_checkpoint_max, "Training checkpoints kept (default "
                          f"{task.keep_checkpoint_max}); the best is kept apart in OUTPUT_DIR/best.")
     flags.DEFINE_integer("seed", default("seed"), "Seed of the head's initialization (and of the encoder for a random "

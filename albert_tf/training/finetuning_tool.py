@@ -16,7 +16,8 @@ the same for every task:
   already fine-tuned for this task keeps its head and trains on; without
   init_checkpoint, a random start from albert_config.
 - The SentencePiece model: spm_model_file, else the one stored with the checkpoint.
-- Steps: num_train_steps, else num_train_epochs over the training rows, else
+- Steps: num_train_steps, else num_train_epochs over the training rows (what
+  the task counts as an epoch: SQuAD's questions, as the original), else
   the recipe's epochs (a recipe's step count, set for the task's real training
   set, scaled to these rows and this batch); warmup: num_warmup_steps, else
   warmup_proportion, else the recipe's share of the steps. A plan of more than
@@ -54,18 +55,19 @@ MANY_EPOCHS = 50
 
 def checked_config(task, config):
     """`config` checked (SettingError naming the setting), with the casing and length the starting model
-    records filled in; then the task's own checks."""
+    records filled in; then the task's own checks, and its settings filled in from that record."""
     config.check()
     if config.keep_checkpoint_max is None:
         config = dataclasses.replace(config, keep_checkpoint_max=task.keep_checkpoint_max)
     config = resolve_preprocessing_settings(task, config)
     task.validate(config)
-    return config
+    return task.resolve(config)
 
 
 def resolve_preprocessing_settings(task, config):
-    """`config` with do_lower_case and max_seq_length from the starting model's record where it leaves them
-    out; contradictions refused (albert_tf.models.preprocessing_contract)."""
+    """`config` with do_lower_case, keep_accents, rewrite_quotes and max_seq_length from the starting model's
+    record where it leaves them out; contradictions refused (albert_tf.models.preprocessing_contract). A random
+    start records nothing: the quotes follow the original's rule unless rewrite_quotes says otherwise."""
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.models.model_dir import model_metadata
     from albert_tf.models.preprocessing_contract import resolve_preprocessing
@@ -77,7 +79,8 @@ def resolve_preprocessing_settings(task, config):
             # Unreadable: loading it names the problem, after the settings' own checks have had their say.
             return dataclasses.replace(config, max_seq_length=config.max_seq_length or task.max_seq_length,
                                        do_lower_case=True if config.do_lower_case is None else config.do_lower_case,
-                                       keep_accents=bool(config.keep_accents))
+                                       keep_accents=bool(config.keep_accents),
+                                       rewrite_quotes=bool(config.rewrite_quotes))
     else:
         model_config = AlbertConfig.from_name_or_path(config.albert_config)
         metadata, source = {"albert_config": model_config.to_dict()}, f"albert_config={config.albert_config}"
@@ -85,22 +88,30 @@ def resolve_preprocessing_settings(task, config):
     recorded = metadata.get("max_seq_length")
     if length is None and recorded:
         length = min(task.max_seq_length, recorded)  # the task's length, never beyond what the model was trained at
+    # A random start has no record to take the quote rule from: the setting, or the original's rule, silently.
+    rewrite_quotes = config.rewrite_quotes if config.init_checkpoint else bool(config.rewrite_quotes)
     preprocessing = resolve_preprocessing(metadata, config.do_lower_case, length, task.max_seq_length, config.force,
-                                          source, keep_accents=config.keep_accents)
+                                          source, keep_accents=config.keep_accents, rewrite_quotes=rewrite_quotes)
     for warning in preprocessing.warnings:
         print(f"Warning: {warning}.", flush=True)
     return dataclasses.replace(config, do_lower_case=preprocessing.lower_case,
-                               keep_accents=preprocessing.keep_accents, max_seq_length=preprocessing.max_seq_length)
+                               keep_accents=preprocessing.keep_accents, rewrite_quotes=preprocessing.rewrite_quotes,
+                               max_seq_length=preprocessing.max_seq_length)
 
 
-def training_schedule(recipe, num_rows, config):
-    """(learning rate, batch size, steps, warmup steps) from the config, the task's recipe filling what is unset."""
+def training_schedule(recipe, num_rows, config, epoch_steps=None):
+    """(learning rate, batch size, steps, warmup steps) from the config, the task's recipe filling what is unset.
+
+    `epoch_steps(num_rows, epochs, batch_size)`: the steps of a number of epochs (the task's
+    `FinetuningTask.epoch_steps`); default: the rows' share of the batches, rounded up."""
     learning_rate = config.learning_rate or recipe.learning_rate
     batch_size = config.train_batch_size or recipe.train_batch_size
     if config.num_train_steps:
         steps = config.num_train_steps
     elif config.num_train_epochs or not recipe.num_train_steps:
-        steps = max(1, math.ceil(num_rows * (config.num_train_epochs or recipe.num_train_epochs) / batch_size))
+        epochs = config.num_train_epochs or recipe.num_train_epochs
+        steps = (epoch_steps(num_rows, epochs, batch_size) if epoch_steps else
+                 max(1, math.ceil(num_rows * epochs / batch_size)))
     else:
         # The epochs the recipe's steps make of the task's real training set, over these rows at this batch;
         # in integers, so that the real data at the recipe's batch gets exactly the recipe's steps.
@@ -144,8 +155,8 @@ def starting_model(task, config):
     init = config.init_checkpoint
     if init and not exported_encoder_dir(init):
         metadata = read_metadata(resolve_checkpoint(init)[0])
-        if metadata["model"] == task.model_kind and metadata.get("task_name") == task.task_name(config):
-            print(f"Continuing to fine-tune the {task.model_kind} of {init} with its head.", flush=True)
+        if metadata["model"] == task.kind(config) and metadata.get("task_name") == task.task_name(config):
+            print(f"Continuing to fine-tune the {task.kind(config)} of {init} with its head.", flush=True)
             return load_model(init)[0]
     return task.build_model(starting_encoder(init, config.albert_config, config.seed), config)
 
@@ -249,17 +260,19 @@ def _run(task, config, strategy, chief=True):
     from albert_tf.training import TrainingDivergedError
     from albert_tf.training.finetuning import FinetuningSettings, finetune, model_for_evaluation, report_best
     from albert_tf.training.run_directory import (RUN_CONFIG_FILE, foreign_outputs, next_record, read_run_config,
-                                                  resume_conflicts, run_outputs)
+                                                  refuse_another_tools_directory, resume_conflicts, run_outputs)
     from albert_tf.training.training_loop import PREEMPTED_EXIT_CODE
 
     output_dir = config.output_dir
     # Everything is read and checked before anything in output_dir changes.
     spm = find_spm_model(config.init_checkpoint, config.spm_model_file)
     check_vocabulary(spm, config)
-    tokenizer = AlbertTokenizer(spm, lower_case=config.do_lower_case, keep_accents=config.keep_accents)
+    tokenizer = AlbertTokenizer(spm, lower_case=config.do_lower_case, keep_accents=config.keep_accents,
+                                rewrite_quotes=config.rewrite_quotes)
     eval_data = task.read_eval(tokenizer, config) if config.do_eval else None
     # The chief checks the directory; the other workers write nothing there (and might read it mid-write).
     record = read_run_config(output_dir) if chief else None
+    refuse_another_tools_directory(output_dir, record, task.tool)
     names = output_names(task, config)
     foreign = foreign_outputs(output_dir, names, record) if chief else []
     if foreign:
@@ -271,15 +284,18 @@ def _run(task, config, strategy, chief=True):
             model = starting_model(task, config)
         check_fits(model, tokenizer, config)
         train = task.read_train(tokenizer, config)
-        rows = len(next(iter(train.values())))
-        learning_rate, batch_size, steps, warmup = training_schedule(task.recipe(config), rows, config)
+        rows, rows_unit = task.epoch_size(train, config)
+        learning_rate, batch_size, steps, warmup = training_schedule(task.recipe(config), rows, config,
+                                                                     task.epoch_steps)
         check_batch_fits(batch_size, strategy, config)
         training = {"task": task.title(config), "albert_config": model.albert_config.to_dict(),
                     "train_data_sha256": arrays_sha256(train), "spm_model_sha256": file_sha256(spm),
                     "do_lower_case": config.do_lower_case, "keep_accents": config.keep_accents,
-                    "max_seq_length": config.max_seq_length,
+                    "rewrite_quotes": config.rewrite_quotes, "max_seq_length": config.max_seq_length,
                     "train_batch_size": batch_size, "learning_rate": learning_rate, "num_train_steps": steps,
-                    "num_warmup_steps": warmup, "seed": config.seed}
+                    "num_warmup_steps": warmup, "seed": config.seed, "mixed_precision": config.mixed_precision,
+                    "gradient_accumulation_steps": config.gradient_accumulation_steps,
+                    **({"dropout": config.task.dropout} if hasattr(config.task, "dropout") else {})}
         resuming = not config.overwrite and checkpoints_newest_first(os.path.join(output_dir, CHECKPOINT_SUBDIR))
         conflicts = resume_conflicts(record, training) if resuming and record else []
         if conflicts:
@@ -301,15 +317,16 @@ def _run(task, config, strategy, chief=True):
         best_dir = os.path.join(run_dir, BEST_SUBDIR)
         best_metric = task.best_metric(config)
         if config.do_train:
-            warning = many_epochs_warning(rows, batch_size, steps, config, task.unit)
+            warning = many_epochs_warning(rows, batch_size, steps, config, rows_unit)
             if warning:
                 print(warning, flush=True)
-            print(f"Fine-tuning on {rows:,} {task.unit.lower()}: {steps} steps of batch {batch_size} "
+            print(f"Fine-tuning on {rows:,} {rows_unit.lower()}: {steps} steps of batch {batch_size} "
                   f"({_number(steps * batch_size / rows)} epochs), lr {learning_rate:g}, {warmup} warmup steps.",
                   flush=True)
             settings = FinetuningSettings(
                 num_train_steps=steps, train_batch_size=batch_size, learning_rate=learning_rate,
-                num_warmup_steps=warmup, save_checkpoints_steps=config.save_checkpoints_steps,
+                num_warmup_steps=warmup,
+                save_checkpoints_steps=config.save_checkpoints_steps or task.recipe(config).save_checkpoints_steps,
                 keep_checkpoint_max=config.keep_checkpoint_max, seed=config.seed,
                 gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile,
                 iterations_per_loop=config.iterations_per_loop, max_seconds_per_loop=config.max_seconds_per_loop)
@@ -318,9 +335,9 @@ def _run(task, config, strategy, chief=True):
             try:
                 result = finetune(
                     model, train, task.example_losses, settings, os.path.join(run_dir, CHECKPOINT_SUBDIR),
-                    task.model_kind,
+                    task.kind(config),
                     metadata={**task.metadata(config), "train_steps": steps, "lower_case": config.do_lower_case,
-                              "keep_accents": config.keep_accents},
+                              "keep_accents": config.keep_accents, "rewrite_quotes": config.rewrite_quotes},
                     evaluate=(lambda m: task.evaluate(m, eval_data, config)) if config.do_eval else None,
                     best_metric=best_metric if config.do_eval else None, best_dir=best_dir, spm_model_file=spm,
                     variables=task.trainable_variables(model), summary_dir=run_dir, strategy=strategy, chief=chief,
@@ -338,7 +355,7 @@ def _run(task, config, strategy, chief=True):
             summary.append(f"fine-tuned for {steps} steps (the last model: {last_model})")
         with strategy.scope():  # evaluation and prediction spread over the replicas too
             if config.do_eval or config.do_predict:
-                model = model_for_evaluation(best_dir, model, config.init_checkpoint, task.model_kind,
+                model = model_for_evaluation(best_dir, model, config.init_checkpoint, task.kind(config),
                                              task_name=task.task_name(config))
                 check_fits(model, tokenizer, config)
             evaluation = task.evaluate(model, eval_data, config) if config.do_eval else None

@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from albert_tf.models import model_dir
 from albert_tf.models.model_dir import build_model, copy_weights, read_metadata, resolve_checkpoint, restore_weights
+from albert_tf.models.preprocessing_contract import recorded_rewrite_quotes
 from albert_tf.data import pretraining_dataset as data
 from albert_tf.data.dynamic_instances import EpochInstanceMaker, make_dynamic_dataset
 from albert_tf.data.pretraining_data_job import DOCUMENTS_FORMAT, CreationConfig
@@ -45,6 +46,7 @@ from albert_tf.training.distribution_config import PRECISIONS
 from albert_tf.training.divergence import rerun_advice
 from albert_tf.training.pretraining_config import PAPER_TRAIN_STEPS, PAPER_WARMUP_STEPS
 from albert_tf.training.random_state import restore_training_checkpoint, training_checkpoint
+from albert_tf.training.run_directory import PRETRAINING_TOOL, refuse_another_tools_directory
 from albert_tf.tasks.pretraining_losses import SUM_KEYS, PretrainingObjective, metrics_from_sums
 from albert_tf.training.learning_phase import TREND_EVALUATIONS, Phase, learning_phase
 from albert_tf.training.strategies import worker_layout
@@ -80,7 +82,7 @@ class TrainingData(typing.NamedTuple):
 
 
 def _run_config(settings, config, training_data):
-    run_config = {name: getattr(settings, name) for name in _RESUME_INVARIANTS}
+    run_config = {"tool": PRETRAINING_TOOL, **{name: getattr(settings, name) for name in _RESUME_INVARIANTS}}
     if not training_data.is_documents:
         run_config["input_mixed_documents"] = None  # the order of static instances does not depend on it
     # The resolved model config, not the flag's string: a JSON edited in place between runs
@@ -134,8 +136,21 @@ def _check_or_write_run_config(settings, output_dir, resuming, chief, config, tr
                 f"{len(current['input_files'])} now), and the saved input position is a position in those files. "
                 "Resume with the same <input_file> at the same path, or continue training on the new data in a "
                 f"new <output_dir> with <init_checkpoint>={output_dir}")
+        _say_schedule_changes(previous.get("config") or {}, settings)
     elif chief:
         write_json(path, current)
+
+
+# Settings a resumed run may change (the schedule and the arithmetic go on from the checkpoint's step),
+# said in one line each so that a changed flag is never taken silently.
+_NOTED_ON_RESUME = ("learning_rate", "num_train_steps", "num_warmup_steps", "mixed_precision")
+
+
+def _say_schedule_changes(previous_config, settings):
+    for name in _NOTED_ON_RESUME:
+        if name in previous_config and previous_config[name] != getattr(settings, name):
+            print(f"Note: resuming with {name}={getattr(settings, name)}; the checkpoints were made with "
+                  f"{previous_config[name]}: from the resumed step on the run follows the new value.", flush=True)
 
 
 def _check_spm_model_file(settings, output_dir, resuming):
@@ -149,10 +164,11 @@ def _check_spm_model_file(settings, output_dir, resuming):
 
 
 def _write_model_metadata(settings, output_dir, config, training_data):
-    # The preprocessing contract (albert_tf.models.preprocessing_contract): the length, and the casing the
-    # data was made with (data without metadata, such as the original script's, records none).
+    # The preprocessing contract (albert_tf.models.preprocessing_contract): the length, and the casing and
+    # quote rule the data was made with (data without metadata, such as the original script's, records none).
     data_config = training_data.metadata["config"] if training_data.metadata else None
-    casing = ({"lower_case": data_config["lower_case"], "keep_accents": data_config.get("keep_accents", False)}
+    casing = ({"lower_case": data_config["lower_case"], "keep_accents": data_config.get("keep_accents", False),
+               "rewrite_quotes": recorded_rewrite_quotes(data_config, f"the data {settings.input_file}")}
               if data_config else {})
     model_dir.write_metadata(output_dir, "pretrainer", config, max_seq_length=settings.max_seq_length,
                              max_predictions_per_seq=settings.max_predictions_per_seq, **casing)
@@ -207,6 +223,7 @@ def run(settings):
     from albert_tf.training.strategies import is_chief
 
     settings = _with_warmup_steps(settings.check())
+    _refuse_another_tools_directory(settings.output_dir)
     config = _model_config(settings)
     train_files = data.expand_data_files(settings.input_file)
     if settings.max_seq_length is None or settings.max_predictions_per_seq is None:
@@ -219,7 +236,7 @@ def run(settings):
     if training_data.is_documents and not settings.spm_model_file:
         raise SettingError(f"{settings.input_file} holds tokenized documents, made into instances while training: "
                            "pass <spm_model_file>, the SentencePiece model the data was made with (its word "
-                           "boundaries and ordinary pieces drive the masking)")
+                           "boundaries and vocabulary drive the masking)")
     eval_files = []
     if settings.do_eval or settings.eval_every_steps:
         eval_files = data.expand_data_files(settings.eval_input_file)
@@ -240,6 +257,20 @@ def run(settings):
     # One run per output directory: a second one would overwrite the first one's checkpoints.
     with exclusive_directory_lock(output_dir, "run_pretraining") if chief else contextlib.nullcontext():
         return train_and_evaluate(settings, config, strategy, chief, output_dir, training_data, eval_files)
+
+
+def _refuse_another_tools_directory(output_dir):
+    """Before anything is read or written: an output directory another tool's run (a fine-tuned model, say)
+    records as its own is refused, its record untouched."""
+    path = os.path.join(output_dir, RUN_CONFIG_FILE)
+    if not tf.io.gfile.exists(path):
+        return
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            record = json.load(f)
+    except ValueError as error:
+        raise SettingError(f"{path}: not valid JSON ({error}); restore it, or choose another <output_dir>") from None
+    refuse_another_tools_directory(output_dir, record if isinstance(record, dict) else None, PRETRAINING_TOOL)
 
 
 def _with_warmup_steps(settings):
@@ -366,9 +397,11 @@ def _worker_dataset(settings, strategy, training_data):
               + (f"{settings.input_processes} builder processes." if settings.input_processes
                  else f"{settings.input_workers} input threads."), flush=True)
         tokenizer = AlbertTokenizer(settings.spm_model_file, lower_case=metadata["config"]["lower_case"],
-                                    keep_accents=metadata["config"].get("keep_accents", False))
+                                    keep_accents=metadata["config"].get("keep_accents", False),
+                                    rewrite_quotes=metadata["config"].get("rewrite_quotes", False))
         maker = EpochInstanceMaker(CreationConfig.from_json(metadata["config"]), tokenizer.word_start_table,
-                                   tokenizer.normal_piece_ids, settings.seed, processes=settings.input_processes)
+                                   tokenizer.random_replacement_ids, settings.seed,
+                                   processes=settings.input_processes)
         return make_dynamic_dataset(train_files, settings.train_batch_size // workers, maker, settings.seed,
                                     input_context=context if workers > 1 else None,
                                     shuffle_buffer=settings.shuffle_buffer_size, num_workers=settings.input_workers,

@@ -118,7 +118,9 @@ def main(argv=None):
                         help="windows per step")
     parser.add_argument("--learning_rate", type=float, default=None, help="default: run_squad's (5e-5 for v1.1)")
     parser.add_argument("--num_train_epochs", type=float, default=2.0,
-                        help="passes over the training windows")
+                        help="epochs as run_squad counts them: int(questions / batch x epochs) steps, as the "
+                        "original (the recorded run, made when they counted windows, trained 1736 steps: "
+                        "--max_steps=1736 repeats it)")
     parser.add_argument("--max_steps", type=int, default=None, help="train this many steps instead of epochs")
     parser.add_argument("--save_checkpoints_steps", type=int, default=1000,
                         help="a checkpoint every N steps")

@@ -90,8 +90,8 @@ def glue_runs(task, args, seed, env, data, config_file, spm, starts, stored_only
 def squad_runs(args, seed, env, files, starts):
     settings = types.SimpleNamespace(max_seq_length=args.max_seq_length, doc_stride=args.max_seq_length // 2,
                                      max_query_length=args.max_seq_length // 3, train_batch_size=args.batch_size,
-                                     seed=seed, save_checkpoints_steps=100_000, max_steps=None,
-                                     num_train_epochs=args.squad_epochs, learning_rate=args.squad_learning_rate)
+                                     seed=seed, save_checkpoints_steps=100_000, max_steps=args.squad_steps,
+                                     num_train_epochs=None, learning_rate=args.squad_learning_rate)
     results = {}
     for start in starts:
         output = os.path.join(args.work_dir, "squad", start.replace(" ", "_"), f"seed{seed}")
@@ -110,7 +110,7 @@ def squad_runs(args, seed, env, files, starts):
 
 # The arguments that decide a fine-tuning run's result besides its start and seed.
 FINETUNING_ARGS = ("glue_dir", "squad_file", "sst2_train_size", "max_seq_length", "batch_size", "glue_steps",
-                   "learning_rate", "squad_epochs", "squad_learning_rate")
+                   "learning_rate", "squad_steps", "squad_learning_rate")
 
 
 def random_init_identity(config, spm_file):
@@ -173,9 +173,10 @@ def main(argv=None):
     parser.add_argument("--batch_size", type=int, default=32, help="examples per step (default 32)")
     parser.add_argument("--glue_steps", type=int, default=500, help="GLUE training steps (default 500)")
     parser.add_argument("--learning_rate", type=float, default=1e-4, help="GLUE peak AdamW rate (default 1e-4)")
-    parser.add_argument("--squad_epochs", type=float, default=1.0,
-                        help="SQuAD training epochs (default 1: at seq 64 the 8,595 training questions are 59,675 "
-                        "windows, ~15 minutes per run on 2 CPU cores)")
+    parser.add_argument("--squad_steps", type=int, default=1865,
+                        help="SQuAD training steps (default 1865: one pass over the 59,675 windows that the 8,595 "
+                        "training questions make at seq 64, batch 32; ~15 minutes per run on 2 CPU cores). In steps, "
+                        "because run_squad's epochs count questions, as the original's do")
     parser.add_argument("--squad_learning_rate", type=float, default=1e-4, help="SQuAD peak AdamW rate")
     parser.add_argument("--starts", default=",".join(STARTS),
                         help="comma-separated starts to run: 'pretrained', 'random init' (default both; the random "
@@ -252,7 +253,7 @@ def main(argv=None):
     title = (f"Fine-tuning from {args.pretrained} (hidden {config['hidden_size']}, {config['num_hidden_layers']} "
              f"layers, vocab {config['vocab_size']}) vs random init; seq {args.max_seq_length}, batch "
              f"{args.batch_size}; GLUE {args.glue_steps} steps at lr {args.learning_rate:g}"
-             + (f", SQuAD {args.squad_epochs:g} epoch(s) at lr {args.squad_learning_rate:g}" if "squad" in tasks else "")
+             + (f", SQuAD {args.squad_steps} steps at lr {args.squad_learning_rate:g}" if "squad" in tasks else "")
              + f"; seeds {args.seeds}. Train / eval "
              "examples: " + ", ".join(f"{task} {a:,} / {b:,}" for task, (a, b) in sizes.items()) + "."
              + (f" Random-init runs taken from {args.random_init_from} (same config, vocabulary and settings)."

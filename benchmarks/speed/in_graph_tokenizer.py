@@ -1,0 +1,159 @@
+r"""The in-graph tokenizer as one op against the string-op tokenizer it replaced: speed, and ids.
+
+  python -m benchmarks.speed.in_graph_tokenizer [--paragraphs=2000] [--rounds=5]
+
+Both tokenize the same paragraphs of the 14 MB public-domain corpus (every Nth, so they
+span it) with Google's 30k-clean vocabulary (../shared/data), each inside a tf.function,
+after a warm-up call:
+
+  one op      albert_tf's TFAlbertTokenizer: tensorflow-text's FastSentencepieceTokenizer on
+              the copy of the model whose normalization is ALBERT's preprocessing, then the
+              `<digit>,` table
+  string ops  the tokenizer it replaced, written out here as it was: TensorFlow's regex ops,
+              tensorflow-text's NormalizeUTF8 and resource-based SentencepieceTokenizer, the
+              `<digit>,` pieces re-encoded with ragged and regex ops
+  Python      AlbertTokenizer.encode_batch, the reference (outside any graph)
+
+Two shapes: all the paragraphs in one batch (throughput), and one paragraph per call
+over the first 200 (a serving request's latency). Rounds are interleaved; medians. The
+last column counts the paragraphs whose ids equal AlbertTokenizer's.
+"""
+
+import argparse
+import os
+import statistics
+import time
+
+from benchmarks.common import RESULTS, SHARED_CORPUS, SHARED_DATA, cpu_description, markdown_table, write_results
+
+VOCABULARY = os.path.join(SHARED_DATA, "albert_base_v2_release", "30k-clean.model")
+SINGLE_CALLS = 200
+
+
+def string_op_tokenizer(model_proto, python_tokenizer):
+    """The replaced in-graph tokenizer: raw strings [batch] -> ragged int32 ids."""
+    import tensorflow as tf
+    import tensorflow_text as tf_text
+
+    from albert_tf.text.albert_tokenizer import SPIECE_UNDERLINE
+    from albert_tf.text.preprocessing import combining_codepoints, re2_class, whitespace_codepoints
+
+    sentencepiece = tf_text.SentencepieceTokenizer(model=model_proto, out_type=tf.int32)
+    needs_comma_split = tf.constant(python_tokenizer._needs_comma_split)
+    comma_id = python_tokenizer.piece_to_id(",")
+
+    def preprocess(texts):
+        texts = tf.strings.regex_replace(texts, re2_class(whitespace_codepoints()) + "+", " ")
+        texts = tf.strings.regex_replace(texts, "^ | $", "")
+        texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFKD"), re2_class(combining_codepoints()), "")
+        return tf.strings.lower(texts, encoding="utf-8")
+
+    def fix_leading_underline(pieces, sub_ids):
+        first_ids = sub_ids[:, :1].to_tensor(default_value=0, shape=[None, 1])[:, 0]
+        first = sentencepiece.id_to_string(first_ids)
+        has_first = sub_ids.row_lengths() > 0
+        fix = (has_first & ~tf.strings.regex_full_match(pieces, SPIECE_UNDERLINE + ".*")
+               & tf.strings.regex_full_match(first, SPIECE_UNDERLINE + ".*"))
+        stripped = tf.strings.regex_replace(first, "^" + SPIECE_UNDERLINE, "")
+        drop_first = fix & tf.equal(stripped, "")
+        replaced_first = tf.where(fix & ~drop_first, sentencepiece.string_to_id(stripped), first_ids)
+        first_column = tf.RaggedTensor.from_row_lengths(tf.boolean_mask(replaced_first, has_first & ~drop_first),
+                                                        tf.cast(has_first & ~drop_first, tf.int64))
+        return tf.concat([first_column, sub_ids[:, 1:]], axis=1)
+
+    def split_digit_commas(ids):
+        flat = ids.flat_values
+        needs = tf.gather(needs_comma_split, flat)
+        where = tf.where(needs)[:, 0]
+        pieces = sentencepiece.id_to_string(tf.gather(flat, where))
+        prefixes = tf.strings.regex_replace(pieces, ",$", "")
+        sub_ids = sentencepiece.tokenize(tf.strings.regex_replace(prefixes, SPIECE_UNDERLINE, ""))
+        sub_ids = fix_leading_underline(pieces, sub_ids)
+        comma = tf.fill([tf.shape(where)[0], 1], comma_id)
+        replacements = tf.concat([sub_ids, tf.RaggedTensor.from_tensor(comma)], axis=1)
+        count = tf.shape(flat, out_type=tf.int64)[0]
+        replacement_lengths = tf.scatter_nd(where[:, None], replacements.row_lengths(), [count])
+        expanded = tf.RaggedTensor.from_row_lengths(replacements.flat_values, replacement_lengths)
+        kept = tf.RaggedTensor.from_row_lengths(tf.boolean_mask(flat, ~needs), tf.cast(~needs, tf.int64))
+        per_token = tf.concat([expanded, kept], axis=1)
+        return tf.RaggedTensor.from_row_splits(per_token, ids.row_splits).merge_dims(1, 2)
+
+    return lambda texts: split_digit_commas(sentencepiece.tokenize(preprocess(texts)))
+
+
+def corpus_sample(count):
+    with open(SHARED_CORPUS, encoding="utf-8") as f:
+        paragraphs = [line for line in f.read().splitlines() if line]
+    return paragraphs[::max(1, len(paragraphs) // count)][:count]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--paragraphs", type=int, default=2000, help="corpus paragraphs tokenized (default 2000)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default 5)")
+    parser.add_argument("--results_dir", default=RESULTS, help="where in_graph_tokenizer.{md,json} go")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+
+    texts = corpus_sample(args.paragraphs)
+    with open(VOCABULARY, "rb") as f:
+        model_proto = f.read()
+    python = AlbertTokenizer(model_proto=model_proto)
+    started = time.perf_counter()
+    one_op = TFAlbertTokenizer(model_proto)
+    build_s = time.perf_counter() - started
+    graphs = {"one op (TFAlbertTokenizer)": one_op, "string ops (replaced)": string_op_tokenizer(model_proto, python)}
+    functions = {name: tf.function(lambda batch, tokenize=tokenize: tokenize(batch))
+                 for name, tokenize in graphs.items()}
+    batch = tf.constant(texts)
+    singles = [tf.constant([text]) for text in texts[:SINGLE_CALLS]]
+    expected = python.encode_batch(texts)
+    equal = {}
+    for name, function in functions.items():  # warm-up: traces, and the ids to compare
+        got = function(batch).to_list()
+        equal[name] = sum(list(want) == row for want, row in zip(expected, got))
+        function(singles[0])
+    times = {name: {"batch_s": [], "single_ms": []} for name in [*functions, "Python (AlbertTokenizer)"]}
+    for _ in range(args.rounds):
+        for name, function in functions.items():
+            started = time.perf_counter()
+            function(batch).flat_values.numpy()
+            times[name]["batch_s"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            for single in singles:
+                function(single).flat_values.numpy()
+            times[name]["single_ms"].append(1000 * (time.perf_counter() - started) / len(singles))
+        started = time.perf_counter()
+        python.encode_batch(texts)
+        times["Python (AlbertTokenizer)"]["batch_s"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for text in texts[:SINGLE_CALLS]:
+            python.encode(text)
+        times["Python (AlbertTokenizer)"]["single_ms"].append(1000 * (time.perf_counter() - started) / SINGLE_CALLS)
+
+    medians = {name: {key: statistics.median(values) for key, values in row.items()} for name, row in times.items()}
+    reference = medians["string ops (replaced)"]
+    megabytes = sum(len(text.encode("utf-8")) for text in texts) / 1e6
+    rows = [(name, f"{len(texts) / row['batch_s']:,.0f}", f"{megabytes / row['batch_s']:.2f}",
+             f"{reference['batch_s'] / row['batch_s']:.2f}x", f"{row['single_ms']:.2f}",
+             f"{reference['single_ms'] / row['single_ms']:.2f}x",
+             f"{equal[name]:,} / {len(texts):,}" if name in equal else "(reference)")
+            for name, row in medians.items()]
+    text = (f"{len(texts):,} paragraphs of the 14 MB corpus ({megabytes:.1f} MB), vocabulary 30k-clean.model, "
+            f"lowercased, accents stripped; median of {args.rounds} interleaved rounds; one paragraph per call over "
+            f"the first {SINGLE_CALLS}; {cpu_description()}. Building the one-op tokenizer (its model copy and "
+            f"table) took {build_s:.1f} s in this process.\n\n"
+            + markdown_table(["tokenizer", "paragraphs/s (one batch)", "MB/s", "speed vs string ops",
+                              "ms per paragraph (one per call)", "speed vs string ops", "ids equal to Python's"],
+                             rows) + "\n")
+    write_results(args.results_dir, "in_graph_tokenizer", text,
+                  {"args": vars(args), "paragraphs": len(texts), "megabytes": megabytes, "build_s": build_s,
+                   "times": times, "medians": medians, "ids_equal": equal, "cpu": cpu_description()})
+
+
+if __name__ == "__main__":
+    main()
