@@ -23,9 +23,10 @@ r"""Fine-tunes ALBERT on SQuAD v1.1 or v2.0 and writes predictions in the offici
 
 The defaults are the original recipe (docs/reference.md, "Fine-tuning recipes"): max_seq_length 384,
 doc_stride 128, max_query_length 64, batch 48, AdamW with lr 5e-5, 2 epochs of
-the training questions (int(questions / 48 * 2) steps), 10% warmup then linear
-decay, weight decay 0.01, gradient norm clipped to 1.0. SQuAD 1.1 fine-tunes
-BERT's span head, SQuAD 2.0 the original's v2 model (--squad_v2_head).
+the training questions (int(questions / 48 * 2) steps), 10% warmup and a linear
+decay measured from step 0 (the original's schedule), weight decay 0.01,
+gradient norm clipped to 1.0. SQuAD 1.1 fine-tunes BERT's span head, SQuAD 2.0
+the original's v2 model (--squad_v2_head).
 
 Writes into --output_dir, as every fine-tuning tool does (albert_tf.training.finetuning_tool):
   checkpoints/ckpt-N       training checkpoints (resumable); the directory is the

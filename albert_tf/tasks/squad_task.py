@@ -3,7 +3,8 @@
 Defaults are the original recipe (docs/reference.md, "Fine-tuning recipes"):
 max_seq_length 384, doc_stride 128, max_query_length 64, batch 48 windows, AdamW
 with lr 5e-5 (both versions), 2 epochs of the training questions, counted as the
-original does (int(questions / batch * epochs) steps), 10% warmup then linear decay.
+original does (int(questions / batch * epochs) steps), 10% warmup and the
+original's linear decay, measured from step 0.
 
 The models: SQuAD 1.1 fine-tunes BERT's span head (`AlbertSpanLabeler`), as the
 original's run_squad_v1. SQuAD 2.0 fine-tunes the original's run_squad_v2 model
