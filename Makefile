@@ -10,7 +10,7 @@ RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 PYTEST_ARGS ?=
 
-.PHONY: test demo install install-dev lock clean-venv
+.PHONY: test test-fast demo install install-dev lock clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ TEST_WORKERS ?= 2
 
 test: $(DEV_STAMP)
 	$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The edit-test loop: everything but the end-to-end checks marked slow (tens of seconds each: installed wheels,
+# the demo, budgets, distributed runs); `make test` runs them all, as CI does.
+test-fast: $(DEV_STAMP)
+	$(PY) -m pytest -q --durations=10 -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
 
 demo: $(RUNTIME_STAMP)
 	$(PY) -m albert_tf.demo $(DEMO_ARGS)

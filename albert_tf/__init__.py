@@ -32,6 +32,7 @@ _LAZY_EXPORTS = {
     "AlbertPreprocessor": "albert_tf.text.albert_preprocessor",
     "MaskFiller": "albert_tf.models.mask_filler",
     "Embedder": "albert_tf.models.embedder",
+    "LiteModel": "albert_tf.models.lite_model",
     "create_optimizer": "albert_tf.optimization",
 }
 

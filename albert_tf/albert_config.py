@@ -16,6 +16,8 @@ import json
 import os
 from pathlib import Path
 
+from albert_tf.settings import POSITIVE, NumberRange
+
 # The original code uses tf.contrib's layer_norm default; all three later
 # implementations agree on it. It is a constant of the architecture, not a knob.
 LAYER_NORM_EPSILON = 1e-12
@@ -24,6 +26,9 @@ LAYER_NORM_EPSILON = 1e-12
 ATTENTION_MASK_BIAS = -10000.0
 
 SHARING_MODES = ("all", "attention", "ffn", "none")
+
+# A dropout probability: at 1 nothing would pass.
+DROPOUT_RATE = NumberRange(low=0, high=1, high_open=True)
 
 # "gelu" means the tanh approximation, as in the original ALBERT code (and
 # Hugging Face's "gelu_new"); "gelu_exact" is the erf form.
@@ -40,6 +45,12 @@ _ORIGINAL_NOOP_KEYS = {
     "net_structure_type": 0,
     "num_memory_blocks": 0,
     "layers_to_keep": [],
+}
+
+# Settings users pass to a config that belong elsewhere, and where they go.
+_MISPLACED_KEYS = {
+    "max_seq_length": "a setting of the preprocessor, the tools and a task model's from_preset; the longest "
+                      "sequence a config allows is max_position_embeddings",
 }
 
 # Fields a config file must state: left out, a default would silently pick an architecture (a config
@@ -140,10 +151,12 @@ class AlbertConfig:
                 errors.append(f"{name} must be a positive integer, got {value!r}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-                errors.append(f"{name} must be in [0, 1), got {value!r}")
-        if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
-            errors.append(f"initializer_range must be > 0, got {self.initializer_range!r}")
+            if not DROPOUT_RATE.admits(value):
+                errors.append(f"{name} must be {DROPOUT_RATE.requirement(value)}, got {value!r}")
+        # NaN or infinity here draws every weight as NaN.
+        if not POSITIVE.admits(self.initializer_range):
+            errors.append(f"initializer_range must be {POSITIVE.requirement(self.initializer_range)}, "
+                          f"got {self.initializer_range!r}")
         if self.hidden_act not in ACTIVATIONS:
             errors.append(f"hidden_act must be one of {ACTIVATIONS}, got {self.hidden_act!r}")
         if self.sharing not in SHARING_MODES:
@@ -270,7 +283,8 @@ class AlbertConfig:
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"{source}: unknown AlbertConfig keys {unknown}; known keys: {sorted(known)}")
+            hints = "".join(f" ({key}: {_MISPLACED_KEYS[key]})" for key in unknown if key in _MISPLACED_KEYS)
+            raise ValueError(f"{source}: unknown AlbertConfig keys {unknown}{hints}; known keys: {sorted(known)}")
         missing = [name for name in REQUIRED_FIELDS if name not in values]
         if missing:
             raise ValueError(f"{source}: missing {', '.join(missing)}; a config must state "

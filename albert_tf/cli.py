@@ -23,6 +23,8 @@ def import_tensorflow_quietly():
     On a machine without a GPU, TF prints CUDA-probe lines to fd 2 before its
     log level applies. Set TF_CPP_MIN_LOG_LEVEL=0 to see them (and all C++ logs).
     """
+    if any(arg.split("=")[0] in _HELP_FLAGS for arg in sys.argv[1:]):
+        return  # a help asked for needs no TensorFlow (seconds of imports): the flags are defined without it
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if "tensorflow" in sys.modules or os.environ["TF_CPP_MIN_LOG_LEVEL"] != "3":
         import tensorflow  # noqa: F401

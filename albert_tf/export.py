@@ -21,6 +21,21 @@ writes, all or nothing:
                              at load time (--serving_warmup_batch_sizes)
   OUTPUT_DIR/albert_tf.json, spm.model
 
+With --format=litert it writes LiteRT files for phones and other devices instead, all or nothing:
+
+  OUTPUT_DIR/model.tflite        raw text in (text; text_b too for sentence-pair classifiers) ->
+                                 logits and probabilities (classifiers; regression: score) or
+                                 pooled_output (encoders, pretrainers); the tokenizer inside as
+                                 tensorflow-text's FastSentencepieceTokenize custom op
+  OUTPUT_DIR/encoder_ids.tflite  the same from token ids (input_word_ids, input_mask,
+                                 input_type_ids), built-in ops only
+  OUTPUT_DIR/albert_tf.json, spm.model
+
+  python -m albert_tf.export --format=litert --checkpoint=/runs/sst2/best --output_dir=/exports/sst2_lite
+
+Run them from Python with `albert_tf.LiteModel(OUTPUT_DIR)(["a text"])` (pip install 'albert_tf[litert]'
+for ai-edge-litert's interpreter; TensorFlow's tf.lite one serves otherwise).
+
 Serve with: docker run -p 8501:8501 -v OUTPUT_DIR/serving:/models -e MODEL_NAME=NAME tensorflow/serving
 (an export made with --serving_xla needs the server flag --xla_cpu_compilation_enabled=true)
 (request bodies: albert_tf.export_lib.serving_requests). Load in Python with
@@ -35,9 +50,32 @@ from absl import flags
 
 from albert_tf import cli
 from albert_tf.export_lib.exporter import DEFAULT_WARMUP_BATCH_SIZES, export
+from albert_tf.export_lib.litert_export import DEFAULT_QUANTIZATION, QUANTIZATIONS
+from albert_tf.export_lib.serving_requests import DEFAULT_MAX_BATCH_SIZE
+
+
+FORMATS = ("savedmodel", "litert")
+# Flags that shape only one format's files: given with the other format, they are refused, not ignored.
+SAVEDMODEL_ONLY_FLAGS = ("serving_name", "serving_version", "serving_xla", "serving_outputs",
+                         "serving_warmup_batch_sizes", "serving_max_batch_size")
+LITERT_ONLY_FLAGS = ("quantization", "pad_to", "calibration_file")
 
 
 def define_flags():
+    flags.DEFINE_enum("format", "savedmodel", list(FORMATS), "savedmodel (default): the TF Hub-style encoder, the "
+                      "preprocessing model and the TF Serving model. litert: .tflite files for phones and other "
+                      "devices (raw text in, and token ids in).")
+    flags.DEFINE_enum("quantization", DEFAULT_QUANTIZATION, list(QUANTIZATIONS),
+                      "--format=litert: dynamic_int8 (default: int8 weights, float activations, about a quarter of "
+                      "float32's size), float16 (half), float32, or int8 (weights and activations; needs "
+                      "--calibration_file and is written only if it keeps the float model's answers, else refused "
+                      "with what was measured).")
+    flags.DEFINE_integer("pad_to", None, "--format=litert: pad every request to this many tokens (at most "
+                         "--max_seq_length), for runtimes that need static shapes. Default: inputs as long as the "
+                         "text, capped at --max_seq_length.")
+    flags.DEFINE_string("calibration_file", None, "--format=litert --quantization=int8: texts like the requests the "
+                        "model will get, one per line (sentence pairs: text<TAB>text_b), at least 200: calibrates the "
+                        "activations' ranges and measures the accuracy gate.")
     flags.DEFINE_string("checkpoint", None, "albert_tf checkpoint directory or ckpt-N prefix: an encoder, pretrainer, "
                         "classifier, span_labeler or squad_v2_span_labeler (python -m albert_tf.convert makes one "
                         "from other formats).")
@@ -69,6 +107,11 @@ def define_flags():
                       "(assets.extra/tf_serving_warmup_requests), so no client waits for a graph's first run: one "
                       "request per size and raw-text signature; with --serving_xla one per length bucket at each "
                       "size, compiling those programs at load time. Default 1,2,4,8; empty: write no warm-up requests.")
+    flags.DEFINE_integer("serving_max_batch_size", DEFAULT_MAX_BATCH_SIZE,
+                         "Texts per request the serving model accepts at most (default "
+                         f"{DEFAULT_MAX_BATCH_SIZE}); a larger request fails with INVALID_ARGUMENT and this limit in "
+                         "its message, instead of running until the server runs out of memory. "
+                         "albert_tf.load_export splits larger batches itself.")
     flags.DEFINE_bool("overwrite", False, "Replace an earlier export in --output_dir once the new one is complete "
                       "(default false: refuse a non-empty directory). A directory holding anything export did not "
                       "write is refused even with it.")
@@ -82,9 +125,18 @@ def main(argv):
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.checkpoint or not FLAGS.output_dir:
         raise ValueError("--checkpoint and --output_dir required")
+    misplaced = [name for name in (LITERT_ONLY_FLAGS if FLAGS.format == "savedmodel" else SAVEDMODEL_ONLY_FLAGS)
+                 if FLAGS[name].present]
+    if misplaced:
+        other = "litert" if FLAGS.format == "savedmodel" else "savedmodel"
+        raise ValueError(f"{', '.join('--' + name for name in misplaced)}: only for --format={other} (this export "
+                         f"is --format={FLAGS.format})")
+    if FLAGS.format == "litert":
+        return export_litert_files()
     paths = export(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.spm_model_file, FLAGS.max_seq_length,
                    FLAGS.do_lower_case, FLAGS.serving_name, FLAGS.serving_version, FLAGS.overwrite,
-                   FLAGS.serving_xla, FLAGS.serving_outputs, FLAGS.serving_warmup_batch_sizes, FLAGS.force)
+                   FLAGS.serving_xla, FLAGS.serving_outputs, FLAGS.serving_warmup_batch_sizes, FLAGS.force,
+                   FLAGS.serving_max_batch_size)
     from albert_tf.models.model_dir import read_metadata
 
     written = read_metadata(FLAGS.output_dir)
@@ -101,6 +153,26 @@ def main(argv):
               + ("; its warm-up requests compile the shape buckets of batch sizes "
                  f"{','.join(FLAGS.serving_warmup_batch_sizes)} while it loads the model."
                  if FLAGS.serving_warmup_batch_sizes else "."))
+    return 0
+
+
+def export_litert_files():
+    from albert_tf.export_lib.litert_export import export_litert
+
+    result = export_litert(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.quantization, FLAGS.pad_to, FLAGS.spm_model_file,
+                           FLAGS.max_seq_length, FLAGS.do_lower_case, FLAGS.force, FLAGS.calibration_file,
+                           FLAGS.overwrite)
+    record = result["litert"]
+    files = record["files"]
+    text_file, ids_file = files["model.tflite"], files["encoder_ids.tflite"]
+    print(f"Exported {FLAGS.checkpoint} to {os.path.abspath(FLAGS.output_dir)} as LiteRT ({record['quantization']}"
+          f"{', padded to ' + str(record['pad_to']) if record['pad_to'] else ''}): model.tflite "
+          f"({text_file['bytes'] / 1e6:.1f} MB; {', '.join(text_file['inputs'])} -> {', '.join(text_file['outputs'])};"
+          f" needs tensorflow-text's {text_file['custom_ops'][0]} kernel) and encoder_ids.tflite "
+          f"({ids_file['bytes'] / 1e6:.1f} MB; token ids in, built-in ops only). Checked against the float model: "
+          f"{text_file['check_error']:.2g} and {ids_file['check_error']:.2g}"
+          + (f"; int8 gate: {record['int8_gate']['measured']}" if record["int8_gate"] else "")
+          + f". In Python: albert_tf.LiteModel({os.path.abspath(FLAGS.output_dir)!r})(['a text']).")
     return 0
 
 

@@ -55,6 +55,61 @@ def _json_text(value):
     return json.dumps(value, indent=2, sort_keys=True) + "\n"
 
 
+def describe_json_value(value):
+    """A JSON value in a message about a file that holds the wrong type: 'the string "768"', 'the number 2.5',
+    'a list'. A list's or object's content is left out (it can be a whole file)."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return f"the string {json.dumps(value if len(value) <= 40 else value[:37] + '...')}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def read_utf8_text(path):
+    """The text of a UTF-8 file, a byte-order mark dropped; ValueError naming the file and the line of a byte that
+    is not UTF-8. The file is decoded whole: a decoding stream knows only its buffer's offset, not the line."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        # The mark is dropped after decoding: utf-8-sig would count the error's offset from after it.
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x}); convert the file to "
+                         "UTF-8") from None
+
+
+def check_file_replaceable(path, overwrite):
+    """FileExistsError unless `path` may receive a new output file: absent, or (with `overwrite`) a file.
+    Checked before any work, and again by `staged_file` when the file is put in place."""
+    if os.path.isdir(path):
+        raise FileExistsError(f"{path} is a directory, not a file")
+    if os.path.lexists(path) and not overwrite:
+        raise SettingFileExists(f"{path} exists; choose another path or pass <overwrite>")
+
+
+@contextlib.contextmanager
+def staged_file(path, overwrite=False):
+    """Yields a binary file beside `path` that replaces `path` once the block completes: never half-written,
+    and an existing `path` only with `overwrite` (`check_file_replaceable`). Its mode follows the umask."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    check_file_replaceable(path, overwrite)
+    with tempfile.NamedTemporaryFile("wb", dir=directory, prefix=f".{os.path.basename(path)}.",
+                                     suffix=".tmp", delete=False) as f:
+        try:
+            yield f
+            f.close()
+            _permissions_as_if_created(f.name)
+            check_file_replaceable(path, overwrite)  # nothing arrived there while the output was made
+            os.replace(f.name, path)
+        except BaseException:
+            os.remove(f.name)
+            raise
+
+
 # What a staged output directory lists of its own entries: `--overwrite` replaces a directory only
 # when every entry in it is one that albert_tf wrote there, so a user's own files are never deleted.
 MANIFEST_FILE = ".albert_tf_manifest.json"
@@ -186,9 +241,36 @@ def exclusive_directory_lock(directory, tool):
         handle.truncate()
         handle.write(f"{tool} (pid {os.getpid()})\n")
         handle.flush()
+        lock_file = os.fstat(handle.fileno())
+        _HELD_DIRECTORIES[directory] = (path, (lock_file.st_dev, lock_file.st_ino))
         yield
     finally:
+        _HELD_DIRECTORIES.pop(directory, None)
         handle.close()  # releases the lock
+
+
+class DirectoryVanishedError(OSError):
+    """A directory this process holds locked was deleted or replaced while the run was writing it."""
+
+
+# The directories this process holds locked: directory -> (its lock file, that file's (device, inode)).
+_HELD_DIRECTORIES = {}
+
+
+def check_held_directories():
+    """DirectoryVanishedError when a directory this process holds locked (exclusive_directory_lock) is no longer
+    the one it locked: deleted, or replaced by another. Writing on would recreate parts of it (a checkpoint
+    manager makes its directory again) and end with exit 0 and a directory no tool can load."""
+    for directory, (path, identity) in list(_HELD_DIRECTORIES.items()):
+        try:
+            now = os.stat(path, follow_symlinks=False)
+            intact = (now.st_dev, now.st_ino) == identity
+        except FileNotFoundError:
+            intact = False
+        if not intact:
+            raise DirectoryVanishedError(
+                f"{directory} was deleted or replaced while this run was writing it: stopped, so as not to leave "
+                "a directory no tool can load. Rerun the command to start again in a directory that stays")
 
 
 def remove_stale_staging(parent, prefix):

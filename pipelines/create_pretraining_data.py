@@ -68,7 +68,7 @@ from albert_tf.data.creation_flags import config_from_flags, define_data_flags
 from albert_tf.data import data_set_files
 from albert_tf.data import pretraining_data_job as job
 from albert_tf.data.corpus_reader import CorpusStats
-from albert_tf.data.pretraining_data_job import UnitProcessor
+from albert_tf.data.pretraining_data_job import RunStatistics, UnitProcessor
 from albert_tf.data.pretraining_instances import InstanceStats
 from albert_tf.settings import SettingError
 from albert_tf.text.albert_tokenizer import AlbertTokenizer, check_vocabulary_casing
@@ -117,20 +117,6 @@ def read_units(reading_task, config, readers_per_file):
 
 # The key under which the statistics travel with the records (no output set is negative).
 STATISTICS_KEY = (-1, -1)
-
-
-class RunStatistics:
-    """What a run counted: the CorpusStats of the files read and the [training set, held-out set] InstanceStats
-    of the instances made, merged pairwise."""
-
-    def __init__(self, corpus=None, sets=None):
-        self.corpus = CorpusStats() if corpus is None else corpus
-        self.sets = [InstanceStats(), InstanceStats()] if sets is None else sets
-
-    def merge(self, other):
-        self.corpus.merge(other.corpus)
-        for mine, theirs in zip(self.sets, other.sets):
-            mine.merge(theirs)
 
 
 # Declared: Beam would otherwise infer the output's type from a generator that also yields the statistics.

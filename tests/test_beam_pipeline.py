@@ -93,3 +93,21 @@ def test_cli_requires_a_named_runner_and_passes_beam_options(tmp_path, inputs):
     assert os.path.exists(tmp_path / "d-00000-of-00001.tfrecord") and os.path.exists(tmp_path / "d.metadata.json")
     result = subprocess.run(base + ["--runner=FnApiRunner"], capture_output=True, text=True)
     assert result.returncode == 1 and "exists: choose another --output_file or pass --overwrite" in result.stderr
+
+
+def test_cli_in_multi_processing_mode_writes_the_local_tools_bytes(tmp_path, inputs):
+    """The module docstring's local command: worker processes unpickle what the pipeline sends them, which
+    must not be a class of the script running as __main__ (it once was: the run stopped at 'MakeInstances')."""
+    paths, spm_model = inputs
+    flags = [f"--input_file={','.join(paths)}", f"--spm_model_file={spm_model}", "--max_seq_length=64",
+             "--max_predictions_per_seq=10", "--dupe_factor=2", "--num_output_shards=2"]
+    local = subprocess.run([sys.executable, "-m", "albert_tf.create_pretraining_data", *flags,
+                            f"--output_file={tmp_path / 'local' / 'data'}"], capture_output=True, text=True)
+    assert local.returncode == 0, local.stderr[-2000:]
+    beam_run = subprocess.run([sys.executable, "-m", "pipelines.create_pretraining_data", *flags,
+                               f"--output_file={tmp_path / 'beam' / 'data'}", "--runner=FnApiRunner",
+                               "--direct_num_workers=2", "--direct_running_mode=multi_processing"],
+                              capture_output=True, text=True)
+    assert beam_run.returncode == 0, beam_run.stderr[-2000:]
+    from_local, from_beam = outputs(tmp_path / "local"), outputs(tmp_path / "beam")
+    assert len(from_local) == 3 and from_local == from_beam

@@ -297,3 +297,21 @@ def test_classifier_converts_through_tf1_and_lists_its_head_problems_with_the_en
                                          "squad_v2_span_labeler models convert"):
         convert("albert_tf", "huggingface", str(tmp_path / "span"), str(tmp_path / "hf"))
     assert not (tmp_path / "bad").exists() and not (tmp_path / "hf").exists()
+
+
+def test_a_full_disk_while_writing_hugging_face_weights_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
+    """safetensors reports a full disk as its own error, which the command line printed as a traceback; convert
+    says it as any write failure and leaves no output."""
+    import safetensors.numpy
+    from safetensors import SafetensorError
+
+    model = write_model_dir(AlbertPretrainer(AlbertConfig.from_preset("albert_tiny")), str(tmp_path / "model"))
+
+    def full_disk(state, path, metadata=None):
+        raise SafetensorError(f"Error while serializing: I/O error: No space left on device (os error 28) at {path}")
+
+    monkeypatch.setattr(safetensors.numpy, "save_file", full_disk)
+    with pytest.raises(OSError, match=r"model.safetensors: could not write the weights \(Error while serializing: "
+                                      r"I/O error: No space left on device"):
+        convert("albert_tf", "huggingface", model, str(tmp_path / "hf"))
+    assert sorted(os.listdir(tmp_path)) == ["model"]

@@ -190,6 +190,30 @@ def test_a_failure_while_writing_leaves_no_partial_output(tmp_path, corpus, spm_
     assert os.listdir(tmp_path) == []
 
 
+def test_a_full_disk_while_spooling_leaves_no_staging_directory(tmp_path, corpus, spm_model, monkeypatch):
+    """The disk fills while the instances are spooled: the run fails with the disk's error, and its staging
+    directory goes too (the cleanup's own close() meets the full disk again: it once stopped there)."""
+    import errno
+
+    class FullDisk:
+        def __init__(self, path, mode):
+            self.name = path
+            open(path, mode).close()
+
+        def write(self, data):
+            return len(data)  # buffered: the disk is hit on flush
+
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        close = flush
+
+    monkeypatch.setattr(job, "open", FullDisk, raising=False)
+    with pytest.raises(OSError, match="No space left on device"):
+        create_pretraining_data([str(corpus / "a.txt")], str(tmp_path / "d"), spm_model, SMALL, progress=False)
+    assert os.listdir(tmp_path) == []
+
+
 def test_cli_writes_data_and_a_summary(tmp_path, corpus, spm_model):
     result = subprocess.run(
         [sys.executable, "-m", "albert_tf.create_pretraining_data", f"--input_file={corpus / '*.txt'}",

@@ -253,6 +253,34 @@ def test_a_builder_process_failure_is_raised_in_the_training_process(spm_model):
         maker.close()
 
 
+def test_a_killed_builder_process_reaches_the_training_loop_as_one_line(spm_model):
+    """Through the input pipeline the builder's error arrives inside TensorFlow's UnknownError with a traceback;
+    the training loop turns it into one line with the exit code (run_pretraining once printed the traceback)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from albert_tf.training.training_loop import input_process_failure
+
+    maker = maker_for(spm_model, processes=1)
+    try:
+        maker.instances(0, [5, 6, 7], [0, 3], [0, 0])
+        child = maker.processes._children[0]
+        child.kill()
+        child.wait()
+
+        def build(_):
+            return np.int64(len(maker.instances(0, [5, 6, 7], [0, 3], [0, 0])["input_ids"]))
+
+        dataset = tf.data.Dataset.range(1).map(lambda x: tf.numpy_function(build, [x], tf.int64))
+        with pytest.raises(tf.errors.UnknownError) as raised:
+            next(iter(dataset))
+        assert input_process_failure(raised.value) == (f"an instance builder process (pid {child.pid}) stopped with "
+                                                       "exit code -9")
+        assert input_process_failure(tf.errors.UnknownError(None, None, "something else")) is None
+    finally:
+        maker.close()
+
+
 def test_builder_processes_that_cannot_start_say_so_and_do_not_hang(spm_model, monkeypatch):
     maker = maker_for(spm_model, processes=2)
     monkeypatch.setattr("sys.executable", "/bin/false")  # every child exits at once with code 1

@@ -695,6 +695,7 @@ def test_xla_shape_buckets_pad_with_empty_rows_and_padded_keys():
             assert int(tf.reduce_sum(tf.abs(value))) == int(np.abs(inputs[name]).sum())  # the rest is zeros
 
 
+@pytest.mark.slow
 def test_serving_xla_gives_the_plain_graphs_outputs(exported, task_exports, tmp_path):
     """--serving_xla: the same outputs for every served kind, and the SavedModel marks the model part for XLA."""
     import tensorflow as tf
@@ -781,6 +782,7 @@ def read_warmup_requests(serving_dir):
     return [log.predict_log.request for log in logs]
 
 
+@pytest.mark.slow
 def test_warmup_requests_fill_every_shape_bucket(exported, task_exports, tmp_path):
     """The warm-up records TF Serving replays at load time: one request per batch size and, for XLA exports,
     per length bucket, so every program the chosen batch sizes need is compiled before traffic."""
@@ -951,3 +953,35 @@ def test_tf_hub_contract_training_flag_and_separate_preprocessing_halves(exporte
         packed = preprocessing.bert_pack_inputs(segments, seq_length=tf.constant(24))
         for name, value in pack_batch(tokenizer, texts, text_b, 24).items():
             np.testing.assert_array_equal(packed[name].numpy(), value, err_msg=name)
+
+
+def test_serving_refuses_requests_above_its_row_limit_and_load_export_splits_them(exported, tmp_path):
+    """A request of a hundred thousand rows once ran until the server's memory was gone: the serving model takes
+    at most --serving_max_batch_size texts (recorded), refuses more with a message naming the limit in every
+    signature, and load_export sends larger batches as several requests with the same outputs."""
+    import tensorflow as tf
+
+    from albert_tf.export_lib.exported_model import load_export
+    from albert_tf.settings import SettingError
+
+    root = tmp_path / "limited"
+    paths = export(exported["checkpoint"], str(root), max_seq_length=SEQ, serving_max_batch_size=3,
+                   serving_warmup_batch_sizes=(1, 2))
+    assert json.loads((root / "albert_tf.json").read_text())["serving_max_batch_size"] == 3
+    serving = tf.saved_model.load(paths["serving"])
+    texts = [f"the river number {i}" for i in range(7)]
+    for name, inputs in (("serve_text", {"text": tf.constant(texts[:4])}),
+                         ("serving_default", {"text": tf.constant(texts[:4]), "text_b": tf.constant([], tf.string)})):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="a request of.*4.*at most 3 per request"):
+            serving.signatures[name](**inputs)
+    assert serving.signatures["serve_text"](text=tf.constant(texts[:3]))["embedding"].shape[0] == 3
+    split = load_export(root)(texts)["embedding"]
+    one_by_one = np.concatenate([load_export(root)([text])["embedding"] for text in texts])
+    assert split.shape[0] == 7
+    np.testing.assert_allclose(split, one_by_one, atol=1e-5)
+    with pytest.raises(SettingError, match="serving_warmup_batch_sizes.*8 above .*serving_max_batch_size.*=3"):
+        export(exported["checkpoint"], str(tmp_path / "x"), serving_max_batch_size=3)
+    with pytest.raises(SettingError, match="must be a positive integer"):
+        export(exported["checkpoint"], str(tmp_path / "x"), serving_max_batch_size=0,
+               serving_warmup_batch_sizes=())
+    assert not (tmp_path / "x").exists()

@@ -129,6 +129,7 @@ def test_train_sentencepiece_refuses_to_replace_a_model_without_overwrite(tmp_pa
 # --- 2. two runs, one directory --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_second_run_on_a_busy_output_dir_is_refused_and_a_dead_run_holds_no_lock(data, tmp_path):
     args = command(data, tmp_path, steps=100000)
     args[args.index("--save_checkpoints_steps=10")] = "--save_checkpoints_steps=100000"
@@ -152,6 +153,7 @@ def test_a_second_run_on_a_busy_output_dir_is_refused_and_a_dead_run_holds_no_lo
 # --- 3. the config behind the flag -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_resume_compares_the_resolved_config_not_the_flag(data, tmp_path):
     config_file = tmp_path / "model.json"
     config_file.write_text(data.config_file.read_text())
@@ -328,6 +330,7 @@ def test_a_full_disk_fails_data_creation_cleanly(big_corpus, tmp_path):
 # --- 7. messages, not tracebacks; fall back to what is intact -------------------------------------
 
 
+@pytest.mark.slow
 def test_a_full_disk_during_a_checkpoint_save_keeps_the_previous_checkpoint(data, tmp_path):
     assert run(command(data, tmp_path, steps=10)).returncode == 0
     checkpoint_bytes = os.path.getsize(next(tmp_path.glob("ckpt-10.data-*")))
@@ -339,6 +342,7 @@ def test_a_full_disk_during_a_checkpoint_save_keeps_the_previous_checkpoint(data
     assert result.returncode == 0 and f"Resuming from {tmp_path}/ckpt-10 at step 10" in result.stdout, result.stderr
 
 
+@pytest.mark.slow
 def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous_one(data, tmp_path):
     from albert_tf.models.model_dir import load_pretrainer
 
@@ -373,6 +377,7 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous_one(data, tmp_pa
     assert_trained_alike(tmp_path / "run", result.stdout, tmp_path / "reference", reference.stdout)
 
 
+@pytest.mark.slow
 def test_changed_input_files_on_resume_are_refused(data, tmp_path):
     assert run(command(data, tmp_path / "run", steps=4)).returncode == 0
     (tmp_path / "other").mkdir()
@@ -430,6 +435,7 @@ def test_a_read_only_output_is_a_one_line_error(data, tmp_path):
 # --- 8. SIGTERM between steps ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sigterm_stops_within_a_step_not_at_the_end_of_the_loop(data, tmp_path):
     args = command(data, tmp_path, steps=5000)
     args[args.index("--iterations_per_loop=2")] = "--iterations_per_loop=5000"

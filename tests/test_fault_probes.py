@@ -323,6 +323,28 @@ def test_an_exploding_update_is_caught_by_the_weights_before_its_checkpoint():
     assert "became inf" in guard.loss_problem(float("inf"))
 
 
+def test_a_steady_climb_is_caught_at_ten_times_where_it_started():
+    """A loss climbing 3% a step drags the median of its recent past along: the reference is the lowest median
+    so far, so the climb stops at 10x the first loss instead of running to 15x and beyond."""
+    from albert_tf.training.divergence import DivergenceGuard
+
+    guard = DivergenceGuard([])
+    loss, problem = 0.7, None
+    while problem is None and loss < 20 * 0.7:
+        problem = guard.loss_problem(loss)
+        loss *= 1.03
+    assert problem and "more than 10x its level (0.7:" in problem and "lowest median" in problem
+    assert 7.0 < loss / 1.03 <= 7.0 * 1.03
+
+
+def test_divergence_advice_names_fp16_only_for_fp16_runs():
+    from albert_tf.training.pretraining_run import _diverged
+
+    for precision in ("fp32", "bf16"):
+        assert "fp16" not in str(_diverged("the loss became nan", "step 5", None, precision))
+    assert "--mixed_precision=bf16 instead of fp16" in str(_diverged("the loss became nan", "step 5", None, "fp16"))
+
+
 def test_run_record_lets_the_schedule_change_only_after_a_divergence(run_dir, checkpoint, mrpc):
     from albert_tf.training.run_directory import record_divergence
 
@@ -454,13 +476,15 @@ def test_a_row_with_a_stray_tab_is_refused_with_its_file_and_line(tmp_path):
 
 
 def test_a_sequence_length_that_cannot_hold_the_inputs_is_refused(checkpoint, mrpc, tmp_path):
-    for task, data, length, message in (("mrpc", mrpc, 4, "needs at least 5"),
-                                        ("sst-2", mrpc, 2, "needs at least 3")):
+    # A pair task says what its inputs need; a length below any input's is refused as such for every task.
+    for task, data, length, message in (("mrpc", mrpc, 4, "--max_seq_length=4 cannot hold a mrpc input: [CLS] A [SEP] "
+                                                          "B [SEP] with a token of each text needs at least 5"),
+                                        ("sst-2", mrpc, 2, "--max_seq_length must be an integer >= 3 (room for [CLS], "
+                                                           "a token and [SEP]), got 2")):
         result = run_tool("run_classifier", f"--task_name={task}", f"--data_dir={data}",
                           f"--init_checkpoint={checkpoint}", f"--output_dir={tmp_path / task}", "--do_train",
                           f"--max_seq_length={length}")
-        assert result.returncode == 1 and f"--max_seq_length={length} cannot hold" in last_error(result)
-        assert message in last_error(result)
+        assert result.returncode == 1 and message in last_error(result), last_error(result)
         assert not (tmp_path / task).exists()
 
 

@@ -101,3 +101,30 @@ def test_private_files_get_the_umask_modes(tmp_path, umask_022):
         os.close(handle)
         os.rename(path, os.path.join(staging, "model.safetensors"))
     assert mode(target / "model.safetensors") == 0o644
+
+
+def test_a_run_whose_output_directory_is_deleted_or_replaced_stops_at_its_next_checkpoint(tmp_path):
+    """The output directory deleted mid-run once ended with exit 0 and a directory no tool could load (the
+    checkpoint manager made its subdirectory again): the next save stops the run instead, naming the directory."""
+    import shutil
+
+    import tensorflow as tf
+
+    from albert_tf.file_utils import DirectoryVanishedError, check_held_directories, exclusive_directory_lock
+    from albert_tf.training.training_loop import save_checkpoint
+
+    output = tmp_path / "run"
+    step = tf.Variable(0)
+    with exclusive_directory_lock(str(output), "test"):
+        manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step), str(output / "checkpoints"), 3)
+        save_checkpoint(manager, 1)
+        shutil.rmtree(output)
+        with pytest.raises(DirectoryVanishedError, match=f"{output} was deleted or replaced while this run"):
+            save_checkpoint(manager, 2)
+        assert not output.exists()
+        # Replaced by another directory of the same name: not the one this run locked either.
+        output.mkdir()
+        (output / ".lock").write_text("someone else")
+        with pytest.raises(DirectoryVanishedError):
+            check_held_directories()
+    check_held_directories()  # the lock released, nothing is held any more

@@ -89,6 +89,7 @@ def fine_tune(kind, strategy, directory, accumulation=1):
     return [w.numpy() for w in model.weights], model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["classifier", "span_labeler", "squad_v2_span_labeler", "multiple_choice"])
 def test_two_replicas_and_accumulation_train_like_one_device(kind, tmp_path, two_cpu_strategy):
     one, _ = fine_tune(kind, tf.distribute.OneDeviceStrategy("/cpu:0"), tmp_path / "one")
@@ -299,6 +300,7 @@ def test_two_workers_fine_tune_race_like_one_device(tiny_checkpoint, tmp_path):
     assert two == pytest.approx(one, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_sigterm_saves_exits_143_and_the_rerun_resumes(glue_data, tiny_checkpoint, tmp_path):
     # With the default --dropout=0.1: the resumed run draws the masks the uninterrupted one drew.
     run = ["--task_name=mrpc", "--max_seq_length=32", "--train_step=400", "--warmup_step=10",

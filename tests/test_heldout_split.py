@@ -1,5 +1,7 @@
 """Held-out documents: every n-th blank-line-separated document, written whole, nothing half-written on failure."""
 
+import gzip
+
 import pytest
 
 from albert_tf.data.heldout_split import split_documents
@@ -22,3 +24,15 @@ def test_too_few_documents_is_an_error_that_writes_nothing(tmp_path):
     with pytest.raises(ValueError, match="2 document\\(s\\).*needs at least 10"):
         split_documents(str(corpus), str(tmp_path / "train.txt"), str(tmp_path / "heldout.txt"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
+
+
+def test_a_gzipped_corpus_splits_as_the_plain_one(tmp_path):
+    text = "\n\n".join(f"Document {i}, café line.\nIts second line." for i in range(12)) + "\n"
+    (tmp_path / "corpus.txt").write_text(text, encoding="utf-8")
+    with gzip.open(tmp_path / "corpus.txt.gz", "wt", encoding="utf-8") as f:
+        f.write(text)
+    plain = split_documents(str(tmp_path / "corpus.txt"), str(tmp_path / "a.txt"), str(tmp_path / "a_held.txt"))
+    gzipped = split_documents(str(tmp_path / "corpus.txt.gz"), str(tmp_path / "b.txt"), str(tmp_path / "b_held.txt"))
+    assert plain == gzipped == (11, 1)
+    for a, b in (("a.txt", "b.txt"), ("a_held.txt", "b_held.txt")):
+        assert (tmp_path / a).read_bytes() == (tmp_path / b).read_bytes()

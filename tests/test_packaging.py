@@ -129,6 +129,7 @@ def test_every_console_script_answers_help_in_a_plain_install(installed, wheel):
                                    "extra installs: pip install 'albert_tf[beam]'")
 
 
+@pytest.mark.slow
 def test_the_pipeline_runs_end_to_end_from_the_installed_wheel(installed):
     """Vocabulary, data, a few pretraining steps on a preset (its vocabulary size taken from the
     SentencePiece model) and an export, all through the installed console scripts."""
@@ -176,6 +177,7 @@ print(albert_tf.MaskFiller({str(root / 'export')!r})("the [MASK] river", top_k=2
     assert filled_sentence.startswith("the") and filled_sentence.endswith(" river") and "[MASK]" not in filled_sentence
 
 
+@pytest.mark.slow
 def test_the_demo_runs_from_the_installed_wheel_away_from_the_checkout(installed):
     """`albert-demo` finds its preset inside the wheel (no configs/ folder here), trains on documents
     with held-out evaluation, exports and predicts; a tiny budget keeps it to about a minute."""

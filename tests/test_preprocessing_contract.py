@@ -95,6 +95,7 @@ def tool(name, *flags):
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
 
 
+@pytest.mark.slow
 def test_export_keeps_the_recorded_case_and_length_and_refuses_another_casing(cased, tmp_path):
     result = tool("export", f"--checkpoint={cased}", f"--output_dir={tmp_path / 'export'}",
                   "--serving_warmup_batch_sizes=")

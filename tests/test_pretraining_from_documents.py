@@ -90,6 +90,7 @@ def test_held_out_figures_and_the_phase_come_during_training(uninterrupted):
     assert run_config["input_files"] and "train_budget" not in run_config
 
 
+@pytest.mark.slow
 def test_sigkill_then_restart_ends_with_the_uninterrupted_weights_and_one_history(data, uninterrupted, tmp_path):
     kill_then_resume(command(data, tmp_path), tmp_path, "ckpt-20.index", f"ckpt-{STEPS}.index", uninterrupted)
     # Steps redone after the restart replace their history lines instead of adding to them.
@@ -158,6 +159,7 @@ def test_two_workers_read_their_own_documents_and_train_identically(data, tmp_pa
     assert not (tmp_path / "worker1" / "eval_history.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_two_workers_plan_the_same_budget(data, tmp_path):
     chief, other = two_workers(data, tmp_path, "--train_budget_hours=0.01", steps=100000)
     plans = [line for line in (chief + other).splitlines() if line.startswith("Time budget")]
@@ -165,6 +167,7 @@ def test_two_workers_plan_the_same_budget(data, tmp_path):
     assert fingerprint(chief) == fingerprint(other)
 
 
+@pytest.mark.slow
 def test_a_time_budget_fixes_the_step_count_records_it_and_a_resumed_run_keeps_it(data, tmp_path):
     # 43 seconds: the measuring (a compiling first loop, 20 steps, one evaluation) leaves most of it to plan.
     args = command(data, tmp_path, "--train_budget_hours=0.012", steps=100000)

@@ -1,7 +1,6 @@
 """Instance building and masking, on synthetic token ids whose values say where they came from."""
 
 import collections
-import dataclasses
 
 import numpy as np
 import pytest
@@ -31,15 +30,18 @@ def document(index, sentence_lengths):
 
 
 def unmasked_instances(config, documents, seed=0):
-    """(input_ids, segment_ids, length, label) rows of every instance, masking disabled."""
-    config = dataclasses.replace(config, masking=MaskingConfig(masked_lm_prob=0.0))
+    """(input_ids, segment_ids, length, label) rows of every instance, each masked token put back."""
     builder = InstanceBuilder(config, WORD_STARTS, ORDINARY_IDS, seed)
     stats = InstanceStats()
     rows = []
     for doc in documents:
         for _, ints, _ in builder.build(doc, documents, stats):
-            for ids, segments, mask, label in zip(ints["input_ids"], ints["segment_ids"], ints["input_mask"],
-                                                  ints["next_sentence_labels"][:, 0]):
+            for ids, segments, mask, label, positions, originals in zip(
+                    ints["input_ids"], ints["segment_ids"], ints["input_mask"], ints["next_sentence_labels"][:, 0],
+                    ints["masked_lm_positions"], ints["masked_lm_ids"]):
+                ids = ids.copy()
+                predicted = positions > 0  # padding slots hold position 0, [CLS], which is never masked
+                ids[positions[predicted]] = originals[predicted]
                 rows.append((ids, segments, int(mask.sum()), int(label)))
     return rows, stats
 
@@ -332,8 +334,8 @@ def test_masking_is_deterministic_for_a_seed():
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"max_seq_length": 4}, "max_seq_length must be at least 5"),
-    ({"dupe_factor": 0}, "dupe_factor must be at least 1"),
+    ({"max_seq_length": 4}, r"max_seq_length must be an integer in \[5, 65536\], got 4"),
+    ({"dupe_factor": 0}, "dupe_factor must be a positive integer, got 0"),
     ({"single_segment": "drop"}, "single_segment must be one of"),
     ({"masking": MaskingConfig(max_predictions_per_seq=600)}, "max_predictions_per_seq 600 exceeds max_seq_length 512"),
 ])

@@ -127,10 +127,12 @@ def test_the_resume_check_tells_a_run_that_trained_differently(data, uninterrupt
         assert_trained_alike(tmp_path, result.stdout, *uninterrupted)
 
 
+@pytest.mark.slow
 def test_sigkill_then_restart_ends_with_the_uninterrupted_weights(data, uninterrupted, tmp_path):
     kill_then_resume(command(data, tmp_path), tmp_path, "ckpt-10.index", f"ckpt-{STEPS}.index", uninterrupted)
 
 
+@pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_and_the_run_resumes_exactly(data, uninterrupted, tmp_path):
     args = command(data, tmp_path)
     args[args.index("--save_checkpoints_steps=10")] = "--save_checkpoints_steps=1000"
@@ -150,6 +152,7 @@ def test_sigterm_saves_a_checkpoint_and_the_run_resumes_exactly(data, uninterrup
     assert_trained_alike(tmp_path, result.stdout, *uninterrupted)
 
 
+@pytest.mark.slow
 def test_a_divergence_saves_nothing_names_the_good_checkpoint_and_a_lower_rate_resumes(data, tmp_path):
     def with_rate(rate, steps):
         args = command(data, tmp_path, steps=steps)

@@ -402,12 +402,12 @@ def test_a_layer_raised_error_keeps_its_message_in_one_line(pretrained):
         Outer()(tf.zeros([1, 2]))
     assert str(wrapped.value).startswith("Exception encountered when calling")
     assert error_line(wrapped.value) == "Sequence length 128 exceeds max_position_embeddings 64"
-    # Through a tool: the model has 64 positions, the request 128.
+    # Through a tool: the model has 64 positions, the request 128, refused (naming the flag) before the model runs.
     result = tool("fill_mask", f"--model={pretrained}", "--text=a [MASK] b", "--max_seq_length=128")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        "albert_tf.fill_mask: error: Sequence length 128 exceeds max_position_embeddings 64; truncate inputs to at "
-        "most that many tokens")
+        "albert_tf.fill_mask: error: --max_seq_length must be an integer in [3, 64] (room for [CLS], a token and "
+        "[SEP]; at most the model's max_position_embeddings), got 128")
 
 
 def test_help_exits_0_and_a_bad_flag_1():

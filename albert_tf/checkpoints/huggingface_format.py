@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from albert_tf.albert_config import LAYER_NORM_EPSILON, AlbertConfig
+from albert_tf.file_utils import describe_json_value
 
 HF_CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -124,8 +125,35 @@ _OUR_TO_HF_ACTIVATION = {"gelu": "gelu_new", "gelu_new": "gelu_new", "gelu_exact
                          "tanh": "tanh", "linear": "linear"}
 
 
+def _check_huggingface_types(hf_config, source):
+    """ValueError naming `source` and the key for a value of the wrong JSON type (a size written as the string
+    "768" by a hand edit or another tool), before any of them is compared or used."""
+    if not isinstance(hf_config, dict):
+        raise ValueError(f"{source}: expected a JSON object (a Hugging Face config), got "
+                         f"{describe_json_value(hf_config)}")
+    for key, value in hf_config.items():
+        if key in _HF_SIZE_KEYS and (isinstance(value, bool) or not isinstance(value, int)):
+            expected = "an integer"
+        elif key in _HF_NUMBER_KEYS and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            expected = "a number"
+        elif key in _HF_STRING_KEYS and not isinstance(value, str):
+            expected = "a string"
+        else:
+            continue
+        raise ValueError(f'{source}: "{key}" must be {expected}, got {describe_json_value(value)}')
+
+
+# The keys albert_config_from_huggingface reads, by the JSON type Hugging Face writes them as.
+_HF_SIZE_KEYS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
+                 "inner_group_num", "num_attention_heads", "intermediate_size", "max_position_embeddings",
+                 "type_vocab_size")
+_HF_NUMBER_KEYS = ("layer_norm_eps", "hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range")
+_HF_STRING_KEYS = ("model_type", "hidden_act", "position_embedding_type")
+
+
 def albert_config_from_huggingface(hf_config, source=HF_CONFIG_FILE):
     """AlbertConfig for a Hugging Face ALBERT config dict; refuses what we cannot match exactly."""
+    _check_huggingface_types(hf_config, source)
     if hf_config.get("model_type", "albert") != "albert":
         raise ValueError(f"{source}: model_type is {hf_config.get('model_type')!r}, not 'albert'")
     epsilon = hf_config.get("layer_norm_eps", LAYER_NORM_EPSILON)
@@ -306,8 +334,12 @@ def read_huggingface_dir(directory):
     config_path = os.path.join(directory, HF_CONFIG_FILE)
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{directory}: no {HF_CONFIG_FILE}; expected a save_pretrained directory")
-    with open(config_path) as f:
-        config = albert_config_from_huggingface(json.load(f), source=config_path)
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            hf_config = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{config_path}: not valid JSON ({error})") from None
+    config = albert_config_from_huggingface(hf_config, source=config_path)
     state = _read_state_dict(directory)
     # A bare AlbertModel saves its tensors without the "albert." prefix.
     if not any(name.startswith("albert.") for name in state):
@@ -375,7 +407,15 @@ def write_huggingface_dir(config, tensors, directory, with_heads, classifier=Non
         # AlbertModel.from_pretrained expects its own names, without "albert.".
         state = {name.removeprefix("albert."): array for name, array in state.items()}
     os.makedirs(directory, exist_ok=True)
-    save_file(state, os.path.join(directory, SAFETENSORS_FILE), metadata={"format": "pt"})
+    from safetensors import SafetensorError
+
+    path = os.path.join(directory, SAFETENSORS_FILE)
+    try:
+        save_file(state, path, metadata={"format": "pt"})
+    except SafetensorError as error:
+        # safetensors reports a full disk or a missing directory as its own error (not OSError), which a command
+        # line would print as a traceback: the same one line as any other write failure.
+        raise OSError(f"{path}: could not write the weights ({str(error).splitlines()[0]})") from None
     with open(os.path.join(directory, HF_CONFIG_FILE), "w") as f:
         json.dump({**albert_config_to_huggingface(config, with_heads), **(classifier or {})}, f, indent=2,
                   sort_keys=True)

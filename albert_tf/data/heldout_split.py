@@ -1,10 +1,12 @@
 """Splits a corpus into training and held-out documents, so that a model is evaluated on text it never saw.
 
 Documents are separated by blank lines (both input formats of create_pretraining_data);
-every `every`-th document (the 10th, 20th, ...) is held out. The corpus is streamed
+every `every`-th document (the 10th, 20th, ...) is held out. The corpus (.gz read
+decompressed) is streamed
 line by line, and each output appears complete or not at all.
 """
 
+import gzip
 import os
 
 
@@ -26,7 +28,8 @@ def split_documents(corpus, train_path, heldout_path, every=10):
                 counts[index] += 1
                 document.clear()
 
-        with open(corpus, encoding="utf-8") as f:
+        # A .gz corpus is read decompressed, as every tool that reads a corpus does.
+        with (gzip.open if corpus.endswith(".gz") else open)(corpus, "rt", encoding="utf-8") as f:
             for line in f:
                 if line.strip():
                     document.append(line if line.endswith("\n") else line + "\n")

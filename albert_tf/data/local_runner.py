@@ -168,7 +168,10 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
             pool.shutdown(wait=True, cancel_futures=True)
         spool = _worker.pop("spool", None)
         if spool:
-            spool.close()
+            try:
+                spool.close()
+            except OSError:
+                pass  # its data is being thrown away; what failed the run (a full disk, say) is already raised
         _worker.clear()
         shutil.rmtree(staging, ignore_errors=True)
 

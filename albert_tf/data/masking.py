@@ -28,7 +28,13 @@ import dataclasses
 
 import numpy as np
 
+from albert_tf.settings import POSITIVE_INTEGER, NumberRange, raise_problems
 from albert_tf.text.albert_tokenizer import MASK_ID
+
+
+# The share of tokens to mask. 0 would write instances with no prediction at all: pretraining on them
+# learns nothing from its masked-LM loss (a zero-weight average), without saying so.
+MASKED_LM_PROB = NumberRange(low=0, high=1, low_open=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +44,12 @@ class MaskingConfig:
     ngram: int = 3
     favor_shorter_ngram: bool = True
     do_whole_word_mask: bool = True
+
+    def __post_init__(self):
+        """SettingError naming each setting that cannot mask."""
+        raise_problems([MASKED_LM_PROB.problem("masked_lm_prob", self.masked_lm_prob),
+                        POSITIVE_INTEGER.problem("max_predictions_per_seq", self.max_predictions_per_seq),
+                        POSITIVE_INTEGER.problem("ngram", self.ngram)])
 
     def ngram_probabilities(self):
         probabilities = 1.0 / np.arange(1, self.ngram + 1)
@@ -80,7 +92,7 @@ def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative
     labels = np.zeros((count, max_predictions), np.int32)
     weights = np.zeros((count, max_predictions), np.float32)
     lengths = np.asarray(lengths, dtype=np.int64)
-    if count == 0 or config.masked_lm_prob == 0:
+    if count == 0:
         return MaskedBatch(output, positions, labels, weights, [], np.zeros(3, np.int64))
 
     # Words, over the candidates (the batch's tokens other than [CLS]/[SEP] and padding, in row order):

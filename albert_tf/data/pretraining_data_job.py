@@ -41,6 +41,7 @@ import struct
 import numpy as np
 
 from albert_tf.data.corpus_reader import (
+    CorpusStats,
     DEFAULT_MAX_DOCUMENT_SENTENCES,
     DEFAULT_MAX_LINE_BYTES,
     iter_documents,
@@ -52,6 +53,7 @@ from albert_tf.data.pretraining_instances import (
     INT_FEATURES,
     InstanceBuilder,
     InstanceConfig,
+    InstanceStats,
     tokenize_documents,
 )
 from albert_tf.data.data_set_files import METADATA_SUFFIX
@@ -274,6 +276,21 @@ DOCUMENT_ORDER_STREAM = 1
 # --- Spooling and finalization ------------------------------------------------------
 
 
+class RunStatistics:
+    """What a run counted: the CorpusStats of the files read and the [training set, held-out set] InstanceStats
+    of the instances made, merged pairwise. (Distributed runners pickle it between processes: it lives here,
+    in a module every worker imports, not in a script that runs as __main__.)"""
+
+    def __init__(self, corpus=None, sets=None):
+        self.corpus = CorpusStats() if corpus is None else corpus
+        self.sets = [InstanceStats(), InstanceStats()] if sets is None else sets
+
+    def merge(self, other):
+        self.corpus.merge(other.corpus)
+        for mine, theirs in zip(self.sets, other.sets):
+            mine.merge(theirs)
+
+
 def spool_name(output_set, owner, shard):
     return f"spool-{output_set}-{owner}-{shard:05d}"
 
@@ -299,8 +316,15 @@ class ShardSpool:
             f.flush()
 
     def close(self):
+        """Closes every file, then raises the first error (a full disk fails the flush inside close())."""
+        errors = []
         for f in self._files.values():
-            f.close()
+            try:
+                f.close()
+            except OSError as error:
+                errors.append(error)
+        if errors:
+            raise errors[0]
 
 
 def read_spool(path):

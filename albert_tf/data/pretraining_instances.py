@@ -33,10 +33,14 @@ import dataclasses
 import numpy as np
 
 from albert_tf.data.masking import MaskingConfig, mask_batch
-from albert_tf.settings import SettingError
+from albert_tf.albert_config import SIZE_LIMITS
+from albert_tf.settings import POSITIVE_INTEGER, PROBABILITY, NumberRange, raise_problems
 from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
 
 SINGLE_SEGMENT_MODES = ("split", "other_document")
+# From room for [CLS] A [SEP] B [SEP] to the most positions an AlbertConfig allows: a longer row fits no
+# model, and one of 10**9 tokens would exhaust memory padding the first batch.
+SEQUENCE_LENGTH = NumberRange(5, SIZE_LIMITS["max_position_embeddings"], integer=True)
 LENGTH_BUCKET = 32
 
 
@@ -51,31 +55,18 @@ class InstanceConfig:
     masking: MaskingConfig = MaskingConfig()
 
     def __post_init__(self):
-        errors = []
-        if self.max_seq_length < 5:
-            errors.append(f"<max_seq_length> must be at least 5, got {self.max_seq_length}")
-        if not 0.0 <= self.short_seq_prob <= 1.0:
-            errors.append(f"<short_seq_prob> must be in [0, 1], got {self.short_seq_prob}")
-        if self.dupe_factor < 1:
-            errors.append(f"<dupe_factor> must be at least 1, got {self.dupe_factor}")
+        """SettingError naming each setting that cannot make instances (the masking settings are
+        MaskingConfig's to check)."""
+        length_problem = SEQUENCE_LENGTH.problem("max_seq_length", self.max_seq_length)
+        errors = [length_problem, PROBABILITY.problem("short_seq_prob", self.short_seq_prob),
+                  POSITIVE_INTEGER.problem("dupe_factor", self.dupe_factor),
+                  POSITIVE_INTEGER.problem("random_document_pool", self.random_document_pool)]
         if self.single_segment not in SINGLE_SEGMENT_MODES:
             errors.append(f"<single_segment> must be one of {SINGLE_SEGMENT_MODES}, got {self.single_segment!r}")
-        if self.random_document_pool < 1:
-            errors.append(f"<random_document_pool> must be at least 1, got {self.random_document_pool}")
-        masking = self.masking
-        if not 0.0 <= masking.masked_lm_prob <= 1.0:
-            errors.append(f"<masked_lm_prob> must be in [0, 1], got {masking.masked_lm_prob}")
-        if masking.max_predictions_per_seq < 1:
-            errors.append(f"<max_predictions_per_seq> must be at least 1, got {masking.max_predictions_per_seq}")
-        if masking.max_predictions_per_seq > self.max_seq_length:
-            errors.append(
-                f"<max_predictions_per_seq> {masking.max_predictions_per_seq} exceeds <max_seq_length> "
-                f"{self.max_seq_length}"
-            )
-        if masking.ngram < 1:
-            errors.append(f"<ngram> must be at least 1, got {masking.ngram}")
-        if errors:
-            raise SettingError("; ".join(errors))
+        if not length_problem and self.masking.max_predictions_per_seq > self.max_seq_length:
+            errors.append(f"<max_predictions_per_seq> {self.masking.max_predictions_per_seq} exceeds <max_seq_length> "
+                          f"{self.max_seq_length}")
+        raise_problems(errors)
 
     @property
     def uses_other_documents(self):

@@ -51,11 +51,19 @@ class ExportedModel:
             raise ValueError(f"{len(text)} texts but {len(text_b)} second segments; pass one per text (\"\" for none)")
         if self.part == "serving":
             signatures = self.saved_model.signatures
-            if text_b is None and TEXT_SIGNATURE in signatures:
-                outputs = signatures[TEXT_SIGNATURE](text=tf.constant(text, tf.string))
-            else:
-                outputs = signatures[SIGNATURE](text=tf.constant(text, tf.string),
-                                                text_b=tf.constant(text_b or [], tf.string))
+            limit = getattr(self.saved_model, "max_batch_size_variable", None)
+            # The serving model refuses requests above its limit: larger batches go as several requests.
+            step = max(len(text), 1) if limit is None else int(limit.numpy())
+            parts = []
+            for start in range(0, max(len(text), 1), step):
+                rows = slice(start, start + step)
+                if text_b is None and TEXT_SIGNATURE in signatures:
+                    parts.append(signatures[TEXT_SIGNATURE](text=tf.constant(text[rows], tf.string)))
+                else:
+                    parts.append(signatures[SIGNATURE](text=tf.constant(text[rows], tf.string),
+                                                       text_b=tf.constant((text_b or [])[rows], tf.string)))
+            outputs = parts[0] if len(parts) == 1 else {name: tf.concat([part[name] for part in parts], axis=0)
+                                                        for name in parts[0]}
         else:
             preprocessing = self.preprocessing or self.saved_model
             inputs = preprocessing(tf.constant(text, tf.string), tf.constant(text_b or [], tf.string))

@@ -14,7 +14,9 @@ that replaces OUTPUT_DIR only once complete.
 
 import os
 import re
+import typing
 
+from albert_tf.export_lib.serving_requests import DEFAULT_MAX_BATCH_SIZE
 from albert_tf.settings import SettingError
 
 # Warm-up requests' batch sizes: the small batch buckets (XLA's 1, 2, 4, 8).
@@ -34,58 +36,40 @@ def check_serving_name(name):
 
 def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, lower_case=None, serving_name="albert",
            serving_version=1, overwrite=False, serving_xla=False, serving_outputs=None,
-           serving_warmup_batch_sizes=DEFAULT_WARMUP_BATCH_SIZES, force=False):
+           serving_warmup_batch_sizes=DEFAULT_WARMUP_BATCH_SIZES, force=False,
+           serving_max_batch_size=DEFAULT_MAX_BATCH_SIZE):
     """Writes the three SavedModels; returns {part: path}. `max_seq_length`, `lower_case`: None takes what
     the checkpoint records (albert_tf.models.preprocessing_contract); the accents and quote rules are always
     the recorded ones, and the export records them too. `serving_xla`, `serving_outputs`,
-    `serving_warmup_batch_sizes`, `force`: see the flags."""
+    `serving_warmup_batch_sizes`, `force`, `serving_max_batch_size`: see the flags."""
     import tensorflow as tf
 
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
-    from albert_tf.models.inference_model import check_spm_model_file
-    from albert_tf.models.model_dir import METADATA_FILE, SPM_MODEL_FILE, find_spm_model, load_model
-    from albert_tf.models.preprocessing_contract import resolve_preprocessing
+    from albert_tf.models.model_dir import METADATA_FILE, SPM_MODEL_FILE
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.export_lib.preprocessing_module import Preprocessor
     from albert_tf.export_lib.serving_module import SERVED_KINDS, serving_module
     from albert_tf.export_lib.serving_warmup import warmup_requests, write_warmup_requests
     from albert_tf.file_utils import check_replaceable, staged_directory, write_json_atomically
-    from albert_tf.text.albert_tokenizer import read_spm_model
-    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
     check_serving_name(serving_name)
     if not isinstance(serving_version, int) or serving_version < 1:
         raise SettingError(f"<serving_version>={serving_version}: must be a positive integer (TF Serving's version "
                            "directories are numbers)")
     check_replaceable(output_dir, overwrite)
-    model, metadata = load_model(checkpoint)
-    if metadata["model"] not in SERVED_KINDS:
-        raise ValueError(f"{checkpoint}: holds a {metadata['model']!r} model; export supports {', '.join(SERVED_KINDS)}")
-    spm = find_spm_model(checkpoint, spm_model_file)
-    if spm_model_file:
-        check_spm_model_file(checkpoint, spm_model_file)
-    config = model.albert_config
-    preprocessing = resolve_preprocessing(metadata, lower_case, max_seq_length, force=force, source=checkpoint)
-    for warning in preprocessing.warnings:
-        print(f"Warning: {warning}.", flush=True)
-    max_seq_length, lower_case = preprocessing.max_seq_length, preprocessing.lower_case
-    if not 3 <= max_seq_length <= config.max_position_embeddings:
-        raise SettingError(f"<max_seq_length>={max_seq_length}: must be at least 3 ([CLS] [SEP] [SEP]) and at most "
-                           f"the model's max_position_embeddings ({config.max_position_embeddings})")
-    model_proto = read_spm_model(spm)
-    try:
-        tokenizer = TFAlbertTokenizer(model_proto, lower_case=lower_case, keep_accents=preprocessing.keep_accents,
-                                      rewrite_quotes=preprocessing.rewrite_quotes)
-    except ValueError as error:
-        raise ValueError(f"{spm}: {error}") from None
-    if tokenizer.vocab_size > config.vocab_size:
-        raise SettingError(f"{spm}: has {tokenizer.vocab_size} pieces, more than the model's vocab_size "
-                           f"({config.vocab_size}); pass the SentencePiece model it was trained with "
-                           "(<spm_model_file>)")
+    source = load_for_export(checkpoint, SERVED_KINDS, spm_model_file, max_seq_length, lower_case, force)
+    model, metadata, preprocessing = source.model, source.metadata, source.preprocessing
+    max_seq_length, lower_case, tokenizer, model_proto = (preprocessing.max_seq_length, preprocessing.lower_case,
+                                                          source.tokenizer, source.model_proto)
     encoder = getattr(model, "encoder", model)
     # Checked before anything is written.
-    serving = serving_module(tokenizer, max_seq_length, model, metadata, xla=serving_xla, outputs=serving_outputs)
-    warmup = warmup_requests(serving, serving_name, serving_warmup_batch_sizes)
+    serving = serving_module(tokenizer, max_seq_length, model, metadata, xla=serving_xla, outputs=serving_outputs,
+                             max_batch_size=serving_max_batch_size)
+    warmup = warmup_requests(serving, serving_name, serving_warmup_batch_sizes)  # checks the sizes are integers
+    too_large = [size for size in serving_warmup_batch_sizes or () if int(size) > serving_max_batch_size]
+    if too_large:
+        raise SettingError(f"<serving_warmup_batch_sizes>: {', '.join(map(str, too_large))} above "
+                           f"<serving_max_batch_size>={serving_max_batch_size}, which the server would refuse")
     with staged_directory(output_dir, overwrite=overwrite) as staging:
         metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case,
                     "keep_accents": preprocessing.keep_accents, "rewrite_quotes": preprocessing.rewrite_quotes,
@@ -115,3 +99,49 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
             write_warmup_requests(serving_dir, warmup)
     return {"encoder": os.path.join(output_dir, "encoder"), "preprocessing": os.path.join(output_dir, "preprocessing"),
             "serving": os.path.join(output_dir, "serving", serving_name, str(serving_version))}
+
+
+class ExportSource(typing.NamedTuple):
+    """A checkpoint as an export reads it: the model, its albert_tf.json, the preprocessing resolved against its
+    record, the SentencePiece model's bytes and the in-graph tokenizer that follows that preprocessing."""
+    model: object
+    metadata: dict
+    preprocessing: object
+    model_proto: bytes
+    tokenizer: object
+
+
+def load_for_export(checkpoint, kinds, spm_model_file=None, max_seq_length=None, lower_case=None, force=False):
+    """Loads `checkpoint` and checks it before anything is written: its kind is one of `kinds`, the casing and
+    length agree with its record (warnings printed), the vocabulary fits the model. An `ExportSource`."""
+    from albert_tf.models.inference_model import check_spm_model_file
+    from albert_tf.models.model_dir import find_spm_model, load_model
+    from albert_tf.models.preprocessing_contract import resolve_preprocessing
+    from albert_tf.text.albert_tokenizer import read_spm_model
+    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+
+    model, metadata = load_model(checkpoint)
+    if metadata["model"] not in kinds:
+        raise ValueError(f"{checkpoint}: holds a {metadata['model']!r} model; this export supports {', '.join(kinds)}")
+    spm = find_spm_model(checkpoint, spm_model_file)
+    if spm_model_file:
+        check_spm_model_file(checkpoint, spm_model_file)
+    config = model.albert_config
+    preprocessing = resolve_preprocessing(metadata, lower_case, max_seq_length, force=force, source=checkpoint)
+    for warning in preprocessing.warnings:
+        print(f"Warning: {warning}.", flush=True)
+    if not 3 <= preprocessing.max_seq_length <= config.max_position_embeddings:
+        raise SettingError(f"<max_seq_length>={preprocessing.max_seq_length}: must be at least 3 ([CLS] [SEP] [SEP]) "
+                           f"and at most the model's max_position_embeddings ({config.max_position_embeddings})")
+    model_proto = read_spm_model(spm)
+    try:
+        tokenizer = TFAlbertTokenizer(model_proto, lower_case=preprocessing.lower_case,
+                                      keep_accents=preprocessing.keep_accents,
+                                      rewrite_quotes=preprocessing.rewrite_quotes)
+    except ValueError as error:
+        raise ValueError(f"{spm}: {error}") from None
+    if tokenizer.vocab_size > config.vocab_size:
+        raise SettingError(f"{spm}: has {tokenizer.vocab_size} pieces, more than the model's vocab_size "
+                           f"({config.vocab_size}); pass the SentencePiece model it was trained with "
+                           "(<spm_model_file>)")
+    return ExportSource(model, metadata, preprocessing, model_proto, tokenizer)

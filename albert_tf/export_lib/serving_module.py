@@ -44,8 +44,9 @@ import tensorflow as tf
 
 from albert_tf.text.tf_packing import (NO_SECOND_SEGMENTS, TEXT_B_SPEC, TEXT_SPEC, clean_text, encode_text, pack,
                                       second_segments, split_batch)
-from albert_tf.export_lib.serving_requests import SIGNATURE, TEXT_SIGNATURE
+from albert_tf.export_lib.serving_requests import DEFAULT_MAX_BATCH_SIZE, SIGNATURE, TEXT_SIGNATURE
 from albert_tf.export_lib.token_offsets import tokenize_with_offsets
+from albert_tf.settings import SettingError
 
 # Longest answer considered, in tokens (the original run_squad's max_answer_length).
 MAX_ANSWER_TOKENS = 30
@@ -121,8 +122,15 @@ class ServingModule(tf.Module):
     # warm-up requests carry one.
     takes_context = False
 
-    def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None):
+    def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None,
+                 max_batch_size=DEFAULT_MAX_BATCH_SIZE):
         super().__init__(name="albert_serving")
+        if not isinstance(max_batch_size, int) or isinstance(max_batch_size, bool) or max_batch_size < 1:
+            raise SettingError(f"<serving_max_batch_size>={max_batch_size!r}: must be a positive integer (texts per "
+                               "request)")
+        self.max_batch_size = max_batch_size
+        # Saved with the model, so a Python caller (load_export) splits larger batches into requests it accepts.
+        self.max_batch_size_variable = tf.Variable(max_batch_size, trainable=False, name="max_batch_size")
         self.kind = metadata["model"]
         if outputs is not None:
             raise ValueError(f"a {self.kind} model's serving outputs are fixed; choosing outputs is for encoders "
@@ -158,7 +166,7 @@ class ServingModule(tf.Module):
 
     def export_settings(self):
         """What the export's albert_tf.json records about this serving model beyond the kind."""
-        return {}
+        return {"serving_max_batch_size": self.max_batch_size}
 
     def _respond(self, text, text_b):
         """The signature outputs for a batch of requests."""
@@ -169,7 +177,18 @@ class ServingModule(tf.Module):
         raise NotImplementedError
 
     def _encoded(self, text, text_b):
-        return trim_padding(encode_text(self.tokenizer, text, text_b, self.max_seq_length))
+        return trim_padding(encode_text(self.tokenizer, self._within_batch_limit(text), text_b, self.max_seq_length))
+
+    def _within_batch_limit(self, text):
+        """`text`, once its rows are known to be at most max_batch_size: a request of a hundred thousand rows
+        would otherwise run until the server runs out of memory (tens of GB even at albert_tiny)."""
+        rows = tf.size(text)
+        check = tf.debugging.Assert(
+            rows <= self.max_batch_size,
+            ["albert_tf: a request of", rows, f"texts; this model takes at most {self.max_batch_size} per request "
+             "(albert-export --serving_max_batch_size): split it into several requests"])
+        with tf.control_dependencies([check]):
+            return tf.identity(text)
 
     def _run_model(self, inputs):
         if not self.xla:
@@ -185,8 +204,10 @@ class EmbeddingServing(ServingModule):
     """Encoders and pretrainers: pooled_output and/or embedding (`outputs`, some of EMBEDDING_OUTPUTS,
     default both). A pretrainer's heads stay out of the SavedModel."""
 
-    def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None):
-        super().__init__(tokenizer, max_seq_length, getattr(model, "encoder", model), metadata, xla=xla)
+    def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None,
+                 max_batch_size=DEFAULT_MAX_BATCH_SIZE):
+        super().__init__(tokenizer, max_seq_length, getattr(model, "encoder", model), metadata, xla=xla,
+                         max_batch_size=max_batch_size)
         self.outputs = EMBEDDING_OUTPUTS if outputs is None else tuple(outputs)
         unknown = sorted(set(self.outputs) - set(EMBEDDING_OUTPUTS))
         if unknown or not self.outputs:
@@ -194,7 +215,7 @@ class EmbeddingServing(ServingModule):
                              f"{', '.join(EMBEDDING_OUTPUTS)}")
 
     def export_settings(self):
-        return {"serving_outputs": list(self.outputs)}
+        return {**super().export_settings(), "serving_outputs": list(self.outputs)}
 
     def _respond(self, text, text_b):
         return self._run_model(self._encoded(text, text_b))
@@ -213,8 +234,10 @@ class EmbeddingServing(ServingModule):
 class ClassifierServing(ServingModule):
     """Classifiers: probabilities, label_id and label (its name); regression: score."""
 
-    def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None):
-        super().__init__(tokenizer, max_seq_length, model, metadata, xla=xla, outputs=outputs)
+    def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None,
+                 max_batch_size=DEFAULT_MAX_BATCH_SIZE):
+        super().__init__(tokenizer, max_seq_length, model, metadata, xla=xla, outputs=outputs,
+                         max_batch_size=max_batch_size)
         self.is_regression = bool(metadata.get("is_regression", False))
         if not self.is_regression:
             names = metadata.get("label_names") or [str(i) for i in range(int(metadata["num_labels"]))]
@@ -245,6 +268,7 @@ class SpanLabelerServing(ServingModule):
         return {name: tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits")}
 
     def _respond(self, question, context):
+        question = self._within_batch_limit(question)
         context, has_context = second_segments(question, context)
         texts = clean_text(tf.concat([question, context], axis=0))
         batch = tf.shape(question)[0]
@@ -323,10 +347,13 @@ SERVING_BY_KIND = {"encoder": EmbeddingServing, "pretrainer": EmbeddingServing, 
 SERVED_KINDS = tuple(SERVING_BY_KIND)
 
 
-def serving_module(tokenizer, max_seq_length, model, metadata, xla=False, outputs=None):
+def serving_module(tokenizer, max_seq_length, model, metadata, xla=False, outputs=None,
+                   max_batch_size=DEFAULT_MAX_BATCH_SIZE):
     """The serving module for the model kind `metadata["model"]` (ValueError for a kind export does not
-    serve); `outputs`: an encoder's or pretrainer's outputs (EmbeddingServing); other kinds' are fixed."""
+    serve); `outputs`: an encoder's or pretrainer's outputs (EmbeddingServing); other kinds' are fixed;
+    `max_batch_size`: texts per request at most."""
     kind = metadata["model"]
     if kind not in SERVING_BY_KIND:
         raise ValueError(f"no serving outputs for a {kind!r} model; export one of {', '.join(SERVED_KINDS)}")
-    return SERVING_BY_KIND[kind](tokenizer, max_seq_length, model, metadata, xla=xla, outputs=outputs)
+    return SERVING_BY_KIND[kind](tokenizer, max_seq_length, model, metadata, xla=xla, outputs=outputs,
+                                 max_batch_size=max_batch_size)

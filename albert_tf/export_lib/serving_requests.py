@@ -12,6 +12,10 @@ server that fills in signature defaults.
 # The raw-text signatures of the serving SavedModel (serving_module).
 SIGNATURE = "serving_default"
 TEXT_SIGNATURE = "serve_text"
+# Texts per request a serving model accepts at most, unless its export says otherwise
+# (--serving_max_batch_size): far above what interactive clients send (TF Serving's own batching merges
+# requests below it), far below what exhausts a server's memory.
+DEFAULT_MAX_BATCH_SIZE = 256
 
 
 def _check_pairs(texts, texts_b):

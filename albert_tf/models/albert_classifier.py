@@ -12,7 +12,6 @@ it uncompiled:
 """
 
 import math
-import numbers
 
 import keras
 import numpy as np
@@ -22,6 +21,7 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.layers.initializers import truncated_normal
 from albert_tf.models.task_model import AlbertTaskModel, merge_synonyms
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
+from albert_tf.settings import DROPOUT_RATE, POSITIVE_INTEGER
 from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 
 MODEL_KIND = "classifier"
@@ -54,7 +54,7 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
         num_labels = merge_synonyms("AlbertClassifier", {"num_labels": num_labels, "num_classes": num_classes},
                                     self.ARGUMENT_SYNONYMS)["num_labels"]
         num_labels = 2 if num_labels is None else num_labels
-        if isinstance(num_labels, bool) or not isinstance(num_labels, numbers.Integral) or num_labels < 1:
+        if not POSITIVE_INTEGER.admits(num_labels):
             raise ValueError(f"AlbertClassifier: num_labels={num_labels!r} must be a positive integer (1 for a "
                              "regression head)")
         num_labels = int(num_labels)
@@ -62,6 +62,7 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
         config = encoder.albert_config
         kwargs.setdefault("name", "albert_classifier")
         self.encoder = encoder
+        DROPOUT_RATE.check("dropout", dropout)
         self.dropout = keras.layers.Dropout(dropout, name="classifier_dropout")
         self.classifier = keras.layers.Dense(num_labels, kernel_initializer=truncated_normal(config.initializer_range),
                                              dtype="float32", name="classifier")
@@ -108,8 +109,13 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
         """keras.Model.fit, also on raw strings (with a preprocessor) and compiling itself when uncompiled.
 
         Before any training, labels a classification head cannot take (outside 0..num_labels-1, fractional,
-        strings) are refused, as are an empty `x`, `batch_size` < 1 and raw text without a preprocessor."""
+        strings) and scores a regression head cannot (NaN, infinite) are refused, as are a missing or empty `x`,
+        a `batch_size`, `epochs` or `steps_per_epoch` that is no positive integer, and raw text without a
+        preprocessor."""
         self._check_inputs("fit", x, batch_size)
+        # Keras runs no epoch for epochs <= 0 and no step for steps_per_epoch 0, and says nothing.
+        _check_count("fit", "epochs", epochs)
+        _check_count("fit", "steps_per_epoch", steps_per_epoch, "or None for every batch of x")
         self._check_labels(y, "y")
         if isinstance(validation_data, (tuple, list)) and len(validation_data) >= 2:
             self._check_inputs("fit", validation_data[0], batch_size, "validation_data")
@@ -147,27 +153,31 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
     def _check_inputs(self, method, x, batch_size, argument="x"):
         """One-line errors for what keras.Model would fail on later and obscurely (a KeyError for no rows,
         "Unrecognized data type" for strings it cannot tokenize)."""
-        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
-                                       or batch_size < 1):
-            raise ValueError(f"{method}: batch_size={batch_size!r} must be a positive integer (or None for "
-                             f"{DEFAULT_BATCH_SIZE})")
+        _check_count(method, "batch_size", batch_size, f"or None for {DEFAULT_BATCH_SIZE}")
+        nothing = f"nothing to {_PURPOSES[method] if argument == 'x' else 'validate on'}"
+        if x is None:
+            raise ValueError(f"{method}: no {argument} given, {nothing}; pass at least one example")
         if _is_empty(x):
-            raise ValueError(f"{method}: {argument} holds no examples; pass at least one")
+            raise ValueError(f"{method}: {argument} holds no examples, {nothing}; pass at least one")
         if self.preprocessor is None and (_is_text(x) or (isinstance(x, tf.data.Dataset) and _yields_text(x))):
             raise ValueError(f"{method}: {argument} is raw text but this AlbertClassifier has no preprocessor; build "
                              "it with from_preset(<model directory>) or from_preset(<preset>, spm_model_file=...), "
                              "or pass preprocessor=AlbertPreprocessor(...)")
 
     def _check_labels(self, y, argument):
-        """Refuses, before training, class labels the head cannot take; a regression head (num_labels 1), a
-        dataset and multi-column targets (one-hot, a custom loss) are left to Keras."""
+        """Refuses, before training, class labels the head cannot take, and NaN or infinite scores for a
+        regression head (num_labels 1); a dataset and multi-column targets (one-hot, a custom loss) are left
+        to Keras."""
         if isinstance(y, dict):
             y = y.get("logits")
-        if y is None or isinstance(y, tf.data.Dataset) or self.num_labels == 1:
+        if y is None or isinstance(y, tf.data.Dataset):
             return
         try:
             labels = np.asarray(y)
         except (TypeError, ValueError):
+            return
+        if self.num_labels == 1:
+            _check_scores(labels, argument)
             return
         if labels.size == 0 or labels.ndim > 2 or (labels.ndim == 2 and labels.shape[1] != 1) or labels.dtype == object:
             return
@@ -205,6 +215,31 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
             dataset = dataset.shuffle(int(dataset.cardinality()), reshuffle_each_iteration=True)
         dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
         return dataset.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE), None, None, None
+
+
+# What each of fit, evaluate and predict does with its examples, for "nothing to ...".
+_PURPOSES = {"fit": "train on", "evaluate": "evaluate", "predict": "predict on"}
+
+
+def _check_count(method, name, value, when_none=None):
+    """ValueError naming argument `name` of `method` unless `value` is a positive integer (or None, where
+    `when_none` says what None means)."""
+    if value is None and when_none:
+        return
+    requirement = POSITIVE_INTEGER.requirement(value)
+    if requirement:
+        raise ValueError(f"{method}: {name}={value!r} must be {requirement}{f' ({when_none})' if when_none else ''}")
+
+
+def _check_scores(scores, argument):
+    """A regression head's targets must be finite: one NaN or infinite score makes the loss NaN, and then every
+    weight, without an error."""
+    if scores.dtype.kind != "f":
+        return
+    not_finite = scores[~np.isfinite(scores)]
+    if not_finite.size:
+        raise ValueError(f"{argument}: score {not_finite[0]} is not a finite number; a regression head (num_labels=1) "
+                         "trains on finite scores")
 
 
 def _is_strings(value):

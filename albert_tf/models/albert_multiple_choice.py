@@ -7,6 +7,7 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.layers.initializers import truncated_normal
 from albert_tf.models.task_model import AlbertTaskModel
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for
+from albert_tf.settings import DROPOUT_RATE
 
 MODEL_KIND = "multiple_choice"
 
@@ -26,6 +27,7 @@ class AlbertMultipleChoice(AlbertTaskModel, keras.Model):
         albert_config = encoder.albert_config
         kwargs.setdefault("name", "albert_multiple_choice")
         self.encoder = encoder
+        DROPOUT_RATE.check("dropout", dropout)
         self.dropout = keras.layers.Dropout(dropout, name="choice_dropout")
         self.scorer = keras.layers.Dense(1, kernel_initializer=truncated_normal(albert_config.initializer_range),
                                          dtype="float32", name="choice_scorer")

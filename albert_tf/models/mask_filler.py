@@ -21,7 +21,7 @@ import numpy as np
 
 from albert_tf.models.inference_model import open_for_inference
 from albert_tf.text.albert_tokenizer import MASK_ID, SPIECE_UNDERLINE
-from albert_tf.text.packing import pack
+from albert_tf.text.packing import check_sequence_length, pack
 
 MASK = "[MASK]"
 # Never proposed: <pad>, <unk>, [CLS], [SEP], [MASK].
@@ -113,7 +113,11 @@ class MaskFiller:
     def _top(self, text, top_k, max_seq_length):
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
             raise ValueError(f"top_k={top_k!r}: must be a whole number of candidates, at least 1")
-        inputs, positions = encode_with_masks(text, self.tokenizer, max_seq_length or self.preprocessing.max_seq_length)
+        if max_seq_length is None:
+            max_seq_length = self.preprocessing.max_seq_length
+        model_positions = self.opened.metadata["albert_config"]["max_position_embeddings"]
+        check_sequence_length(max_seq_length, positions=model_positions)
+        inputs, positions = encode_with_masks(text, self.tokenizer, max_seq_length)
         logits = self._logits(inputs, positions)
         logits[:, :_SPECIAL_IDS] = -np.inf
         logits[:, self._never_proposed] = -np.inf

@@ -22,7 +22,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.file_utils import staged_directory, write_json
+from albert_tf.file_utils import describe_json_value, staged_directory, write_json
 from albert_tf.models import registry
 from albert_tf.models.preprocessing_contract import recorded_rewrite_quotes
 from albert_tf.settings import SettingFileNotFound
@@ -55,6 +55,61 @@ def write_metadata(directory, kind, albert_config, **extra):
     return metadata
 
 
+def _is_integer(value):
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON's true is a Python int too
+
+
+def _is_positive_integer(value):
+    return _is_integer(value) and value > 0
+
+
+def _is_string_list(value):
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+# The keys of albert_tf.json that albert_tf reads back, and what each must hold: a file edited by hand or
+# written by another tool is refused here, naming the file and the key, not deep inside building or
+# restoring the model. A key albert_tf does not read may hold anything (a later version's additions).
+_INTEGER = (_is_integer, "an integer")
+_POSITIVE = (_is_positive_integer, "a positive integer")
+_BOOLEAN = (lambda value: isinstance(value, bool), "true or false")
+_STRING = (lambda value: isinstance(value, str), "a string")
+_OBJECT = (lambda value: isinstance(value, dict), "a JSON object")
+_METADATA_TYPES = {
+    "format_version": _INTEGER,
+    "model": (_STRING[0], "a string (the model kind)"),
+    "albert_config": _OBJECT,
+    # A task model's head sizes (models.registry's saved arguments) and the recorded preprocessing.
+    **dict.fromkeys(("num_labels", "num_choices", "start_n_top", "end_n_top", "max_seq_length",
+                     "max_predictions_per_seq", "max_qa_length"), _POSITIVE),
+    **dict.fromkeys(("lower_case", "keep_accents", "rewrite_quotes", "is_regression"), _BOOLEAN),
+    **dict.fromkeys(("task_name", "squad_version", "squad_v2_head"), _STRING),
+    "label_names": (_is_string_list, "a list of strings"),
+    "preprocessor": _OBJECT,
+}
+# What write_model_dir records of a model's own preprocessor (load_model rebuilds it from these).
+_PREPROCESSOR_TYPES = {"seq_length": _POSITIVE, **dict.fromkeys(("lower_case", "keep_accents", "rewrite_quotes"),
+                                                                _BOOLEAN)}
+# The readers take an optional key's null as its absence; these have no such meaning, so null is refused.
+_NOT_NULL = ("format_version", "model", "albert_config", "preprocessor.seq_length")
+
+
+def _check_metadata_types(metadata, path):
+    """ValueError naming `path`, the key and the type it needs, for the first recorded value of the wrong type."""
+    checks = [(key, metadata[key], expected) for key, expected in _METADATA_TYPES.items() if key in metadata]
+    if isinstance(metadata.get("preprocessor"), dict):
+        recorded = metadata["preprocessor"]
+        if "seq_length" not in recorded:
+            raise ValueError(f'{path}: "preprocessor" has no "seq_length" (its preprocessor\'s sequence length)')
+        checks += [(f"preprocessor.{key}", recorded[key], expected) for key, expected in _PREPROCESSOR_TYPES.items()
+                   if key in recorded]
+    for key, value, (is_valid, expected) in checks:
+        if value is None and key not in _NOT_NULL:
+            continue
+        if not is_valid(value):
+            raise ValueError(f'{path}: "{key}" must be {expected}, got {describe_json_value(value)}')
+
+
 def read_metadata(directory):
     path = os.path.join(directory, METADATA_FILE)
     if not os.path.isfile(path):
@@ -67,8 +122,11 @@ def read_metadata(directory):
             metadata = json.load(f)
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{path}: expected a JSON object (albert_tf metadata), got {describe_json_value(metadata)}")
     if metadata.get("format") != "albert_tf" or "albert_config" not in metadata or "model" not in metadata:
         raise ValueError(f"{path}: not albert_tf metadata (needs format, model and albert_config)")
+    _check_metadata_types(metadata, path)
     if metadata.get("format_version", 0) > FORMAT_VERSION:
         raise ValueError(
             f"{path}: format_version {metadata['format_version']} is newer than this albert_tf "

@@ -26,6 +26,7 @@ import dataclasses
 import sys
 
 from albert_tf.settings import SettingError
+from albert_tf.text.packing import check_sequence_length
 
 # The sources already told that they record no rewrite_quotes: one line each, not one per call.
 _UNRECORDED_QUOTES_SAID = set()
@@ -78,6 +79,8 @@ def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, defaul
                          warnings)
     if max_seq_length is None:
         max_seq_length = min(recorded_length or default_max_seq_length, positions)
+    else:
+        check_sequence_length(max_seq_length)
     if max_seq_length > positions:
         raise SettingError(f"<max_seq_length>={max_seq_length} exceeds the max_position_embeddings ({positions}) "
                            f"of {source}: it has no position embeddings beyond {positions}")

@@ -12,6 +12,7 @@ import os
 
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS
 from albert_tf.settings import KERAS_ARGUMENTS, refuse_unknown_keywords
+from albert_tf.text.packing import check_sequence_length
 
 
 def merge_synonyms(caller: str, arguments: dict, synonyms: dict) -> dict:
@@ -102,6 +103,8 @@ class AlbertTaskModel:
         """
         from albert_tf.models.model_dir import model_from_preset
 
+        if max_seq_length is not None:  # model_from_preset would read 0 as "the default" and let NaN through
+            check_sequence_length(max_seq_length)
         return model_from_preset(cls, preset, max_seq_length=max_seq_length, spm_model_file=spm_model_file, **kwargs)
 
     def save_to_preset(self, directory: str | os.PathLike, overwrite: bool = False) -> str:

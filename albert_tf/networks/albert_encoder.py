@@ -7,9 +7,9 @@ from albert_tf.albert_config import ATTENTION_MASK_BIAS, AlbertConfig
 from albert_tf.layers.albert_embeddings import AlbertEmbeddings
 from albert_tf.layers.initializers import truncated_normal
 from albert_tf.layers.transformer_block import TransformerBlock
+from albert_tf.networks.memory_estimate import check_fits, weight_bytes
 from albert_tf.settings import KERAS_ARGUMENTS, refuse_unknown_keywords
-
-ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+from albert_tf.text.packing import ENCODER_INPUTS  # the names live where the inputs are made
 
 
 def encoder_inputs(seq_length=None):
@@ -73,6 +73,9 @@ class AlbertEncoder(keras.Model):
         # keras.Model would drop a misspelt keyword silently.
         refuse_unknown_keywords("AlbertEncoder", kwargs, {"config", "seq_length", *KERAS_ARGUMENTS})
         kwargs.setdefault("name", "albert_encoder")
+        # Before any weight exists: a config beyond this machine's memory would otherwise allocate until the
+        # operating system kills the process.
+        check_fits(weight_bytes(config), f"An encoder of about {config.parameter_estimate():,} parameters")
 
         # === Layers ===
         self.embeddings = AlbertEmbeddings(

@@ -6,8 +6,11 @@
 
 from albert_tf.optimization.original_optimizers import EXCLUDE_FROM_WEIGHT_DECAY, AdamWeightDecay, Lamb
 from albert_tf.optimization.schedules import WarmupPolynomialDecay
+from albert_tf.settings import NON_NEGATIVE, POSITIVE, NumberRange
 
 OPTIMIZERS = ("lamb", "adamw")
+# A moment's decay: at 1 the moment would keep its zero start forever.
+MOMENT_DECAY = NumberRange(low=0, high=1, high_open=True)
 
 
 def create_optimizer(
@@ -28,10 +31,16 @@ def create_optimizer(
 
     `clipnorm` is a global-norm clip applied by the optimizer (single-device use,
     for example fine-tuning); pass None when the training loop clips the
-    all-reduced gradient itself, with `gradients_are_aggregated=True`.
+    all-reduced gradient itself, with `gradients_are_aggregated=True`. A rate, step count or
+    coefficient the update cannot use (NaN, infinite, out of range) is a SettingError naming it.
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+    NON_NEGATIVE.check("weight_decay_rate", weight_decay_rate)
+    POSITIVE.check("clipnorm", clipnorm, allow_none=True)
+    POSITIVE.check("epsilon", epsilon)
+    for name, beta in (("beta_1", beta_1), ("beta_2", beta_2)):
+        MOMENT_DECAY.check(name, beta)
     schedule = WarmupPolynomialDecay(learning_rate, num_train_steps, num_warmup_steps, end_learning_rate, power)
     cls = Lamb if optimizer == "lamb" else AdamWeightDecay
     return cls(

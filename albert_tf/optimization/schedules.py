@@ -16,19 +16,21 @@ without retracing the compiled training loop that reads it.
 import keras
 from keras import ops
 
+from albert_tf.settings import NON_NEGATIVE, POSITIVE, POSITIVE_INTEGER, NumberRange
+
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     def __init__(self, learning_rate, num_train_steps, num_warmup_steps=0, end_learning_rate=0.0, power=1.0):
-        if learning_rate <= 0:
-            raise ValueError(f"learning_rate must be > 0, got {learning_rate}")
-        steps = _value(num_train_steps)
-        if steps < 1:
-            raise ValueError(f"num_train_steps must be >= 1, got {steps}")
-        if not 0 <= num_warmup_steps <= steps:
-            raise ValueError(f"num_warmup_steps must be in [0, num_train_steps={steps}], got {num_warmup_steps}")
+        """SettingError (a ValueError) naming the argument for a rate or step count the schedule cannot
+        follow: a NaN or infinite rate would train every weight to NaN, silently."""
+        POSITIVE.check("learning_rate", learning_rate)
+        steps = POSITIVE_INTEGER.check("num_train_steps", _value(num_train_steps))
+        NumberRange(0, steps, integer=True).check("num_warmup_steps", num_warmup_steps, why="at most <num_train_steps>")
+        NON_NEGATIVE.check("end_learning_rate", end_learning_rate)
+        POSITIVE.check("power", power)
         self.learning_rate = float(learning_rate)
-        self.num_train_steps = num_train_steps if hasattr(num_train_steps, "assign") else steps
+        self.num_train_steps = num_train_steps if hasattr(num_train_steps, "assign") else int(steps)
         self.num_warmup_steps = int(num_warmup_steps)
         self.end_learning_rate = float(end_learning_rate)
         self.power = float(power)
@@ -55,5 +57,6 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def _value(steps):
-    """An int, or a variable's value (a distributed variable, under a strategy, has no __int__)."""
-    return int(steps.numpy()) if hasattr(steps, "numpy") else int(steps)
+    """An int, or a variable's value (a distributed variable, under a strategy, has no __int__); anything
+    else as it is, for the caller to check."""
+    return int(steps.numpy()) if hasattr(steps, "numpy") else steps

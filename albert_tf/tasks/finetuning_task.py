@@ -16,7 +16,7 @@ task's own config, a dataclass of `config_class`, as `config.task`) and the
 import dataclasses
 import math
 
-from albert_tf.networks.albert_encoder import ENCODER_INPUTS
+from albert_tf.text.packing import ENCODER_INPUTS
 from albert_tf.tasks.objective import Objective
 
 

@@ -7,10 +7,12 @@ without quote processing, as GLUE's own scripts do (texts contain stray quotes).
 
 import csv
 import dataclasses
+import io
 import math
 import os
 import sys
 
+from albert_tf.file_utils import read_utf8_text
 from albert_tf.settings import SettingError
 
 
@@ -76,8 +78,9 @@ def read_tsv(path):
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such file")
     csv.field_size_limit(sys.maxsize)
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        return list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    # Read whole (as the rows are kept anyway), so that a byte that is not UTF-8 is named with its line.
+    text = read_utf8_text(path)
+    return list(csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE))
 
 
 def read_examples(task, path, split):

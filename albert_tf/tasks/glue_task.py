@@ -9,7 +9,7 @@ checkpoint is picked by the task's leaderboard metric (MNLI: matched accuracy).
 import dataclasses
 import os
 
-from albert_tf.settings import SettingError
+from albert_tf.settings import DROPOUT_RATE, SettingError
 from albert_tf.tasks import glue
 from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, predict_logits
 from albert_tf.tasks.glue_metrics import primary_metric, task_metrics
@@ -58,6 +58,7 @@ class GlueTask(FinetuningTask):
         for name in ("task_name", "data_dir"):
             if not getattr(config.task, name):
                 raise SettingError(f"<{name}> required")
+        DROPOUT_RATE.check("dropout", config.task.dropout)  # before the run directory exists
         if self._task(config) not in RECIPES:
             raise SettingError(f"<task_name> must be one of {sorted(RECIPES)} (any case), got {config.task.task_name!r}")
         # [CLS] A [SEP] (B [SEP]) with at least one token of each text.

@@ -13,6 +13,7 @@ global batch size. `batch_sums` returns the pieces; `replica_loss` combines them
 
 import tensorflow as tf
 
+from albert_tf.settings import NON_NEGATIVE
 from albert_tf.text.albert_tokenizer import MASK_ID
 from albert_tf.tasks.objective import Objective
 
@@ -84,8 +85,7 @@ class PretrainingObjective(Objective):
     model_inputs = MODEL_INPUTS
 
     def __init__(self, sentence_loss_weight=1.0):
-        if sentence_loss_weight < 0:
-            raise ValueError(f"sentence_loss_weight must be >= 0, got {sentence_loss_weight}")
+        NON_NEGATIVE.check("sentence_loss_weight", sentence_loss_weight)
         self.sentence_loss_weight = float(sentence_loss_weight)
 
     def outputs(self, model, inputs, training):

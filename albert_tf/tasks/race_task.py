@@ -9,7 +9,7 @@ import dataclasses
 import json
 import os
 
-from albert_tf.settings import SettingError
+from albert_tf.settings import DROPOUT_RATE, SettingError
 from albert_tf.tasks import race
 from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, predict_logits
 
@@ -43,6 +43,7 @@ class RaceTask(FinetuningTask):
     def validate(self, config):
         if not config.task.data_dir:
             raise SettingError("<data_dir> required")
+        DROPOUT_RATE.check("dropout", config.task.dropout)  # before the run directory exists
         if not 0 < config.task.max_qa_length <= config.max_seq_length - 3:
             raise SettingError(f"<max_qa_length>={config.task.max_qa_length} must be in 1..<max_seq_length> - 3")
         unknown = sorted(set(config.task.levels) - set(race.LEVELS))

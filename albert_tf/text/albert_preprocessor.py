@@ -25,6 +25,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.text.albert_tokenizer import spm_model_path
+from albert_tf.text.packing import check_sequence_length
 from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer, config_with_model_proto, constructor_arguments
 from albert_tf.text.tf_packing import encode_text
 
@@ -49,9 +50,7 @@ class AlbertPreprocessor(keras.layers.Layer):
     def __init__(self, model_proto: bytes, seq_length: int = 128, lower_case: bool = True,
                  keep_accents: bool = False, rewrite_quotes: bool = False, **kwargs):
         super().__init__(trainable=False, **kwargs)
-        if seq_length < 3:
-            raise ValueError(f"seq_length={seq_length}: needs room for [CLS], [SEP] and at least one token")
-        self.seq_length = seq_length
+        self.seq_length = check_sequence_length(seq_length, "seq_length")
         self.model_proto = model_proto
         self.lower_case = lower_case
         self.keep_accents = keep_accents

@@ -7,7 +7,22 @@ shared by the Python packing here and the in-graph packing of exported models.
 
 import numpy as np
 
+from albert_tf.settings import NumberRange
 from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
+
+# The encoder's inputs, the three arrays packing makes (the names of TF Hub's BERT encoders).
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+# The shortest sequence that holds any text: [CLS], a token, [SEP].
+SHORTEST_SEQUENCE = 3
+
+
+def check_sequence_length(value, name="max_seq_length", positions=None):
+    """`value`, or SettingError naming setting `name` when it is no length a sequence of text can have (or, given
+    a model's `positions`, more than it has position embeddings for)."""
+    within = NumberRange(SHORTEST_SEQUENCE, positions, integer=True)
+    why = "room for [CLS], a token and [SEP]" + ("; at most the model's max_position_embeddings" if positions else "")
+    return within.check(name, value, why=why)
 
 
 def truncated_lengths(length_a, length_b, budget):

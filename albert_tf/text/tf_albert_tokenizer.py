@@ -10,7 +10,7 @@ tokenizes with this layer, in two steps:
      rewritten where the model's record says so, accents stripped unless
      keep_accents, lowercased unless cased, then the unigram search;
   2. the original's fix-up of pieces that end in `<digit>,` (`▁2010,` -> `▁2010`
-     `,`), as a table: for each piece id, the ids it becomes, gathered.
+     `,`), as a table of the pieces it changes and the ids each becomes.
 
 The ids are `AlbertTokenizer`'s (tests compare them on every paragraph of the shared
 corpus and on a Unicode fuzz set); the few contexts a character map cannot see (some
@@ -80,9 +80,12 @@ class TFAlbertTokenizer(keras.layers.Layer):
         self.model_proto = model_proto
         self.sentencepiece = tf_text.FastSentencepieceTokenizer(
             albert_model_proto(model_proto, lower_case, keep_accents, rewrite_quotes))
+        # Only the pieces the fix-up changes (141 of 30k-clean's 30,000), not a row per piece: a LiteRT file
+        # carries these tables, and a [vocab, K] table would add half a megabyte to it.
         table = digit_comma_table(python_tokenizer)
-        self._replacements = tf.constant(table)
-        self._replacement_lengths = tf.constant((table >= 0).sum(axis=1, dtype=np.int64))
+        changed = np.flatnonzero((table[:, 1:] >= 0).any(axis=1))
+        self._split_ids = tf.constant(changed.astype(np.int32))
+        self._split_into = tf.constant(table[changed])
         self.built = True  # no weights: nothing to build
 
     def call(self, texts):
@@ -93,13 +96,20 @@ class TFAlbertTokenizer(keras.layers.Layer):
         """The original's fix-up of SentencePiece ids [batch, (pieces)], by the table: `3.0,` -> `▁3.0`, `,`.
 
         Public for callers that tokenize with SentencePiece themselves (in-graph offsets)."""
-        flat = ids.flat_values
-        lengths = tf.gather(self._replacement_lengths, flat)
-        replacements = tf.gather(self._replacements, flat)
-        width = tf.shape(replacements, out_type=tf.int64)[1]
-        kept = tf.boolean_mask(replacements, tf.range(width)[None, :] < lengths[:, None])
+        if self._split_ids.shape[0] == 0:  # a vocabulary without `<digit>,` pieces: nothing to split
+            return ids
+        flat = tf.cast(ids.flat_values, tf.int32)
+        matches = tf.equal(flat[:, None], self._split_ids[None, :])  # [pieces, changed pieces]
+        found = tf.reduce_any(matches, axis=1)
+        width = self._split_into.shape[1]
+        unchanged = tf.concat([flat[:, None], tf.fill([tf.shape(flat)[0], width - 1], -1)], axis=1)
+        replacements = tf.where(found[:, None],
+                                tf.gather(self._split_into, tf.argmax(tf.cast(matches, tf.int32), axis=1)), unchanged)
+        lengths = tf.reduce_sum(tf.cast(replacements >= 0, tf.int64), axis=1)
+        kept = tf.boolean_mask(replacements, replacements >= 0)
         ends = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(lengths)], axis=0)
-        return tf.RaggedTensor.from_row_splits(kept, tf.gather(ends, ids.row_splits), validate=False)
+        return tf.RaggedTensor.from_row_splits(tf.cast(kept, ids.flat_values.dtype), tf.gather(ends, ids.row_splits),
+                                               validate=False)
 
     def get_config(self):
         config = {**super().get_config(), "lower_case": self.lower_case, "keep_accents": self.keep_accents,

@@ -7,8 +7,10 @@ finite 1e12, and a checkpoint saved then is no "last good" one. The rule:
   Every check of the loss (one per compiled loop in pretraining, one per step
   in fine-tuning) fails when the loss or the gradient norm is NaN or infinite,
   or when the loss exceeds GROWTH_LIMIT (10) times its reference level: the
-  larger of the run's first checked loss and the median of its last
-  RECENT_WINDOW (20) checked losses.
+  larger of the run's first checked loss and the lowest median of RECENT_WINDOW
+  (20) consecutive checked losses so far. (The lowest, not the latest: a loss
+  that climbs steadily drags the latest median up with it and would never be
+  10x its own recent past, while it climbs to 15x where it started.)
 
   A checkpoint is saved only after a check that passed, and only when the
   weights' global norm is finite and at most GROWTH_LIMIT times the norm at the
@@ -58,6 +60,7 @@ class DivergenceGuard:
         self.window = window
         self.first = None
         self.recent = []
+        self.lowest_median = math.inf
         self.weight_norm = _global_norm(self.variables)
 
     def loss_problem(self, loss, gradient_norm=None):
@@ -67,13 +70,15 @@ class DivergenceGuard:
         if gradient_norm is not None and not math.isfinite(gradient_norm):
             return f"the gradient norm became {gradient_norm} (loss {loss:.4g})"
         if self.first is not None:
-            level = max(self.first, statistics.median(self.recent))
+            level = max(self.first, self.lowest_median)
             if loss > self.growth_limit * level:
                 return (f"the loss grew to {loss:.4g}, more than {self.growth_limit:g}x its level ({level:.4g}: the "
-                        f"larger of the run's first loss and the median of its last {len(self.recent)})")
+                        f"larger of the run's first loss and the lowest median of {self.window} consecutive losses "
+                        "so far)")
         else:
             self.first = loss
         self.recent = (self.recent + [loss])[-self.window:]
+        self.lowest_median = min(self.lowest_median, statistics.median(self.recent))
         return None
 
     def weights_problem(self):

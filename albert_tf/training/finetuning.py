@@ -51,7 +51,7 @@ import tensorflow as tf
 
 from albert_tf.models.model_dir import (SPM_MODEL_FILE, checkpoints_newest_first, restore_newest_intact,
                                         write_metadata, write_model_dir)
-from albert_tf.settings import SettingError, check_at_least
+from albert_tf.settings import POSITIVE, SettingError, check_at_least
 from albert_tf.text.albert_tokenizer import copy_spm_model
 from albert_tf.training import TrainingDivergedError
 from albert_tf.training.random_state import restore_training_checkpoint, training_checkpoint
@@ -87,8 +87,7 @@ class FinetuningSettings:
         if not 0 <= self.num_warmup_steps <= self.num_train_steps:
             raise SettingError(f"<num_warmup_steps> must be in [0, <num_train_steps>={self.num_train_steps}], "
                                f"got {self.num_warmup_steps}")
-        if self.learning_rate <= 0:
-            raise SettingError(f"<learning_rate> must be > 0, got {self.learning_rate}")
+        POSITIVE.check("learning_rate", self.learning_rate)
 
 
 def finetune(model, arrays, example_losses, settings, checkpoint_dir, kind, metadata=None, evaluate=None,

@@ -20,7 +20,7 @@ import dataclasses
 import os
 from typing import Any
 
-from albert_tf.settings import SettingError, check_at_least
+from albert_tf.settings import POSITIVE, PROBABILITY, SettingError, check_at_least
 from albert_tf.training.distribution_config import DistributionConfig
 
 
@@ -63,13 +63,9 @@ class FinetuningConfig(DistributionConfig):
             raise SettingError("<init_checkpoint> required (or, to train from a random start, <albert_config>)")
         check_at_least(self, ("max_seq_length", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps",
                               "keep_checkpoint_max", "train_batch_size", "num_train_steps"), 1)
-        for name in ("learning_rate", "num_train_epochs"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise SettingError(f"<{name}> must be > 0, got {value}")
+        POSITIVE.check_fields(self, ("learning_rate", "num_train_epochs"))
         check_at_least(self, ("num_warmup_steps",), 0)
-        if self.warmup_proportion is not None and not 0 <= self.warmup_proportion <= 1:
-            raise SettingError(f"<warmup_proportion> must be in [0, 1], got {self.warmup_proportion}")
+        PROBABILITY.check_fields(self, ("warmup_proportion",))
         if self.spm_model_file and not os.path.isfile(self.spm_model_file):
             raise SettingError(f"<spm_model_file>={self.spm_model_file}: no such file")
         self.check_distribution()

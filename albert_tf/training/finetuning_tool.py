@@ -258,6 +258,7 @@ def _run(task, config, strategy, chief=True):
     from albert_tf.file_utils import file_sha256, write_json_atomically
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
     from albert_tf.training import TrainingDivergedError
+    from albert_tf.networks.memory_estimate import check_training_fits, weight_bytes
     from albert_tf.training.finetuning import FinetuningSettings, finetune, model_for_evaluation, report_best
     from albert_tf.training.run_directory import (RUN_CONFIG_FILE, foreign_outputs, next_record, read_run_config,
                                                   refuse_another_tools_directory, resume_conflicts, run_outputs)
@@ -288,6 +289,8 @@ def _run(task, config, strategy, chief=True):
         learning_rate, batch_size, steps, warmup = training_schedule(task.recipe(config), rows, config,
                                                                      task.epoch_steps)
         check_batch_fits(batch_size, strategy, config)
+        check_training_fits(model.albert_config, strategy, batch_size // config.gradient_accumulation_steps,
+                            config.max_seq_length, already_allocated=weight_bytes(model.albert_config))
         training = {"task": task.title(config), "albert_config": model.albert_config.to_dict(),
                     "train_data_sha256": arrays_sha256(train), "spm_model_sha256": file_sha256(spm),
                     "do_lower_case": config.do_lower_case, "keep_accents": config.keep_accents,

@@ -15,7 +15,7 @@ and the fields a resumed run must share are checked against it (`pretraining_run
 import dataclasses
 import os
 
-from albert_tf.settings import SettingError, check_at_least
+from albert_tf.settings import NON_NEGATIVE, POSITIVE, SettingError, check_at_least
 from albert_tf.training.distribution_config import DistributionConfig
 
 OPTIMIZER_NAMES = ("lamb", "adamw")
@@ -65,13 +65,14 @@ class PretrainingConfig(DistributionConfig):
             raise SettingError(f"{' and '.join(missing)} required")
         check_at_least(self, ("train_batch_size", "eval_batch_size", "max_seq_length", "max_predictions_per_seq",
                               "num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max", "vocab_size",
-                              "input_workers", "input_mixed_documents"), 1)
+                              "input_workers", "input_mixed_documents", "max_eval_steps", "shuffle_buffer_size"), 1)
         self.check_distribution()
         if self.num_warmup_steps is not None and not 0 <= self.num_warmup_steps <= self.num_train_steps:
             raise SettingError(f"<num_warmup_steps> must be in [0, <num_train_steps>={self.num_train_steps}]")
-        if self.learning_rate <= 0:
-            raise SettingError(f"<learning_rate> must be > 0, got {self.learning_rate}")
-        check_at_least(self, ("sentence_loss_weight", "eval_every_steps", "train_budget_hours", "input_processes"), 0)
+        # A NaN or infinite rate or clip norm would train every weight to NaN.
+        POSITIVE.check_fields(self, ("learning_rate", "clip_norm"))
+        NON_NEGATIVE.check_fields(self, ("weight_decay_rate", "sentence_loss_weight", "eval_every_steps",
+                                         "train_budget_hours", "input_processes"))
         if self.optimizer not in OPTIMIZER_NAMES:
             raise SettingError(f"<optimizer> must be one of {OPTIMIZER_NAMES}, got {self.optimizer!r}")
         if (self.do_eval or self.eval_every_steps) and not self.eval_input_file:

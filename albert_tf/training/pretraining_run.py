@@ -43,6 +43,7 @@ from albert_tf.optimization import create_optimizer
 from albert_tf.text.albert_tokenizer import AlbertTokenizer, copy_spm_model
 from albert_tf.training import TrainingDivergedError
 from albert_tf.training.distribution_config import PRECISIONS
+from albert_tf.networks.memory_estimate import check_training_fits
 from albert_tf.training.divergence import rerun_advice
 from albert_tf.training.pretraining_config import PAPER_TRAIN_STEPS, PAPER_WARMUP_STEPS
 from albert_tf.training.random_state import restore_training_checkpoint, training_checkpoint
@@ -320,6 +321,8 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, training_d
 
     def build_training_state():
         keras.utils.set_random_seed(settings.seed)
+        check_training_fits(config, strategy, settings.train_batch_size, settings.max_seq_length,
+                            settings.max_predictions_per_seq)
         with strategy.scope():
             model = AlbertPretrainer(config, seq_length=settings.max_seq_length,
                                      max_predictions_per_seq=settings.max_predictions_per_seq)
@@ -415,9 +418,11 @@ def _worker_dataset(settings, strategy, training_data):
                                          shuffle_buffer=settings.shuffle_buffer_size)
 
 
-def _diverged(problem, steps, last):
-    return TrainingDivergedError(f"{problem} in {steps}; stopped without saving. {rerun_advice(last)}, or use "
-                                 "--mixed_precision=bf16 instead of fp16.", last_good=last)
+def _diverged(problem, steps, last, precision):
+    # fp16's narrow range is a cause of its own, which bf16 removes; other precisions have only the rate to change.
+    advice = ", or use --mixed_precision=bf16 instead of fp16." if precision == "fp16" else "."
+    return TrainingDivergedError(f"{problem} in {steps}; stopped without saving. {rerun_advice(last)}{advice}",
+                                 last_good=last)
 
 
 class HeldoutEvaluation:
@@ -615,7 +620,8 @@ def _train(settings, trainer, iterator, manager, writer, preemption, train_files
         trainer, iterator, manager, writer, preemption, total_steps,
         save_checkpoints_steps=settings.save_checkpoints_steps, iterations_per_loop=settings.iterations_per_loop,
         max_seconds_per_loop=getattr(settings, "max_seconds_per_loop", 0), format_metrics=_format_metrics,
-        diverged=_diverged, read_error=lambda error: read_error(train_files, error, "the training data"),
+        diverged=lambda problem, steps, last: _diverged(problem, steps, last, settings.mixed_precision),
+        read_error=lambda error: read_error(train_files, error, "the training data"),
         hooks=_PretrainingHooks(settings, heldout, budget))
 
 

@@ -17,12 +17,14 @@ its current step, saves and returns PREEMPTED_EXIT_CODE.
 """
 
 import concurrent.futures
+import re
 import signal
 import threading
 import time
 
 import tensorflow as tf
 
+from albert_tf.file_utils import check_held_directories
 from albert_tf.progress import format_duration
 from albert_tf.training.divergence import DivergenceGuard
 from albert_tf.training.training_time import record_seconds, recorded_seconds
@@ -116,8 +118,26 @@ def _loop_timer(trainer, seconds):
     return timer
 
 
+class InputProcessError(ChildProcessError):
+    """A process of the documents reader (run_pretraining --input_processes) died or failed mid-run."""
+
+
+# What the documents reader's builder processes raise (albert_tf.data.builder_processes), as TensorFlow
+# passes it up through the input pipeline inside an UnknownError with a Python traceback.
+_INPUT_PROCESS_FAILURE = re.compile(r"an instance builder process \(pid \d+\) [^\n]*|the instance builder failed in "
+                                    r"process \d+")
+
+
+def input_process_failure(error):
+    """The line of a tf.errors.UnknownError that says a documents-reader process failed, or None."""
+    match = _INPUT_PROCESS_FAILURE.search(getattr(error, "message", None) or str(error))
+    return match.group(0).rstrip(":") if match else None
+
+
 def save_checkpoint(manager, step):
-    """Saves ckpt-`step`; a failed save (disk full, read-only, quota) stops the run with the reason."""
+    """Saves ckpt-`step`; a failed save (disk full, read-only, quota) stops the run with the reason, as does an
+    output directory deleted or replaced meanwhile (file_utils.check_held_directories)."""
+    check_held_directories()
     try:
         manager.save(checkpoint_number=step)
     except (tf.errors.OpError, OSError) as error:
@@ -187,6 +207,14 @@ def run_training_loop(trainer, iterator, manager, writer, preemption, total_step
             if read_error is None:
                 raise
             raise read_error(error) from None
+        except tf.errors.UnknownError as error:
+            failure = input_process_failure(error)
+            if failure is None:
+                raise
+            raise InputProcessError(
+                f"{failure}: the input pipeline cannot go on. The last checkpoint ({manager.latest_checkpoint or 'none'}"
+                ") is intact: rerun the same command to resume from it (with fewer input processes, or more "
+                "memory, if the out-of-memory killer stopped the process)") from None
         finally:
             if timer is not None:
                 timer.cancel()

@@ -98,6 +98,9 @@ def main(argv=None):
     parser.add_argument("--budget_hours", type=float, default=3.0, help="wall-clock budget the steps are fitted to")
     parser.add_argument("--seed", type=int, default=12345, help="initialization, data order and masks")
     parser.add_argument("--warmup_steps", type=int, default=1000, help="linear warmup (the albert_tf recipe's 1,000)")
+    parser.add_argument("--steps_per_loop", type=int, default=50,
+                        help="steps between progress lines and step-time readings (default 50; the budget is fitted "
+                             "after the first loop and 20 more steps)")
     args = parser.parse_args(argv)
 
     import torch
@@ -156,7 +159,7 @@ def main(argv=None):
     model.train()
     while step < total:
         loop_start, loop_steps = time.monotonic(), 0
-        while loop_steps < 50 and step < total:
+        while loop_steps < args.steps_per_loop and step < total:
             torch.manual_seed(args.seed * 1_000_003 + step)  # masks and dropout: functions of the step
             batch = collator([{"input_ids": row} for row in data[batch_rows(step, len(data), args.seed)]])
             for group in optimizer.param_groups:

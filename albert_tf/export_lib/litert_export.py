@@ -1,0 +1,295 @@
+"""`export_litert()`: an albert_tf checkpoint as LiteRT (.tflite) files for phones and other devices.
+
+  OUTPUT_DIR/model.tflite         raw text in: text [1] (and text_b [1] for sentence-pair
+                                  classifiers; "" = none) -> the task's outputs
+                                  (litert_module); ALBERT's tokenizer inside, as
+                                  tensorflow-text's FastSentencepieceTokenize custom op
+  OUTPUT_DIR/encoder_ids.tflite   the same model from token ids (input_word_ids, input_mask,
+                                  input_type_ids [1, n] int32): built-in ops only, for apps
+                                  that cannot link tensorflow-text's TFLite kernel
+  OUTPUT_DIR/albert_tf.json       the checkpoint's record, its preprocessing, and "litert":
+                                  the files' inputs, outputs, quantization, ops and checks
+  OUTPUT_DIR/spm.model            the vocabulary (to tokenize for encoder_ids.tflite)
+
+Quantization (`quantization`): "dynamic_int8" (default: int8 weights, float activations;
+about a quarter of the float32 file), "float16" (half the size), "float32", or "int8" (weights
+and activations, calibrated on `calibration_texts`; written only when it passes the accuracy
+gate below on those texts, else refused with what was measured).
+
+Before anything is written: the model is converted from a SavedModel made by Keras's
+ExportArchive (which hands the converter the weights' values: a Keras 3 model saved inside a
+plain tf.Module converts to resource-variable ops that a LiteRT interpreter runs on zeros,
+with no error), each file's ops are audited (no Flex op, which would need the TensorFlow
+runtime on the device; no resource-variable op; no custom op but the tokenizer, and none at
+all in encoder_ids.tflite), and both files are run on a few texts against the float model:
+float32 within 1e-4, the others within their quantization's tolerance, and encoder_ids.tflite
+giving model.tflite's outputs from the same ids. The output directory is staged and replaces
+OUTPUT_DIR only when complete.
+"""
+
+import json
+import os
+import tempfile
+
+import numpy as np
+
+from albert_tf.models.lite_model import lite_interpreter, tokenizer_op_registerers
+from albert_tf.settings import SettingError
+
+TEXT_MODEL_FILE = "model.tflite"
+IDS_MODEL_FILE = "encoder_ids.tflite"
+QUANTIZATIONS = ("dynamic_int8", "float16", "float32", "int8")
+DEFAULT_QUANTIZATION = "dynamic_int8"
+# tensorflow-text's kernel for the tokenizer: the one custom op model.tflite holds.
+TOKENIZER_OP = "TFText>FastSentencepieceTokenize"
+# Ops that mean a weight was left out of the file (it would be read as zeros at run time).
+VARIABLE_OPS = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"})
+# How far a file's outputs may be from the float model's on the check texts: float32 absolute (scaled by the
+# outputs' magnitude when above 1); the others relative to the largest |output| (a file that lost its weights is
+# off by about 100%).
+FLOAT32_TOLERANCE = 1e-4
+RELATIVE_TOLERANCE = {"float16": 0.01, "dynamic_int8": 0.25, "int8": 0.25}
+MIN_CALIBRATION_TEXTS = 200
+# The texts every export is checked on: ordinary, empty, long (truncated), digits with commas, accents, emoji.
+CHECK_TEXTS = ("The film was a delight from start to finish.", "", "It is not good, not good at all.",
+               "In 1998, 2,000 people met in Zürich (Switzerland) for the ``premiere''.",
+               "a " * 400, "Ångström ☃ 東京 😀")
+
+
+class LiteRTExportError(RuntimeError):
+    """A converted file failed its audit, its check against the float model or the int8 gate: nothing was
+    written. Command lines exit with status 3."""
+
+    exit_code = 3
+
+
+def model_ops(model_content):
+    """(built-in op names, custom op names) a .tflite's bytes use, read from its flatbuffer's operator codes."""
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(bytearray(model_content), 0))
+    names = {code: name for name, code in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
+    builtin, custom = set(), set()
+    for operator_code in model.operatorCodes:
+        code = max(operator_code.builtinCode, operator_code.deprecatedBuiltinCode)
+        if code == schema.BuiltinOperator.CUSTOM:
+            custom.add(operator_code.customCode.decode() if isinstance(operator_code.customCode, bytes)
+                       else operator_code.customCode)
+        else:
+            builtin.add(names.get(code, str(code)))
+    return builtin, custom
+
+
+def audit(model_content, file_name, allowed_custom_ops):
+    """The file's ops (sorted names); LiteRTExportError for a Flex op, a resource-variable op or a custom op
+    other than `allowed_custom_ops`."""
+    builtin, custom = model_ops(model_content)
+    problems = []
+    flex = sorted(op for op in custom if op.startswith("Flex"))
+    if flex:
+        problems.append(f"Flex ops {', '.join(flex)} (they need the TensorFlow runtime on the device)")
+    variables = sorted(builtin & VARIABLE_OPS)
+    if variables:
+        problems.append(f"resource-variable ops {', '.join(variables)} (weights left out of the file: it would run "
+                        "on zeros)")
+    foreign = sorted(custom - set(flex) - set(allowed_custom_ops))
+    if foreign:
+        problems.append(f"custom ops {', '.join(foreign)} that no LiteRT runtime provides")
+    if problems:
+        raise LiteRTExportError(f"{file_name}: holds {'; '.join(problems)}; nothing was written")
+    return sorted(builtin) + sorted(custom)
+
+
+def converter(saved_model_dir, signature, quantization, representative_requests=None):
+    import tensorflow as tf
+
+    conversion = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir, signature_keys=[signature])
+    conversion.allow_custom_ops = signature == "text"
+    conversion.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    if quantization != "float32":
+        conversion.optimizations = [tf.lite.Optimize.DEFAULT]
+    if quantization == "float16":
+        conversion.target_spec.supported_types = [tf.float16]
+    if quantization == "int8":
+        conversion.representative_dataset = lambda: iter(representative_requests)
+        conversion.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8, tf.lite.OpsSet.TFLITE_BUILTINS]
+        # Calibration runs the model in LiteRT: the tokenizer's kernel must be there.
+        conversion.target_spec._experimental_custom_op_registerers = tokenizer_op_registerers()
+    return conversion.convert()
+
+
+def packing_model(tokenizer, max_seq_length):
+    """The bytes of a .tflite of model.tflite's tokenizer and packing alone (litert_module.PackingModule)."""
+    import tensorflow as tf
+
+    from albert_tf.export_lib.litert_module import PackingModule
+
+    module = PackingModule(tokenizer, max_seq_length)
+    conversion = tf.lite.TFLiteConverter.from_concrete_functions([module.text.get_concrete_function()], module)
+    conversion.allow_custom_ops = True
+    return conversion.convert()
+
+
+def read_calibration_texts(path, pairs):
+    """[(text, text_b)] from a file of one request per line ("text<TAB>text_b" for sentence pairs)."""
+    requests = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            text, _, text_b = line.partition("\t") if pairs else (line, "", "")
+            requests.append((text, text_b))
+    if len(requests) < MIN_CALIBRATION_TEXTS:
+        raise SettingError(f"<calibration_file>={path}: {len(requests)} texts; full int8 needs at least "
+                           f"{MIN_CALIBRATION_TEXTS} to calibrate on and to measure its accuracy gate")
+    return requests
+
+
+class TextRunner:
+    """Runs a text model file (or the float module's function) on (text, text_b) requests, one at a time."""
+
+    def __init__(self, run, pairs):
+        self.run = run
+        self.pairs = pairs
+
+    @classmethod
+    def of_file(cls, model_content, pairs):
+        runner = lite_interpreter(model_content).get_signature_runner("text")
+        return cls(lambda **inputs: runner(**inputs), pairs)
+
+    @classmethod
+    def of_function(cls, function, pairs):
+        return cls(lambda **inputs: {name: value.numpy() for name, value in function(**inputs).items()}, pairs)
+
+    def __call__(self, requests):
+        outputs = []
+        for text, text_b in requests:
+            inputs = {"text": np.array([text.encode("utf-8")], dtype=object)}
+            if self.pairs:
+                inputs["text_b"] = np.array([text_b.encode("utf-8")], dtype=object)
+            outputs.append(self.run(**inputs))
+        return {name: np.concatenate([output[name] for output in outputs]) for name in outputs[0]}
+
+
+def relative_error(outputs, reference):
+    """max |outputs - reference| over the largest |reference| (at least 1e-3), over every output."""
+    return max(float(np.abs(outputs[name] - reference[name]).max()) / max(float(np.abs(reference[name]).max()), 1e-3)
+               for name in reference)
+
+
+def check_against_float(file_outputs, reference, quantization, file_name):
+    """The measured error (float32: absolute; else relative); LiteRTExportError when outside the tolerance."""
+    if quantization == "float32":
+        error = max(float(np.abs(file_outputs[name] - reference[name]).max())
+                    / max(1.0, float(np.abs(reference[name]).max())) for name in reference)
+        tolerance = FLOAT32_TOLERANCE
+    else:
+        error, tolerance = relative_error(file_outputs, reference), RELATIVE_TOLERANCE[quantization]
+    if not error <= tolerance:  # NaN fails too
+        raise LiteRTExportError(f"{file_name} ({quantization}) answers the check texts {error:.3g} away from the "
+                                f"float model (tolerance {tolerance:g}); nothing was written")
+    return error
+
+
+def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad_to=None, spm_model_file=None,
+                  max_seq_length=None, lower_case=None, force=False, calibration_file=None, overwrite=False):
+    """Writes OUTPUT_DIR (module docstring); returns {"model": path, "encoder_ids": path, "litert": the record}.
+
+    `max_seq_length`, `lower_case`, `force`, `spm_model_file`: as `export()`; `pad_to`: a static sequence length
+    (<= max_seq_length) for runtimes that need static shapes, None for inputs as long as the text."""
+    import keras
+    import tensorflow as tf
+
+    from albert_tf.export_lib.exporter import load_for_export
+    from albert_tf.export_lib.litert_module import ENCODER_INPUT_NAMES, LITERT_KINDS, LiteRTModule, pack_one_request
+    from albert_tf.file_utils import check_replaceable, staged_directory, write_json_atomically
+    from albert_tf.models.model_dir import METADATA_FILE, SPM_MODEL_FILE
+
+    if quantization not in QUANTIZATIONS:
+        raise SettingError(f"<quantization>={quantization!r}: choose one of {', '.join(QUANTIZATIONS)}")
+    if calibration_file and quantization != "int8":
+        raise SettingError("<calibration_file> calibrates full int8 only: pass <quantization>=int8 with it")
+    if quantization == "int8" and not calibration_file:
+        raise SettingError("<quantization>=int8 (weights and activations) needs <calibration_file>: texts like the "
+                           "requests the model will get, one per line, to calibrate on and to check its accuracy")
+    check_replaceable(output_dir, overwrite)
+    source = load_for_export(checkpoint, LITERT_KINDS, spm_model_file, max_seq_length, lower_case, force)
+    max_seq_length = source.preprocessing.max_seq_length
+    if pad_to is not None and not (isinstance(pad_to, int) and 3 <= pad_to <= max_seq_length):
+        raise SettingError(f"<pad_to>={pad_to}: must be an integer from 3 to max_seq_length ({max_seq_length}); "
+                           "leave it out for inputs as long as each text")
+    module = LiteRTModule(source.tokenizer, source.model, source.metadata, max_seq_length, pad_to)
+    check_requests = [(text, "" if i % 2 else CHECK_TEXTS[-1 - i]) for i, text in enumerate(CHECK_TEXTS)]
+    calibration = read_calibration_texts(calibration_file, module.pairs) if calibration_file else None
+
+    def packed(requests):
+        """The encoder inputs (numpy, [1, n]) model.tflite makes of each request, for encoder_ids.tflite."""
+        result = []
+        for text, text_b in requests:
+            ids_b = source.tokenizer(tf.constant([text_b])) if module.pairs else None
+            inputs = pack_one_request(source.tokenizer(tf.constant([text])), ids_b, tf.constant(bool(module.pairs and text_b)),
+                                      max_seq_length, pad_to)
+            result.append({name: inputs[name].numpy() for name in ENCODER_INPUT_NAMES})
+        return result
+
+    with tempfile.TemporaryDirectory(prefix="albert_litert-") as work:
+        saved_model = os.path.join(work, "saved_model")
+        archive = keras.export.ExportArchive()
+        archive.track(module.model)
+        archive.add_endpoint("text", module.text_function)
+        archive.add_endpoint("ids", module.ids_function)
+        archive.write_out(saved_model, verbose=False)
+        text_representative = ids_representative = None
+        if calibration:
+            text_representative = [
+                {"text": np.array([text.encode("utf-8")], dtype=object),
+                 **({"text_b": np.array([text_b.encode("utf-8")], dtype=object)} if module.pairs else {})}
+                for text, text_b in calibration]
+            ids_representative = packed(calibration)
+        text_model = converter(saved_model, "text", quantization, text_representative)
+        ids_model = converter(saved_model, "ids", quantization, ids_representative)
+    text_ops = audit(text_model, TEXT_MODEL_FILE, {TOKENIZER_OP})
+    ids_ops = audit(ids_model, IDS_MODEL_FILE, set())
+
+    float_runner = TextRunner.of_function(module.text_function, module.pairs)
+    text_runner = TextRunner.of_file(text_model, module.pairs)
+    reference = float_runner(check_requests)
+    text_error = check_against_float(text_runner(check_requests), reference, quantization, TEXT_MODEL_FILE)
+    # encoder_ids.tflite, given the ids model.tflite makes of the same texts.
+    ids_runner = lite_interpreter(ids_model).get_signature_runner("ids")
+    ids_outputs = [ids_runner(**inputs) for inputs in packed(check_requests)]
+    ids_outputs = {name: np.concatenate([output[name] for output in ids_outputs]) for name in ids_outputs[0]}
+    ids_error = check_against_float(ids_outputs, reference, quantization, IDS_MODEL_FILE)
+
+    gate = None
+    if calibration:
+        passed, measured = module.requests.int8_gate(text_runner(calibration), float_runner(calibration))
+        gate = {"calibration_texts": len(calibration), "measured": measured, "passed": passed}
+        if not passed:
+            raise LiteRTExportError(f"full int8 fails its accuracy gate on {calibration_file} ({len(calibration)} "
+                                    f"texts): {measured}; nothing was written (dynamic_int8, the default, keeps "
+                                    "activations in float)")
+
+    inputs = ["text", "text_b"] if module.pairs else ["text"]
+    record = {
+        "quantization": quantization, "pad_to": pad_to, "max_seq_length": max_seq_length,
+        "files": {
+            TEXT_MODEL_FILE: {"inputs": inputs, "outputs": module.output_names(), "bytes": len(text_model),
+                              "ops": text_ops, "custom_ops": [TOKENIZER_OP], "check_error": text_error},
+            IDS_MODEL_FILE: {"inputs": list(ENCODER_INPUT_NAMES), "outputs": module.output_names(),
+                             "bytes": len(ids_model), "ops": ids_ops, "custom_ops": [], "check_error": ids_error},
+        },
+        "int8_gate": gate,
+    }
+    metadata = {**source.metadata, "max_seq_length": max_seq_length, "lower_case": source.preprocessing.lower_case,
+                "keep_accents": source.preprocessing.keep_accents,
+                "rewrite_quotes": source.preprocessing.rewrite_quotes, "litert": record}
+    with staged_directory(output_dir, overwrite=overwrite) as staging:
+        for name, content in ((TEXT_MODEL_FILE, text_model), (IDS_MODEL_FILE, ids_model),
+                              (SPM_MODEL_FILE, source.model_proto)):
+            with open(os.path.join(staging, name), "wb") as f:
+                f.write(content)
+        write_json_atomically(os.path.join(staging, METADATA_FILE), metadata)
+    return {"model": os.path.join(output_dir, TEXT_MODEL_FILE), "encoder_ids": os.path.join(output_dir, IDS_MODEL_FILE),
+            "litert": json.loads(json.dumps(record))}

@@ -1,0 +1,126 @@
+"""`LiteModel`: a LiteRT export (`albert-export --format=litert`) run from Python on raw texts.
+
+>>> model = LiteModel("exports/sst2_lite")                                   # doctest: +SKIP
+>>> model(["a delight from start to finish", "a bore"])["label"]            # doctest: +SKIP
+['1', '0']
+>>> LiteModel("exports/mrpc_lite")(["He left."], ["He went away."])          # doctest: +SKIP
+
+The interpreter is ai-edge-litert's (`pip install 'albert_tf[litert]'`) when it is installed,
+else TensorFlow's own `tf.lite.Interpreter`; either way tensorflow-text registers the
+tokenizer's kernel (FastSentencepieceTokenize), which model.tflite holds as a custom op.
+Each text is one request (the files take a batch of one, as a phone's app calls them).
+"""
+
+import json
+import os
+
+import numpy as np
+
+RUNTIMES = ("auto", "litert", "tensorflow")
+TEXT_MODEL_FILE = "model.tflite"
+METADATA_FILE = "albert_tf.json"  # as in every albert_tf directory (models.model_dir)
+
+
+def tokenizer_op_registerers():
+    """tensorflow-text's registrar of the tokenizer's TFLite kernel, for an interpreter's custom_op_registerers."""
+    from tensorflow_text import tflite_registrar
+
+    return [tflite_registrar.AddFastSentencepieceTokenize]
+
+
+def lite_interpreter(model_content=None, model_path=None, num_threads=None, runtime="auto"):
+    """An interpreter of a .tflite (bytes or path) with the tokenizer's kernel registered.
+
+    `runtime`: "litert" (ai-edge-litert's; ImportError naming the extra when missing), "tensorflow"
+    (tf.lite's, deprecated by TensorFlow but still shipped) or "auto" (the first of them installed)."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"runtime={runtime!r}: choose one of {', '.join(RUNTIMES)}")
+    interpreter_class = None
+    if runtime in ("auto", "litert"):
+        try:
+            from ai_edge_litert.interpreter import InterpreterWithCustomOps as interpreter_class
+        except ImportError:
+            if runtime == "litert":
+                raise ImportError("runtime='litert' needs ai-edge-litert: pip install 'albert_tf[litert]'") from None
+    if interpreter_class is None:
+        import warnings
+
+        from tensorflow.lite.python.interpreter import InterpreterWithCustomOps as interpreter_class
+
+        warnings.filterwarnings("ignore", message=r"(?s).*tf\.lite\.Interpreter is deprecated")
+    return interpreter_class(custom_op_registerers=tokenizer_op_registerers(), model_content=model_content,
+                             model_path=model_path, num_threads=num_threads)
+
+
+class LiteModel:
+    """Runs model.tflite of a LiteRT export on texts.
+
+    Args:
+      path: the export directory (model.tflite and albert_tf.json), or a .tflite file (its label names
+        then come from an albert_tf.json beside it, if there is one).
+      num_threads: the interpreter's CPU threads (default: the runtime's).
+      runtime: "auto", "litert" or "tensorflow" (`lite_interpreter`).
+
+    Calling it on a list of texts (and, for a sentence-pair classifier, a list of second texts; "" =
+    none) returns numpy arrays with one row per text: logits, probabilities, label_id and label (a
+    classifier; regression: score), or pooled_output (an encoder).
+    """
+
+    def __init__(self, path: str | os.PathLike, num_threads: int | None = None, runtime: str = "auto"):
+        path = os.fspath(path)
+        model_path = os.path.join(path, TEXT_MODEL_FILE) if os.path.isdir(path) else path
+        if not os.path.isfile(model_path):
+            raise FileNotFoundError(f"{path}: no LiteRT model (a directory from albert-export --format=litert, or "
+                                    "its model.tflite)")
+        metadata_path = os.path.join(os.path.dirname(model_path), METADATA_FILE)
+        self.metadata = {}
+        if os.path.isfile(metadata_path):
+            with open(metadata_path, encoding="utf-8") as f:
+                self.metadata = json.load(f)
+        self.interpreter = lite_interpreter(model_path=model_path, num_threads=num_threads, runtime=runtime)
+        signatures = self.interpreter.get_signature_list()
+        if "text" not in signatures:
+            raise ValueError(f"{model_path}: has no 'text' signature (signatures: {', '.join(signatures) or 'none'}); "
+                             "encoder_ids.tflite takes token ids: run it with a LiteRT interpreter directly")
+        self.input_names = signatures["text"]["inputs"]
+        self.output_names = signatures["text"]["outputs"]
+        self.takes_pairs = "text_b" in self.input_names
+        self._runner = self.interpreter.get_signature_runner("text")
+        self.label_names = self.metadata.get("label_names") if "logits" in self.output_names else None
+        if self.label_names is None and "logits" in self.output_names and self.metadata.get("num_labels"):
+            self.label_names = [str(i) for i in range(int(self.metadata["num_labels"]))]
+
+    def __call__(self, texts, texts_b=None):
+        texts = _text_list(texts, "texts")
+        if texts_b is not None:
+            if not self.takes_pairs:
+                raise ValueError("this model takes single texts: leave texts_b out")
+            texts_b = _text_list(texts_b, "texts_b")
+            if len(texts_b) != len(texts):
+                raise ValueError(f"texts_b has {len(texts_b)} texts for {len(texts)} texts: one each (\"\" = none)")
+        elif self.takes_pairs:
+            texts_b = [""] * len(texts)
+        if not texts:
+            raise ValueError("no texts: pass at least one")
+        rows = []
+        for index, text in enumerate(texts):
+            inputs = {"text": np.array([text.encode("utf-8")], dtype=object)}
+            if self.takes_pairs:
+                inputs["text_b"] = np.array([texts_b[index].encode("utf-8")], dtype=object)
+            rows.append(self._runner(**inputs))
+        outputs = {name: np.concatenate([row[name] for row in rows]) for name in self.output_names}
+        if "logits" in outputs:
+            outputs["label_id"] = outputs["logits"].argmax(-1).astype(np.int32)
+            if self.label_names:
+                outputs["label"] = [self.label_names[i] for i in outputs["label_id"]]
+        return outputs
+
+
+def _text_list(texts, name):
+    if isinstance(texts, str):
+        return [texts]  # one text, not its characters
+    texts = list(texts)
+    wrong = [type(text).__name__ for text in texts if not isinstance(text, str)]
+    if wrong:
+        raise TypeError(f"{name} must be strings; got {', '.join(sorted(set(wrong)))}")
+    return texts
