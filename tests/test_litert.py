@@ -71,7 +71,8 @@ def test_float32_text_model_answers_as_the_keras_model_on_raw_text(models, pairs
     first, second = texts(30, seed=1), texts(30, seed=2)[::-1]
     second[::3] = [""] * len(second[::3])  # some requests without a second text
     outputs = lite(first, second)
-    expected = np.asarray(models["pairs"](pack_batch(models["tokenizer"], first, second, SEQ), training=False)["logits"])
+    inputs = pack_batch(models["tokenizer"], first, second, SEQ)
+    expected = np.asarray(models["pairs"](inputs, training=False)["logits"])
     assert np.abs(outputs["logits"] - expected).max() <= 1e-4
     np.testing.assert_allclose(outputs["probabilities"].sum(-1), 1.0, atol=1e-5)
     assert outputs["label"] == [LABELS[i] for i in expected.argmax(-1)]
@@ -165,7 +166,8 @@ def test_default_dynamic_int8_single_text_classifier_padded_and_bad_input(models
     assert lite.label_names == ["0", "1"]
     sample = texts(40, seed=7)
     outputs = lite(sample)
-    expected = np.asarray(models["single"](pack_batch(models["tokenizer"], sample, None, SEQ), training=False)["logits"])
+    inputs = pack_batch(models["tokenizer"], sample, None, SEQ)
+    expected = np.asarray(models["single"](inputs, training=False)["logits"])
     scale = np.abs(expected).max()
     assert np.abs(outputs["logits"] - expected).max() <= 0.25 * scale
     # One string is one text; the ids file is padded to the static length.

@@ -56,8 +56,9 @@ def test_a_training_step_beyond_memory_is_refused_on_the_cpu_and_left_to_acceler
     assert uses_host_memory(strategy)
     monkeypatch.setattr(memory_estimate, "available_bytes", lambda: 2 * 2**30)
     check_training_fits(config, strategy, batch_size=2, seq_length=64)  # about 0.9 GB: fits in 2 GiB
-    with pytest.raises(InsufficientMemoryError, match=r"A training step \(batch 512, seq 512, about [\d,]+ parameters\) "
-                                                      r"needs at least [\d,.]+ GiB.*choose a smaller config or batch"):
+    with pytest.raises(InsufficientMemoryError, match=r"A training step \(batch 512, seq 512, about [\d,]+ "
+                                                      r"parameters\) needs at least [\d,.]+ GiB.*choose a smaller "
+                                                      r"config or batch"):
         check_training_fits(config, strategy, batch_size=512, seq_length=512)
     # What already exists (the built model's weights) is not counted twice.
     needed = training_bytes(config, 2, 64)

@@ -227,9 +227,10 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
         """The encoder inputs (numpy, [1, n]) model.tflite makes of each request, for encoder_ids.tflite."""
         result = []
         for text, text_b in requests:
+            ids_a = source.tokenizer(tf.constant([text]))
             ids_b = source.tokenizer(tf.constant([text_b])) if module.pairs else None
-            inputs = pack_one_request(source.tokenizer(tf.constant([text])), ids_b, tf.constant(bool(module.pairs and text_b)),
-                                      max_seq_length, pad_to)
+            has_b = tf.constant(bool(module.pairs and text_b))
+            inputs = pack_one_request(ids_a, ids_b, has_b, max_seq_length, pad_to)
             result.append({name: inputs[name].numpy() for name in ENCODER_INPUT_NAMES})
         return result
 

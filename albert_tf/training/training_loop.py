@@ -211,10 +211,11 @@ def run_training_loop(trainer, iterator, manager, writer, preemption, total_step
             failure = input_process_failure(error)
             if failure is None:
                 raise
+            last = manager.latest_checkpoint or "none"
             raise InputProcessError(
-                f"{failure}: the input pipeline cannot go on. The last checkpoint ({manager.latest_checkpoint or 'none'}"
-                ") is intact: rerun the same command to resume from it (with fewer input processes, or more "
-                "memory, if the out-of-memory killer stopped the process)") from None
+                f"{failure}: the input pipeline cannot go on. The last checkpoint ({last}) is intact: rerun the same "
+                "command to resume from it (with fewer input processes, or more memory, if the out-of-memory killer "
+                "stopped the process)") from None
         finally:
             if timer is not None:
                 timer.cancel()

@@ -285,7 +285,8 @@ def plot(history, recorded, path):
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for label, steps, at_mask, sop in (
-            ("240 MB corpus", [r["step"] for r in history], [r["heldout"]["masked_lm_accuracy_at_mask"] for r in history],
+            ("240 MB corpus", [r["step"] for r in history],
+             [r["heldout"]["masked_lm_accuracy_at_mask"] for r in history],
              [r["heldout"]["sentence_order_accuracy"] for r in history]),
             ("14 MB corpus (recorded)", sorted(recorded), [recorded[s]["masked_lm_accuracy_at_mask"] for s in
                                                            sorted(recorded)],
@@ -335,10 +336,10 @@ def report(work, results_dir):
                          f"{(record.get('training') or {}).get('sentence_order_accuracy', float('nan')) * 100:.1f}",
                          f"{step * RECIPE.batch / epoch:.2f}", f"{step * RECIPE.batch / recorded_epoch:.1f}",
                          record.get("phase", "-")])
-        lines += [f"albert_small, documents recipe, {RECORDED_STEPS:,} steps planned; held-out: {EVAL_BATCHES * RECIPE.batch:,} "
-                  "sequences of the 240 MB corpus's held-out documents, all 1,536 of the 14 MB corpus's. Hours: each "
-                  "run's own measure of its training time (the 14 MB run alone on the machine; this one beside other "
-                  "work where the note says so).", "",
+        lines += [f"albert_small, documents recipe, {RECORDED_STEPS:,} steps planned; held-out: "
+                  f"{EVAL_BATCHES * RECIPE.batch:,} sequences of the 240 MB corpus's held-out documents, all 1,536 "
+                  "of the 14 MB corpus's. Hours: each run's own measure of its training time (the 14 MB run alone "
+                  "on the machine; this one beside other work where the note says so).", "",
                   markdown_table(["step", "hours (240 MB)", "hours (14 MB)", "at [MASK] % (240 MB)", "(14 MB)",
                                   "SOP % (240 MB)", "(14 MB)", "training SOP % (240 MB)", "passes (240 MB)",
                                   "passes (14 MB)", "phase (240 MB)"], rows), ""]

@@ -253,10 +253,11 @@ def goals(quality, sizes_base, latency_table):
     if sizes_base:
         results.append((f"albert_base_v2 dynamic-range int8 model.tflite <= {GOAL_BASE_MB:g} MB",
                         sizes_base.get("dynamic_int8", 1e9) <= GOAL_BASE_MB))
-        saved_ms, int8_ms = p50("albert_base_v2", "SavedModel", "medium"), p50("albert_base_v2", "dynamic_int8",
-                                                                               "medium")
+        saved_ms = p50("albert_base_v2", "SavedModel", "medium")
+        int8_ms = p50("albert_base_v2", "dynamic_int8", "medium")
+        faster = bool(saved_ms and int8_ms and saved_ms / int8_ms >= GOAL_BASE_SPEEDUP)
         results.append((f"albert_base_v2 dynamic-range int8 >= {GOAL_BASE_SPEEDUP:g}x the SavedModel's speed on "
-                        "medium texts, 1 thread", bool(saved_ms and int8_ms and saved_ms / int8_ms >= GOAL_BASE_SPEEDUP)))
+                        "medium texts, 1 thread", faster))
     return results
 
 
