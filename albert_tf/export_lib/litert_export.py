@@ -33,7 +33,7 @@ import tempfile
 
 import numpy as np
 
-from albert_tf.models.lite_model import lite_interpreter, tokenizer_op_registerers
+from albert_tf.models.lite_model import lite_interpreter, run_requests, tokenizer_op_registerers
 from albert_tf.settings import SettingError
 
 TEXT_MODEL_FILE = "model.tflite"
@@ -146,30 +146,9 @@ def read_calibration_texts(path, pairs):
     return requests
 
 
-class TextRunner:
-    """Runs a text model file (or the float module's function) on (text, text_b) requests, one at a time."""
-
-    def __init__(self, run, pairs):
-        self.run = run
-        self.pairs = pairs
-
-    @classmethod
-    def of_file(cls, model_content, pairs):
-        runner = lite_interpreter(model_content).get_signature_runner("text")
-        return cls(lambda **inputs: runner(**inputs), pairs)
-
-    @classmethod
-    def of_function(cls, function, pairs):
-        return cls(lambda **inputs: {name: value.numpy() for name, value in function(**inputs).items()}, pairs)
-
-    def __call__(self, requests):
-        outputs = []
-        for text, text_b in requests:
-            inputs = {"text": np.array([text.encode("utf-8")], dtype=object)}
-            if self.pairs:
-                inputs["text_b"] = np.array([text_b.encode("utf-8")], dtype=object)
-            outputs.append(self.run(**inputs))
-        return {name: np.concatenate([output[name] for output in outputs]) for name in outputs[0]}
+def run_on(run, requests, pairs):
+    """{output: its rows} of a text signature (a .tflite's, or the float function) on (text, text_b) requests."""
+    return run_requests(run, [text for text, _ in requests], [text_b for _, text_b in requests] if pairs else None)
 
 
 def relative_error(outputs, reference):
@@ -253,10 +232,10 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
     text_ops = audit(text_model, TEXT_MODEL_FILE, {TOKENIZER_OP})
     ids_ops = audit(ids_model, IDS_MODEL_FILE, set())
 
-    float_runner = TextRunner.of_function(module.text_function, module.pairs)
-    text_runner = TextRunner.of_file(text_model, module.pairs)
-    reference = float_runner(check_requests)
-    text_error = check_against_float(text_runner(check_requests), reference, quantization, TEXT_MODEL_FILE)
+    text_runner = lite_interpreter(text_model).get_signature_runner("text")
+    reference = run_on(module.text_function, check_requests, module.pairs)
+    text_error = check_against_float(run_on(text_runner, check_requests, module.pairs), reference, quantization,
+                                     TEXT_MODEL_FILE)
     # encoder_ids.tflite, given the ids model.tflite makes of the same texts.
     ids_runner = lite_interpreter(ids_model).get_signature_runner("ids")
     ids_outputs = [ids_runner(**inputs) for inputs in packed(check_requests)]
@@ -265,7 +244,8 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
 
     gate = None
     if calibration:
-        passed, measured = module.requests.int8_gate(text_runner(calibration), float_runner(calibration))
+        passed, measured = module.requests.int8_gate(run_on(text_runner, calibration, module.pairs),
+                                                     run_on(module.text_function, calibration, module.pairs))
         gate = {"calibration_texts": len(calibration), "measured": measured, "passed": passed}
         if not passed:
             raise LiteRTExportError(f"full int8 fails its accuracy gate on {calibration_file} ({len(calibration)} "

@@ -102,18 +102,24 @@ class LiteModel:
             texts_b = [""] * len(texts)
         if not texts:
             raise ValueError("no texts: pass at least one")
-        rows = []
-        for index, text in enumerate(texts):
-            inputs = {"text": np.array([text.encode("utf-8")], dtype=object)}
-            if self.takes_pairs:
-                inputs["text_b"] = np.array([texts_b[index].encode("utf-8")], dtype=object)
-            rows.append(self._runner(**inputs))
-        outputs = {name: np.concatenate([row[name] for row in rows]) for name in self.output_names}
+        outputs = run_requests(self._runner, texts, texts_b)
         if "logits" in outputs:
             outputs["label_id"] = outputs["logits"].argmax(-1).astype(np.int32)
             if self.label_names:
                 outputs["label"] = [self.label_names[i] for i in outputs["label_id"]]
         return outputs
+
+
+def run_requests(run, texts, texts_b=None):
+    """{output: its rows}: `run` (a text signature, text [1] and, unless `texts_b` is None, text_b [1] -> outputs)
+    called once per text, as a device's app calls the file."""
+    rows = []
+    for index, text in enumerate(texts):
+        inputs = {"text": np.array([text.encode("utf-8")], dtype=object)}
+        if texts_b is not None:
+            inputs["text_b"] = np.array([texts_b[index].encode("utf-8")], dtype=object)
+        rows.append(run(**inputs))
+    return {name: np.concatenate([np.asarray(row[name]) for row in rows]) for name in rows[0]}
 
 
 def _text_list(texts, name):

@@ -36,12 +36,13 @@ import argparse
 import glob
 import json
 import os
-import subprocess
 import sys
 
 from benchmarks.common import (REPO, RESULTS, SHARED_DATA, child_env, cpu_description, markdown_table,
                                module_command, run_measured)
 from benchmarks.learning import pretraining_recipes
+from benchmarks.learning.pretraining_recipes import tool
+from benchmarks.speed.data_creation_dask import output_files
 from benchmarks.learning.from_scratch import read_history
 
 from albert_tf.data.heldout_split import split_documents
@@ -58,22 +59,6 @@ RUN = os.path.join("runs", "smallA_large")
 TRANSFER_SEEDS = "1,2,3"
 # The goals of the 3-hour run.
 GOAL_AT_MASK, GOAL_SOP, MOONSHOT_SOP, GOAL_SOP_GAP, GOAL_SQUAD_F1_GAIN = 0.25, 0.65, 0.70, 0.05, 5.0
-
-
-def tool(*args):
-    """Runs an albert_tf tool (or benchmark module) in a child process; its exit status."""
-    print("+ python -m " + " ".join(args), flush=True)
-    return subprocess.run(module_command(*args), env=child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1"),
-                          cwd=REPO).returncode
-
-
-def output_bytes(prefix):
-    """{file name: bytes} of a data set's record files and metadata."""
-    files = {}
-    for path in sorted(glob.glob(prefix + "-*") + glob.glob(prefix + ".metadata.json")):
-        with open(path, "rb") as f:
-            files[os.path.basename(path)] = f.read()
-    return files
 
 
 def prepare(work, corpus):
@@ -101,11 +86,11 @@ def prepare(work, corpus):
 def measured_tool(name, module, *args, output_prefix=None):
     """Runs a tool measured: {seconds, peak_rss_mb, disk_mb (of output_prefix's files)}."""
     print(f"+ [{name}, measured] python -m {module} " + " ".join(args), flush=True)
-    seconds, peak, _, stderr = run_measured(module_command(module, *args),
-                                            env=child_env(TF_CPP_MIN_LOG_LEVEL="3"), cwd=REPO)
+    seconds, peak, _, _ = run_measured(module_command(module, *args),
+                                       env=child_env(TF_CPP_MIN_LOG_LEVEL="3"), cwd=REPO)
     record = {"seconds": round(seconds, 1), "peak_rss_mb": round(peak / 2**20, 1), "command": " ".join(args)}
     if output_prefix:
-        record["disk_mb"] = round(sum(map(len, output_bytes(output_prefix).values())) / 1e6, 1)
+        record["disk_mb"] = round(sum(size for size, _ in output_files(output_prefix).values()) / 1e6, 1)
     return record
 
 
@@ -149,7 +134,7 @@ def make_data(work, train_text, heldout_text, spm):
                                *data_flags(train_text, beam_prefix, "documents", 8, spm), "--overwrite",
                                "--runner=FnApiRunner", "--direct_num_workers=2",
                                "--direct_running_mode=multi_processing", output_prefix=beam_prefix)
-        record["same_bytes_as_local"] = output_bytes(beam_prefix) == output_bytes(train_prefix)
+        record["same_bytes_as_local"] = output_files(beam_prefix) == output_files(train_prefix)  # sizes, sha256
         for path in glob.glob(beam_prefix + "*"):  # measured and compared: a second copy is not needed
             os.remove(path)
         save_measurement(work, "data_beam", record)
