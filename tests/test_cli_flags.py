@@ -161,3 +161,20 @@ def test_a_missing_required_flag_is_one_line():
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].endswith("convert: error: --from is required"), result.stderr
+
+
+@pytest.mark.parametrize("tool", ["albert_tf.run_classifier", "albert_tf.run_squad", "albert_tf.run_pretraining",
+                                  "albert_tf.export"])
+def test_help_does_not_import_tensorflow(tool):
+    """A help asked for needs only the flags: TensorFlow's import (seconds, and its C++ start-up lines) stays out."""
+    code = ("import runpy, sys\n"
+            f"sys.argv = [{tool!r}, '--help']\n"
+            "try:\n"
+            f"    runpy.run_module({tool!r}, run_name='__main__')\n"
+            "except SystemExit as done:\n"
+            "    assert not done.code, done.code\n"
+            "print('imported tensorflow:', 'tensorflow' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("imported tensorflow: False"), result.stdout[-500:]
+    assert "absl::InitializeLog" not in result.stderr
