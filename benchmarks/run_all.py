@@ -232,11 +232,11 @@ CONCLUSIONS = {
                     "bytes; at 4,000 steps the 240 MB corpus's run is at 18.3% at [MASK] and 65.1% sentence order on "
                     "held-out text, where the 14 MB corpus's was at 12.7% and 61.8%.",
     "litert": "On a device, albert_base_v2's default LiteRT file (dynamic-range int8, raw text in) is 12.8 MB and "
-              "answers a 40-token text in 22.8 ms on one thread, 4.1x the SavedModel; on SST-2 its tokenizer gives "
+              "answers a 40-token text in 23.0 ms on one thread, 3.9x the SavedModel; on SST-2 its tokenizer gives "
               "the Python ids on every dev sentence and it keeps 99.77% of the SavedModel's labels at the same "
-              "accuracy; full int8 is refused (98.5% of the labels).",
-    "in_graph_tokenizer": "The one-op tokenizer is 1.87x the string-op one it replaced on a batch of 2,000 "
-                          "paragraphs and 1.27x on one paragraph per call, with the Python tokenizer's "
+              "accuracy; full int8 is refused (98.6% of the labels).",
+    "in_graph_tokenizer": "The one-op tokenizer is 2.11x the string-op one it replaced on a batch of 2,000 "
+                          "paragraphs and 1.37x on one paragraph per call, with the Python tokenizer's "
                           "ids on every paragraph of the 240 MB corpus (the replaced one: 151 of 833,840 "
                           "differ), so the exports use it (SQuAD serving keeps the string ops for offsets).",
     "keras_hub_reads_export": "KerasHub's AlbertBackbone reads albert_tf's Hugging Face export with outputs "
