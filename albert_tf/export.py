@@ -137,7 +137,7 @@ def main(argv):
                    FLAGS.do_lower_case, FLAGS.serving_name, FLAGS.serving_version, FLAGS.overwrite,
                    FLAGS.serving_xla, FLAGS.serving_outputs, FLAGS.serving_warmup_batch_sizes, FLAGS.force,
                    FLAGS.serving_max_batch_size)
-    from albert_tf.models.model_dir import read_metadata
+    from albert_tf.models.model_dir_format import read_metadata
 
     written = read_metadata(FLAGS.output_dir)
     single_texts = "" if written["model"] in ("span_labeler", "squad_v2_span_labeler") else "serve_text: text; "

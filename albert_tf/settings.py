@@ -166,3 +166,20 @@ def refuse_unknown_keywords(caller: str, given, accepted) -> None:
         named.append(f"{name!r}" + (f" (did you mean {nearest[0]!r}?)" if nearest else ""))
     raise TypeError(f"{caller} got unknown keyword argument{'s' if len(unknown) > 1 else ''} {', '.join(named)}; "
                     f"accepted: {', '.join(sorted(accepted))}")
+
+
+def merge_synonyms(caller: str, arguments: dict, synonyms: dict) -> dict:
+    """`arguments` with each other library's name (`synonyms`: theirs -> ours) moved to ours; TypeError when
+    both are given with different values."""
+    merged = dict(arguments)
+    for theirs, ours in synonyms.items():
+        if theirs not in merged:
+            continue
+        value = merged.pop(theirs)
+        if value is None:
+            continue
+        if merged.get(ours) is not None and merged[ours] != value:
+            raise TypeError(f"{caller}: {theirs}={value!r} and {ours}={merged[ours]!r} disagree; {theirs} is "
+                            f"KerasHub's name for {ours}: pass one of them")
+        merged[ours] = value
+    return merged

@@ -9,7 +9,7 @@ import pytest
 
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.models.layer_analysis import layer_transitions, pack_passages
-from albert_tf.models.model_dir import write_model_dir
+from albert_tf.models.model_io import write_model_dir
 from albert_tf.data.builtin_corpus import write_corpus
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.text.albert_tokenizer import AlbertTokenizer

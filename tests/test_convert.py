@@ -17,7 +17,8 @@ import huggingface_oracle as oracle
 from text_fixtures import SPECIAL_LINES, random_sentence, train_small_spm
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.checkpoints.assign import CheckpointMismatchError
-from albert_tf.models.model_dir import load_encoder, load_pretrainer, read_metadata, write_model_dir
+from albert_tf.models.model_dir_format import read_metadata
+from albert_tf.models.model_io import load_encoder, load_pretrainer, write_model_dir
 from albert_tf.checkpoints.tf1_format import write_tf1_checkpoint
 from albert_tf.checkpoints.conversion import convert
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -266,7 +267,7 @@ def test_classifier_converts_through_tf1_and_lists_its_head_problems_with_the_en
 
     from albert_tf.models.albert_classifier import AlbertClassifier
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
-    from albert_tf.models.model_dir import load_model
+    from albert_tf.models.model_io import load_model
 
     classifier = AlbertClassifier(SMALL, num_labels=2)
     write_model_dir(classifier, tmp_path / "ours", label_names=["no", "yes"], is_regression=False)

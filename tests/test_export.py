@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.models.model_dir import load_encoder, write_model_dir
+from albert_tf.models.model_io import load_encoder, write_model_dir
 from albert_tf.export_lib.exporter import export
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.tasks.squad import tokenize_with_alignment
@@ -304,16 +304,49 @@ def check_offsets(tokenizer, tf_tokenizer, texts, tokenize_with_offsets):
         assert [len(raw[:offset].decode("utf-8")) for offset in row_ends] == aligned.ends, text
 
 
-def test_token_offsets_match_the_python_alignment(exported):
+OFFSET_TEXTS = [
+    "he said ``hello'' to me", "x``y''z ''' ``` `` ''", "``Café'' ``naïve''",
+    "a ☃☃ b", "x☃y", "a \u200b b", "\x17ﬀ ends", "w\x16\x04\x1d\x0f", "Ǉﬄ\r\x15", "ľ̑ and l\u030c\u0311",
+    "x ¨ y", "\u202bﷺ\u200f٠١", "２，３, 1,000,", "ǅ͌ z", "가나 다", "ΟΔΟΣ ΣΟΦΙΑ",
+]
+
+
+@pytest.mark.parametrize("lower_case, keep_accents, rewrite_quotes",
+                         [(True, False, False), (True, False, True), (False, True, False), (True, True, True)])
+def test_token_offsets_match_the_python_alignment(exported, lower_case, keep_accents, rewrite_quotes):
+    """On unknown characters and their runs, removed and space-making characters, NFKC's expansions and
+    compositions (`½`, `ﬄ`, `l` + caron), final sigmas, digit-comma splits of full-width forms, and a
+    Unicode fuzz set."""
+    from albert_tf.export_lib.token_offsets import tokenize_with_offsets
+    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+    from test_tokenization import unicode_fuzz
+
+    model_proto = exported["tokenizer"].model_proto
+    switches = {"lower_case": lower_case, "keep_accents": keep_accents, "rewrite_quotes": rewrite_quotes}
+    check_offsets(AlbertTokenizer(model_proto=model_proto, **switches), TFAlbertTokenizer(model_proto, **switches),
+                  sample_texts() + OFFSET_TEXTS + unicode_fuzz(300, seed=11), tokenize_with_offsets)
+
+
+def test_token_offsets_keep_the_trained_ids_on_ties(shared_data):
+    """Where segmentations tie in score, the offsets' ids are the tokenizer's. The ties are found as the
+    texts on which tensorflow-text's resource-based SentencePiece op (which offsets were once taken
+    from) breaks them otherwise, with Google's 30k-clean.model."""
+    import tensorflow as tf
+    import tensorflow_text as tf_text
+
     from albert_tf.export_lib.token_offsets import tokenize_with_offsets
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
 
-    model_proto = exported["tokenizer"].model_proto
-    quotes = ["he said ``hello'' to me", "x``y''z ''' ``` `` ''", "``Café'' ``naïve''"]
-    for rewrite_quotes in (False, True):  # `` and '' kept (the original), or each made one "
-        check_offsets(AlbertTokenizer(model_proto=model_proto, rewrite_quotes=rewrite_quotes),
-                      TFAlbertTokenizer(model_proto, rewrite_quotes=rewrite_quotes), sample_texts() + quotes,
-                      tokenize_with_offsets)
+    tokenizer = AlbertTokenizer(str(shared_data / "albert_base_v2_release" / "30k-clean.model"))
+    rng = random.Random(0)
+    numbers = sorted({"".join(rng.choices("0123456789", k=rng.randint(3, 7))) + rng.choice(["", "m", "s", ","])
+                      for _ in range(20000)})
+    other_op = tf_text.SentencepieceTokenizer(model=tokenizer.model_proto, out_type=tf.int32)
+    ties = [text for text, ids in zip(numbers, other_op.tokenize(tf.constant(numbers)).to_list())
+            if ids != tokenizer.sp.encode(tokenizer.preprocess(text))]
+    assert ties, "no tie found: the test would prove nothing"
+    texts = ties + [f"In {tie} the river rose." for tie in ties]
+    check_offsets(tokenizer, TFAlbertTokenizer(tokenizer.model_proto), texts, tokenize_with_offsets)
 
 
 def test_load_encoder_reads_an_export(exported):

@@ -344,7 +344,7 @@ def test_a_full_disk_during_a_checkpoint_save_keeps_the_previous_checkpoint(data
 
 @pytest.mark.slow
 def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous_one(data, tmp_path):
-    from albert_tf.models.model_dir import load_pretrainer
+    from albert_tf.models.model_io import load_pretrainer
 
     reference = run(command(data, tmp_path / "reference", steps=30))
     assert reference.returncode == 0, reference.stderr

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.models.model_dir import load_model, write_model_dir
+from albert_tf.models.model_io import load_model, write_model_dir
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.tasks import glue
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
@@ -279,7 +279,8 @@ def test_finetune_names_the_last_checkpoint_whose_weights_passed(tmp_path):
     import tensorflow as tf
 
     from albert_tf.training import TrainingDivergedError
-    from albert_tf.training.finetuning import FinetuningSettings, finetune
+    from albert_tf.training.finetuning import finetune
+    from albert_tf.training.finetuning_config import FinetuningConfig
 
     model, _, arrays = tiny_classifier_and_rows()
     calls = tf.Variable(0)
@@ -290,8 +291,8 @@ def test_finetune_names_the_last_checkpoint_whose_weights_passed(tmp_path):
         return losses * tf.where(calls >= 5, 1e3, 1.0)
 
     evaluated = []
-    settings = FinetuningSettings(num_train_steps=6, train_batch_size=4, learning_rate=1e-3, num_warmup_steps=1,
-                                  save_checkpoints_steps=2, iterations_per_loop=1)
+    settings = FinetuningConfig(num_train_steps=6, train_batch_size=4, learning_rate=1e-3, num_warmup_steps=1,
+                                save_checkpoints_steps=2, iterations_per_loop=1)
     with pytest.raises(TrainingDivergedError, match=r"the loss grew to .* in step 5; stopped without saving") as info:
         finetune(model, arrays, example_losses, settings, checkpoint_dir=str(tmp_path / "checkpoints"),
                  kind="classifier", metadata={"num_labels": 2, "label_names": ["0", "1"], "is_regression": False},
@@ -523,14 +524,15 @@ def test_finetune_resumes_from_the_newest_intact_checkpoint(tmp_path, capfd):
 
     from albert_tf.models.albert_classifier import AlbertClassifier
     from albert_tf.networks.albert_encoder import AlbertEncoder
-    from albert_tf.training.finetuning import FinetuningSettings, finetune
+    from albert_tf.training.finetuning import finetune
+    from albert_tf.training.finetuning_config import FinetuningConfig
 
     def example_losses(batch, outputs):
         return tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], outputs["logits"])
 
     def settings(steps):
-        return FinetuningSettings(num_train_steps=steps, train_batch_size=4, learning_rate=1e-3, num_warmup_steps=1,
-                                  save_checkpoints_steps=2, keep_checkpoint_max=5)
+        return FinetuningConfig(num_train_steps=steps, train_batch_size=4, learning_rate=1e-3, num_warmup_steps=1,
+                                save_checkpoints_steps=2, keep_checkpoint_max=5)
 
     checkpoints = tmp_path / "checkpoints"
     model, config, arrays = tiny_classifier_and_rows()

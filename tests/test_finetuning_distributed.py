@@ -27,13 +27,14 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
-from albert_tf.models.model_dir import load_model
+from albert_tf.models.model_io import load_model
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.tasks.finetuning_task import predict_outputs
 from albert_tf.tasks.glue_task import GlueTask
 from albert_tf.tasks.race_task import RaceTask
 from albert_tf.tasks.squad_task import SquadTask
-from albert_tf.training.finetuning import FinetuningSettings, finetune
+from albert_tf.training.finetuning import finetune
+from albert_tf.training.finetuning_config import FinetuningConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, ROWS, BATCH, STEPS = 8, 16, 8, 4
@@ -80,9 +81,9 @@ def fine_tune(kind, strategy, directory, accumulation=1):
     with strategy.scope():
         model = build()
         model.set_weights(initial)
-    settings = FinetuningSettings(num_train_steps=STEPS, train_batch_size=BATCH, learning_rate=1e-3,
-                                  num_warmup_steps=1, save_checkpoints_steps=STEPS, iterations_per_loop=2,
-                                  gradient_accumulation_steps=accumulation)
+    settings = FinetuningConfig(num_train_steps=STEPS, train_batch_size=BATCH, learning_rate=1e-3,
+                                num_warmup_steps=1, save_checkpoints_steps=STEPS, iterations_per_loop=2,
+                                gradient_accumulation_steps=accumulation)
     result = finetune(model, arrays, task.example_losses, settings, str(directory), kind, strategy=strategy,
                       variables=task.trainable_variables(model), log=lambda *a, **k: None)
     assert result["status"] == 0 and result["step"] == STEPS and np.isfinite(result["loss"])
@@ -137,7 +138,7 @@ TOOL_CONFIG = {**CONFIG.to_dict(), "num_hidden_layers": 1}
 def tiny_checkpoint(tmp_path_factory):
     """A 1-layer albert_tiny pretrainer with the test vocabulary and its spm.model."""
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
-    from albert_tf.models.model_dir import write_model_dir
+    from albert_tf.models.model_io import write_model_dir
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
     from text_fixtures import train_small_spm
 
@@ -186,7 +187,7 @@ def weights_of(directory):
 
 
 def encoder_weights(directory):
-    from albert_tf.models.model_dir import load_encoder
+    from albert_tf.models.model_io import load_encoder
 
     return [w.numpy() for w in load_encoder(str(directory)).weights]
 

@@ -22,7 +22,7 @@ def pretrained(tmp_path_factory):
     original's quote rule, as albert_tf's pretraining does."""
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
-    from albert_tf.models.model_dir import write_model_dir
+    from albert_tf.models.model_io import write_model_dir
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
     from text_fixtures import train_small_spm
 

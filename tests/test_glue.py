@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.models.model_dir import load_model, write_model_dir
+from albert_tf.models.model_io import load_model, write_model_dir
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -194,7 +194,8 @@ def tiny_classifier_and_rows():
 def test_finetune_resumes_and_keeps_the_best_checkpoint(tmp_path):
     import tensorflow as tf
 
-    from albert_tf.training.finetuning import FinetuningSettings, finetune
+    from albert_tf.training.finetuning import finetune
+    from albert_tf.training.finetuning_config import FinetuningConfig
 
     model, config, arrays = tiny_classifier_and_rows()
     scores, kernels = [0.5, 0.9, 0.1], []
@@ -207,8 +208,8 @@ def test_finetune_resumes_and_keeps_the_best_checkpoint(tmp_path):
         return tf.nn.sparse_softmax_cross_entropy_with_logits(batch["label_ids"], outputs["logits"])
 
     def settings(steps):
-        return FinetuningSettings(num_train_steps=steps, train_batch_size=4, learning_rate=1e-3, num_warmup_steps=1,
-                                  save_checkpoints_steps=2)
+        return FinetuningConfig(num_train_steps=steps, train_batch_size=4, learning_rate=1e-3, num_warmup_steps=1,
+                                save_checkpoints_steps=2)
 
     checkpoints, best = str(tmp_path / "checkpoints"), str(tmp_path / "best")
     common = dict(checkpoint_dir=checkpoints, kind="classifier",
@@ -319,7 +320,7 @@ def test_train_and_predict_then_evaluate_the_saved_classifier(checkpoint, tmp_pa
 
 
 def test_the_sentencepiece_model_comes_with_the_checkpoint_or_export(checkpoint, tmp_path):
-    from albert_tf.models.model_dir import find_spm_model as spm_model_for
+    from albert_tf.models.model_dir_format import find_spm_model as spm_model_for
 
     spm = str(tmp_path / "given.model")
     (tmp_path / "given.model").write_bytes(b"x")

@@ -13,7 +13,7 @@ import transformers
 import huggingface_oracle as oracle
 from albert_tf.checkpoints.conversion import convert
 from albert_tf.checkpoints.tf1_format import write_tf1_checkpoint
-from albert_tf.models.model_dir import load_pretrainer
+from albert_tf.models.model_io import load_pretrainer
 
 
 def release_tensor_list(release, work):

@@ -8,7 +8,7 @@ import transformers
 
 import huggingface_oracle as oracle
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.models.model_dir import load_pretrainer, write_model_dir
+from albert_tf.models.model_io import load_pretrainer, write_model_dir
 from albert_tf.checkpoints.tf1_format import write_tf1_checkpoint
 from albert_tf.checkpoints.conversion import convert
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -163,7 +163,7 @@ def test_fine_tuned_classifier_to_huggingface_and_back(head, tmp_path):
     import json
 
     from albert_tf.models.albert_classifier import AlbertClassifier
-    from albert_tf.models.model_dir import load_model
+    from albert_tf.models.model_io import load_model
 
     config = CONFIGS["groups"]
     regression = head == "regression"
@@ -204,7 +204,7 @@ def test_fine_tuned_classifier_to_huggingface_and_back(head, tmp_path):
 
 def test_huggingface_sequence_classifier_to_albert_tf(tmp_path):
     """A classifier Hugging Face made (its own initialization and names) gives albert_tf the same logits."""
-    from albert_tf.models.model_dir import load_model
+    from albert_tf.models.model_io import load_model
 
     def sequence_classifier(hf_config):
         hf_config.id2label = dict(enumerate(LABELS))

@@ -77,6 +77,48 @@ def test_the_layer_check_sees_lazy_imports_and_names_modules_and_packages():
     assert RANKS[group("albert_tf.training.finetuning")] > RANKS[group("albert_tf.layers.activations")]
 
 
+def import_cycles(graph):
+    """Each cycle of `graph` ({module: modules it imports}) once, as its modules in import order, the first
+    repeated at the end; a module importing itself is no cycle."""
+    cycles, done, path, on_path = set(), set(), [], {}
+
+    def visit(module):
+        on_path[module] = len(path)
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target == module or target not in graph:
+                continue
+            if target in on_path:
+                cycle = path[on_path[target]:]
+                start = cycle.index(min(cycle))  # one rotation, so each cycle is reported once
+                cycles.add(tuple(cycle[start:] + cycle[:start]))
+            elif target not in done:
+                visit(target)
+        path.pop()
+        del on_path[module]
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            visit(module)
+    return [[*cycle, cycle[0]] for cycle in sorted(cycles)]
+
+
+def test_no_import_cycles():
+    """No albert_tf module imports, through any chain of imports (lazy ones inside functions too), a module
+    that imports it back: an import inside a function hides a circle from Python, not from the reader."""
+    graph = {module_name(path): set(albert_tf_imports(path.read_text(encoding="utf-8")))
+             for path in sorted(PACKAGE.rglob("*.py"))}
+    cycles = import_cycles(graph)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def test_the_cycle_check_finds_a_circle_through_several_modules():
+    graph = {"a": {"b", "a"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"d", "outside"}}
+    assert import_cycles(graph) == [["a", "b", "c", "a"]]
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
 def test_tools_are_leaves():
     """No tool module is imported by anything: not by another tool, the package, pipelines/ or benchmarks/."""
     tool_imports = []

@@ -14,7 +14,7 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.export_lib import litert_export, litert_module
 from albert_tf.export_lib.litert_export import LiteRTExportError, audit, export_litert
 from albert_tf.models.lite_model import LiteModel
-from albert_tf.models.model_dir import write_model_dir
+from albert_tf.models.model_io import write_model_dir
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from albert_tf.text.packing import pack_batch
 from test_tokenization import unicode_fuzz

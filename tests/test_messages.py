@@ -14,7 +14,8 @@ import albert_tf
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.checkpoints.conversion import convert
 from albert_tf.models.albert_classifier import AlbertClassifier
-from albert_tf.models.model_dir import read_metadata, write_model_dir
+from albert_tf.models.model_dir_format import read_metadata
+from albert_tf.models.model_io import write_model_dir
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.tasks import glue
 from albert_tf.text.albert_tokenizer import AlbertTokenizer

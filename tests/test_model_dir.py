@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.models.model_dir import load_model, write_model_dir
+from albert_tf.models.model_io import load_model, write_model_dir
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 

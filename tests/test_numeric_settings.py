@@ -101,7 +101,6 @@ def test_pretraining_settings_refuse_nan_and_infinite_numbers():
 
 
 def test_finetuning_settings_refuse_nan_and_infinite_numbers():
-    from albert_tf.training.finetuning import FinetuningSettings
     from albert_tf.training.finetuning_config import FinetuningConfig
 
     def check(**settings):
@@ -112,9 +111,14 @@ def test_finetuning_settings_refuse_nan_and_infinite_numbers():
     refused(r"^warmup_proportion must be a finite number in \[0, 1\], got nan$", check, warmup_proportion=NAN)
     refused("^num_warmup_steps must be >= 0, got -1$", check, num_warmup_steps=-1)
     refused("^num_train_steps must be >= 1, got 0$", check, num_train_steps=0)
-    refused("^learning_rate must be a finite number > 0, got inf$", FinetuningSettings, 10, 8, INF)
-    refused(r"^num_warmup_steps must be in \[0, num_train_steps=10\], got -1$", FinetuningSettings, 10, 8, 1e-5,
+
+    def check_schedule(**settings):  # what `finetune` checks of the schedule it is given
+        FinetuningConfig(num_train_steps=10, train_batch_size=8, **settings).check_schedule()
+
+    refused("^learning_rate must be a finite number > 0, got inf$", check_schedule, learning_rate=INF)
+    refused(r"^num_warmup_steps must be in \[0, num_train_steps=10\], got -1$", check_schedule, learning_rate=1e-5,
             num_warmup_steps=-1)
+    refused("^fine-tuning needs learning_rate$", check_schedule)
     check(learning_rate=2e-5, num_train_epochs=3.0, warmup_proportion=0.1)
 
 
@@ -260,7 +264,7 @@ def test_a_regression_head_refuses_scores_that_are_not_finite(spm):
 
 
 def test_fill_mask_refuses_a_length_beyond_the_models_positions_or_below_any_text(spm, tmp_path):
-    from albert_tf.models.model_dir import write_model_dir
+    from albert_tf.models.model_io import write_model_dir
 
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=albert_tf.AlbertTokenizer(spm).vocab_size,
                                       num_hidden_layers=1, max_position_embeddings=64)

@@ -12,7 +12,8 @@ import pytest
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.models.mask_filler import MaskFiller
-from albert_tf.models.model_dir import read_metadata, write_model_dir
+from albert_tf.models.model_dir_format import read_metadata
+from albert_tf.models.model_io import write_model_dir
 from albert_tf.models.preprocessing_contract import resolve_preprocessing
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.models.model_dir import load_model, write_model_dir
+from albert_tf.models.model_io import load_model, write_model_dir
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.tasks import race
 from albert_tf.text.albert_tokenizer import AlbertTokenizer

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from albert_tf.models.model_dir import load_pretrainer
+from albert_tf.models.model_io import load_pretrainer
 from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, assert_trained_alike, make_pretraining_data
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -418,7 +418,7 @@ def test_predictions_files_are_in_the_official_format(tmp_path):
 
 def test_span_labeler_outputs_config_and_model_dir_round_trip(tmp_path):
     from albert_tf.albert_config import AlbertConfig
-    from albert_tf.models.model_dir import load_encoder, load_model, write_model_dir
+    from albert_tf.models.model_io import load_encoder, load_model, write_model_dir
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
@@ -481,7 +481,7 @@ def encoder_dir(tmp_path_factory, spm_model, tokenizer):
     import dataclasses
 
     from albert_tf.albert_config import AlbertConfig
-    from albert_tf.models.model_dir import write_model_dir
+    from albert_tf.models.model_io import write_model_dir
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
     import keras
@@ -504,7 +504,7 @@ SMALL_RUN = ["--max_seq_length=64", "--max_query_length=16", "--doc_stride=16", 
 
 @pytest.mark.slow
 def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
-    from albert_tf.models.model_dir import load_model
+    from albert_tf.models.model_io import load_model
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
     from albert_tf.networks.albert_encoder import ENCODER_INPUTS
     from albert_tf.tasks.squad_task import span_loss
@@ -558,7 +558,7 @@ def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
 @pytest.mark.slow
 def test_cli_v2_null_score_head_decides_no_answer_with_the_null_threshold(tmp_path, encoder_dir):
     """SQuAD 2.0 with BERT's head, the named alternative to the original's (test_squad_v2)."""
-    from albert_tf.models.model_dir import load_model
+    from albert_tf.models.model_io import load_model
 
     questions = V1_QUESTIONS[:2] + V1_QUESTIONS[4:6]
     unanswerable = [(0, "What is the capital of Mars?"), (1, "Who closed the cafe?")]
@@ -604,7 +604,8 @@ def test_fine_tuning_starts_from_checkpoints_or_an_exported_encoder(tmp_path, en
 
     import tensorflow as tf
 
-    from albert_tf.models.model_dir import find_spm_model, load_encoder
+    from albert_tf.models.model_dir_format import find_spm_model
+    from albert_tf.models.model_io import load_encoder
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
     from albert_tf.tasks.squad_task import SquadConfig, SquadTask
@@ -629,7 +630,7 @@ def test_fine_tuning_starts_from_checkpoints_or_an_exported_encoder(tmp_path, en
 
 
 def test_a_span_labeler_keeps_its_head_when_fine_tuned_again(tmp_path, encoder_dir):
-    from albert_tf.models.model_dir import load_encoder, write_model_dir
+    from albert_tf.models.model_io import load_encoder, write_model_dir
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
     from albert_tf.tasks.squad_task import SquadConfig, SquadTask
     from albert_tf.training.finetuning_config import FinetuningConfig
@@ -646,7 +647,7 @@ def test_a_span_labeler_keeps_its_head_when_fine_tuned_again(tmp_path, encoder_d
 
 @pytest.mark.slow
 def test_squad_keeps_its_best_checkpoint_and_overwrite_starts_afresh(tmp_path, encoder_dir):
-    from albert_tf.models.model_dir import load_model
+    from albert_tf.models.model_io import load_model
 
     data = squad_file(tmp_path, "train-v1.1.json", "1.1", V1_QUESTIONS)
     output = tmp_path / "out"

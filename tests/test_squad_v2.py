@@ -133,7 +133,7 @@ def labeler_with_head(tensors, seed=0):
 
 def test_the_model_outputs_a_beam_and_round_trips_its_config_and_directory(tmp_path):
     from albert_tf.models.albert_squad_v2_span_labeler import AlbertSquadV2SpanLabeler
-    from albert_tf.models.model_dir import load_model, write_model_dir
+    from albert_tf.models.model_io import load_model, write_model_dir
 
     labeler = AlbertSquadV2SpanLabeler(CONFIG, start_n_top=3, end_n_top=4)
     inputs, _ = packed_windows(np.random.default_rng(0))
@@ -353,7 +353,7 @@ def test_an_original_v2_checkpoint_converts_with_its_head_and_back(tmp_path):
     from albert_tf.checkpoints.conversion import convert
     from albert_tf.checkpoints.tf1_format import write_tf1_checkpoint
     from albert_tf.models.albert_squad_v2_span_labeler import AlbertSquadV2SpanLabeler
-    from albert_tf.models.model_dir import load_model
+    from albert_tf.models.model_io import load_model
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
     rng = np.random.default_rng(3)
@@ -495,7 +495,7 @@ def test_an_epoch_is_the_training_questions_not_their_windows(tmp_path, tokenize
 def test_the_v2_head_is_a_setting_recorded_with_the_model(tmp_path):
     from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
     from albert_tf.models.albert_squad_v2_span_labeler import AlbertSquadV2SpanLabeler
-    from albert_tf.models.model_dir import write_model_dir
+    from albert_tf.models.model_io import write_model_dir
     from albert_tf.networks.albert_encoder import AlbertEncoder
     from albert_tf.settings import SettingError
     from albert_tf.tasks.squad_task import SquadConfig, SquadTask
@@ -544,7 +544,7 @@ def test_cli_v2_trains_the_original_head_and_predicts_at_the_tuned_threshold(tmp
     import keras
     from test_squad import SMALL_RUN, V1_QUESTIONS, run_squad, squad_file
 
-    from albert_tf.models.model_dir import load_model, write_model_dir
+    from albert_tf.models.model_io import load_model, write_model_dir
     from albert_tf.networks.albert_encoder import AlbertEncoder
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
 

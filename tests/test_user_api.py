@@ -12,7 +12,7 @@ import pytest
 
 import albert_tf
 from albert_tf.albert_config import AlbertConfig
-from albert_tf.models.model_dir import load_model, write_model_dir
+from albert_tf.models.model_io import load_model, write_model_dir
 from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, make_pretraining_data
 from text_fixtures import train_small_spm
 

@@ -118,7 +118,8 @@ def test_accents_kept_from_the_vocabulary_to_the_export(corpus, tmp_path):
     from albert_tf.export_lib.exporter import export
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.models.inference_model import open_for_inference
-    from albert_tf.models.model_dir import read_metadata, write_model_dir
+    from albert_tf.models.model_dir_format import read_metadata
+    from albert_tf.models.model_io import write_model_dir
     from albert_tf.text.albert_tokenizer import AlbertTokenizer, vocabulary_has_accents
 
     prefix = tmp_path / "accents"

@@ -13,7 +13,7 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.models.embedder import Embedder
 from albert_tf.models.mask_filler import MaskFiller
-from albert_tf.models.model_dir import write_model_dir
+from albert_tf.models.model_io import write_model_dir
 from albert_tf.text.albert_tokenizer import SPIECE_UNDERLINE, AlbertTokenizer
 from text_fixtures import train_small_spm
 

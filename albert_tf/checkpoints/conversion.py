@@ -69,7 +69,8 @@ def read_source(source_format, path, albert_config=None):
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.checkpoints import huggingface_format, tf1_format
     from albert_tf.checkpoints.assign import CheckpointMismatchError
-    from albert_tf.models.model_dir import load_model, spm_model_path
+    from albert_tf.models.model_io import load_model
+    from albert_tf.text.albert_tokenizer import spm_model_path
 
     if source_format == "albert_tf":
         model, metadata = load_model(path)
@@ -177,10 +178,10 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
     converting spiece.model, which would need protobuf 7).
     """
     from albert_tf.checkpoints import huggingface_format, huggingface_tokenizer, tf1_format
-    from albert_tf.models.model_dir import SPM_MODEL_FILE, write_model_dir
+    from albert_tf.models.model_io import write_model_dir
     from albert_tf.models.preprocessing_contract import resolve_preprocessing
     from albert_tf.file_utils import check_replaceable, staged_directory
-    from albert_tf.text.albert_tokenizer import copy_spm_model, read_spm_model
+    from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, copy_spm_model, read_spm_model
 
     if source_format == target_format:
         raise SettingError(f"<from|source_format> and <to|target_format> are both {source_format!r}; "

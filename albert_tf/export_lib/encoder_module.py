@@ -12,7 +12,7 @@ Signatures (TF Serving, other languages): `serving_default` (pooled_output,
 sequence_output), and for checkpoints with pretraining heads `mlm` (adds
 masked_lm_positions [batch, P] -> mlm_logits [batch, P, vocab]) and `sop`
 (sop_logits [batch, 2], and sop_log_probs, their log-softmax). The SentencePiece
-model and albert_tf.json travel as assets (`albert_tf.models.model_dir.load_encoder`
+model and albert_tf.json travel as assets (`albert_tf.models.model_io.load_encoder`
 reads the latter).
 
 For users of the original's TF Hub module, the names it serves too: `tokens`

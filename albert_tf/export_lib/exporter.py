@@ -45,12 +45,13 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
     import tensorflow as tf
 
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
-    from albert_tf.models.model_dir import METADATA_FILE, SPM_MODEL_FILE
+    from albert_tf.models.model_dir_format import METADATA_FILE
     from albert_tf.export_lib.encoder_module import EncoderModule
     from albert_tf.export_lib.preprocessing_module import Preprocessor
     from albert_tf.export_lib.serving_module import SERVED_KINDS, serving_module
     from albert_tf.export_lib.serving_warmup import warmup_requests, write_warmup_requests
     from albert_tf.file_utils import check_replaceable, staged_directory, write_json_atomically
+    from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE
 
     check_serving_name(serving_name)
     if not isinstance(serving_version, int) or serving_version < 1:
@@ -115,7 +116,8 @@ def load_for_export(checkpoint, kinds, spm_model_file=None, max_seq_length=None,
     """Loads `checkpoint` and checks it before anything is written: its kind is one of `kinds`, the casing and
     length agree with its record (warnings printed), the vocabulary fits the model. An `ExportSource`."""
     from albert_tf.models.inference_model import check_spm_model_file
-    from albert_tf.models.model_dir import find_spm_model, load_model
+    from albert_tf.models.model_dir_format import find_spm_model
+    from albert_tf.models.model_io import load_model
     from albert_tf.models.preprocessing_contract import resolve_preprocessing
     from albert_tf.text.albert_tokenizer import read_spm_model
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer

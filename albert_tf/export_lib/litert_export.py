@@ -151,14 +151,11 @@ def run_on(run, requests, pairs):
     return run_requests(run, [text for text, _ in requests], [text_b for _, text_b in requests] if pairs else None)
 
 
-def relative_error(outputs, reference):
-    """max |outputs - reference| over the largest |reference| (at least 1e-3), over every output."""
-    return max(float(np.abs(outputs[name] - reference[name]).max()) / max(float(np.abs(reference[name]).max()), 1e-3)
-               for name in reference)
-
-
 def check_against_float(file_outputs, reference, quantization, file_name):
     """The measured error (float32: absolute; else relative); LiteRTExportError when outside the tolerance."""
+    # Imported here: litert_module imports TensorFlow, which this module loads only when it exports.
+    from albert_tf.export_lib.litert_module import relative_error
+
     if quantization == "float32":
         error = max(float(np.abs(file_outputs[name] - reference[name]).max())
                     / max(1.0, float(np.abs(reference[name]).max())) for name in reference)
@@ -183,7 +180,8 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
     from albert_tf.export_lib.exporter import load_for_export
     from albert_tf.export_lib.litert_module import ENCODER_INPUT_NAMES, LITERT_KINDS, LiteRTModule, pack_one_request
     from albert_tf.file_utils import check_replaceable, staged_directory, write_json_atomically
-    from albert_tf.models.model_dir import METADATA_FILE, SPM_MODEL_FILE
+    from albert_tf.models.model_dir_format import METADATA_FILE
+    from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE
 
     if quantization not in QUANTIZATIONS:
         raise SettingError(f"<quantization>={quantization!r}: choose one of {', '.join(QUANTIZATIONS)}")

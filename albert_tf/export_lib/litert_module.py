@@ -19,7 +19,6 @@ keys get exactly zero attention weight, so the outputs are the unpadded ones).
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.export_lib.litert_export import relative_error
 from albert_tf.text.packing import CLS_ID, SEP_ID
 from albert_tf.text.tf_packing import truncated_lengths
 
@@ -31,6 +30,12 @@ ENCODER_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 INT8_MIN_LABEL_AGREEMENT = 0.995
 INT8_MIN_COSINE = 0.99
 INT8_MAX_SCORE_ERROR = 0.05
+
+
+def relative_error(outputs, reference):
+    """max |outputs - reference| over the largest |reference| (at least 1e-3), over every output."""
+    return max(float(np.abs(outputs[name] - reference[name]).max()) / max(float(np.abs(reference[name]).max()), 1e-3)
+               for name in reference)
 
 
 class EmbeddingRequests:

@@ -5,26 +5,34 @@ return its answer as the context's own text (its case, accents and spacing), not
 (a test checks they agree on every token): the ids of `TFAlbertTokenizer`, and for each id the
 [start, end) of the raw text it came from, in bytes.
 
-How: the tokenizer's one op gives no offsets, so this path preprocesses with TensorFlow's string
-ops (the same steps, from the same character classes: `_preprocess`) and tokenizes with
-tensorflow-text's `SentencepieceTokenizer`, whose `tokenize_with_offsets` gives offsets into that
-*normalized* text (whitespace collapsed, quotes replaced where the tokenizer's `rewrite_quotes`
-says so, accents stripped, lowercased). Each raw character is normalized on its own to learn how
-many normalized bytes it produced (the steps that look at neighbours, whitespace runs and quote
-pairs, are decided from the neighbours directly); characters that produce nothing (dropped
-combining marks, the rest of a whitespace run, a replaced pair's second quote) widen the span of
-the character before them, as in the Python alignment. A normalized offset then maps to the raw
-span of the character that produced it.
+How: the ids come from the tokenizer's own op, so they are the trained ids, ties between
+segmentations of equal score included. That op reports no offsets, so they are rebuilt from what
+each piece and each raw character is:
 
-That SentencePiece op breaks exact ties between segmentations of equal score (`00` + `0`
-against `0` + `00`) its own way, so on such a tie its ids can differ from the tokenizer's, as
-they did before the tokenizer became one op.
+  1. Each raw character is preprocessed on its own (`_preprocess`: the same steps, from the same
+     character classes; the steps that look at neighbours, whitespace runs, quote pairs and a
+     final sigma, are decided from the neighbours directly). Characters that produce nothing
+     (dropped combining marks, the rest of a whitespace run, a replaced pair's second quote) widen
+     the span of the character before them, as in the Python alignment.
+  2. SentencePiece's own normalization (NFKC, some characters removed or made spaces, space runs
+     collapsed) can change a character further. The tokenizer run on probe + character + probe
+     (the probe a digit or letter the vocabulary knows) says what it makes: how long, whether all
+     space, whether it starts or ends unknown. A combining mark that NFKC composes with the
+     character before it (`l` + caron: `ľ`) is taken with it.
+  3. Pieces and characters are laid on one axis: a piece's length is its text's (`▁` one byte, the
+     first piece's dummy `▁` none, `<unk>` one unit), a character's what its probe's pieces
+     measure; a space counts only where SentencePiece keeps it (inside the text, the first of a
+     run), and a character continuing the `<unk>` before it adds none for that unit. The
+     `<digit>,` split shares a piece's span on this axis. An id's start and end on the axis then
+     name the characters they fall in, hence its [begin, end) in the preprocessed text, as
+     SentencePiece's offsets give it (`_axis_to_text`), and from there in the raw text.
 """
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.text.albert_tokenizer import SPIECE_UNDERLINE
+from albert_tf.text.albert_tokenizer import SPIECE_UNDERLINE, AlbertTokenizer
 from albert_tf.text.preprocessing import combining_codepoints, re2_class, whitespace_codepoints
 
 
@@ -35,13 +43,48 @@ def tokenize_with_offsets(tokenizer, texts):
       tokenizer: a `TFAlbertTokenizer`.
       texts: [batch] valid UTF-8 strings (`albert_tf.text.tf_packing.clean_text` makes them so).
     """
-    sentencepiece = tf_text.SentencepieceTokenizer(model=tokenizer.model_proto, out_type=tf.int32)
-    normalized = _preprocess(tokenizer, texts)
-    pieces, piece_begins, piece_ends = sentencepiece.tokenize_with_offsets(normalized)
-    ids, begins, ends = _split_digit_commas_with_offsets(tokenizer, sentencepiece, pieces, piece_begins, piece_ends)
-    owners = _normalized_owners(tokenizer, texts)
-    starts, ends = _raw_offsets(owners, begins, ends, tf.strings.length(normalized), tf.strings.length(texts))
+    pieces = PieceTable(tokenizer)
+    texts = tf.convert_to_tensor(texts, tf.string)
+    piece_ids = tokenizer.sentencepiece.tokenize(texts).with_row_splits_dtype(tf.int64)
+    _, axis_begin, axis_end, _ = _piece_axis(piece_ids, pieces)
+    ids, axis_begins, axis_ends = _split_digit_commas_on_axis(tokenizer, pieces, piece_ids,
+                                                              piece_ids.with_flat_values(axis_begin),
+                                                              piece_ids.with_flat_values(axis_end))
+    preprocessed = _preprocess(tokenizer, texts)
+    owners = _normalized_owners(tokenizer, texts, preprocessed)
+    begins, ends = _axis_to_text(axis_begins, axis_ends, _units(tokenizer, pieces, owners))
+    starts, ends = _raw_offsets(owners, begins, ends, tf.strings.length(preprocessed), tf.strings.length(texts))
     return ids, starts, ends
+
+
+class PieceTable:
+    """Per piece id, what its text spans; and the probe character (`<s>` above) for this vocabulary.
+
+    text_bytes: UTF-8 bytes of its text without `▁`; spaces: its `▁`s; unknown: it is `<unk>`.
+    """
+
+    PROBE_CANDIDATES = "0123456789xqzkjvwbcdfghlmnprstyaeiou"
+
+    def __init__(self, tokenizer):
+        python_tokenizer = AlbertTokenizer(model_proto=tokenizer.model_proto, lower_case=tokenizer.lower_case,
+                                           keep_accents=tokenizer.keep_accents,
+                                           rewrite_quotes=tokenizer.rewrite_quotes)
+        sp = python_tokenizer.sp
+        texts = [sp.id_to_piece(piece_id) for piece_id in range(sp.get_piece_size())]
+        self.text_bytes = tf.constant(np.array([len(text.replace(SPIECE_UNDERLINE, "").encode("utf-8"))
+                                                for text in texts], np.int64))
+        self.spaces = tf.constant(np.array([text.count(SPIECE_UNDERLINE) for text in texts], np.int64))
+        self.unknown_id = sp.unk_id()
+        # A digit first: no combining mark composes with one, so it never merges with a probed mark.
+        known = [c for c in self.PROBE_CANDIDATES if self.unknown_id not in sp.encode(c)]
+        if not known:
+            raise ValueError("the vocabulary knows no ASCII digit or lower-case letter; in-graph offsets need one")
+        self.probe = known[0]
+
+    def lengths(self, ids):
+        """Normalized bytes a piece covers (`▁` one byte; meaningless for `<unk>`), its spaces, whether unknown."""
+        return tf.gather(self.text_bytes, ids) + tf.gather(self.spaces, ids), tf.gather(self.spaces, ids), \
+            tf.equal(ids, self.unknown_id)
 
 
 def _preprocess(tokenizer, texts):
@@ -57,27 +100,25 @@ def _preprocess(tokenizer, texts):
     return texts
 
 
-def _split_digit_commas_with_offsets(tokenizer, sentencepiece, pieces, begins, ends):
-    """The tokenizer's `<digit>,` split, with normalized offsets per resulting id.
+def _split_digit_commas_on_axis(tokenizer, pieces, piece_ids, begins, ends):
+    """The tokenizer's `<digit>,` split, with the axis span of each resulting id.
 
     A split piece's ids share its span from the end, each taking its own text's length (the
     comma the last byte), as `squad.tokenize_with_alignment` does.
     """
-    one_per_row = tf.RaggedTensor.from_row_lengths(pieces.flat_values, tf.ones_like(pieces.flat_values, tf.int64),
-                                                   validate=False)
+    one_per_row = tf.RaggedTensor.from_row_lengths(piece_ids.flat_values,
+                                                   tf.ones_like(piece_ids.flat_values, tf.int64), validate=False)
     per_piece = tokenizer.split_digit_commas(one_per_row)  # [pieces, (ids of that piece)]
-    ids = tf.RaggedTensor.from_row_splits(per_piece, pieces.row_splits, validate=False).merge_dims(1, 2)
+    ids = tf.RaggedTensor.from_row_splits(per_piece, piece_ids.row_splits, validate=False).merge_dims(1, 2)
 
     flat_ids = per_piece.flat_values
     piece_of = per_piece.value_rowids()
-    text_lengths = tf.strings.length(tf.strings.regex_replace(sentencepiece.id_to_string(flat_ids),
-                                                              SPIECE_UNDERLINE, ""))
-    text_lengths = tf.cast(text_lengths, tf.int64)
+    text_lengths = tf.gather(pieces.text_bytes, flat_ids)
     # suffix[j]: text length of this id and the ones after it within its piece.
     suffix = tf.cumsum(text_lengths, reverse=True)
     suffix -= tf.gather(tf.concat([suffix, [0]], 0), tf.gather(per_piece.row_limits(), piece_of))
-    begin = tf.gather(tf.cast(begins.flat_values, tf.int64), piece_of)
-    end = tf.gather(tf.cast(ends.flat_values, tf.int64), piece_of)
+    begin = tf.gather(begins.flat_values, piece_of)
+    end = tf.gather(ends.flat_values, piece_of)
     first = tf.equal(tf.range(tf.size(flat_ids, out_type=tf.int64)), tf.gather(per_piece.row_starts(), piece_of))
     id_begins = tf.where(first, begin, tf.maximum(begin, end - suffix))
     id_ends = tf.maximum(begin, end - (suffix - text_lengths))
@@ -113,12 +154,17 @@ def _last_at_or_before(flags):
     return tf.gather(where, tf.cumsum(tf.cast(flags, tf.int64)))
 
 
-def _normalized_owners(tokenizer, texts):
-    """The raw characters that produce normalized text, ragged [batch, (owners)] per field:
+def _normalized_owners(tokenizer, texts, preprocessed):
+    """The raw characters that produce preprocessed text (`preprocessed`: the whole texts'), ragged
+    [batch, (owners)] per field:
 
-    normalized_end: end of its normalized bytes (exclusive, from the row's start);
+    normalized_end: end of its preprocessed bytes (exclusive, from the row's start);
+    normalized_bytes: how many preprocessed bytes it makes;
+    text: those bytes;
     start, end: its raw span in bytes, widened over the characters attached to it;
-    is_space: whether it produces exactly " ".
+    own_end: where the character itself ends (the end of all but the last character it makes);
+    is_space: whether it produces exactly " ";
+    is_mark: whether it is a combining mark (kept by keep_accents).
     """
     chars = tf.strings.unicode_split(texts, "UTF-8")
     flat = chars.flat_values
@@ -150,9 +196,19 @@ def _normalized_owners(tokenizer, texts):
         pair_first |= is_quote & (in_run % 2 == 0) & _next(is_quote, positions, row_length)
 
     # Everything else normalizes on its own (NFKD, combining marks dropped, lowercased).
-    alone = _preprocess(tokenizer, flat)
+    distinct, index_of_distinct = tf.unique(flat)  # most characters repeat: preprocess each once
+    alone = tf.gather(_preprocess(tokenizer, distinct), index_of_distinct)
     normalized = tf.where(space_kept, " ", tf.where(pair_first, '"', tf.where(is_space | pair_second, "", alone)))
     normalized_bytes = tf.cast(tf.strings.length(normalized), tf.int64)
+    if tokenizer.lower_case:
+        # Lowercasing makes a capital sigma final ("ς") by its neighbours, which the whole text's
+        # lowercasing sees (in the same two bytes): the pieces may know one form and not the other.
+        whole = tf.gather(preprocessed, row_ids)
+        position = tf.minimum(_row_cumsum(normalized_bytes, row_starts, row_ids, exclusive=True),
+                              tf.cast(tf.strings.length(whole), tf.int64))
+        in_context = tf.strings.substr(whole, position, tf.fill(tf.shape(position), tf.constant(2, tf.int64)))
+        final_sigma = tf.equal(normalized, "\u03c3") & tf.equal(in_context, "\u03c2")
+        normalized = tf.where(final_sigma, "\u03c2", normalized)
     owns = normalized_bytes > 0
     # What produces nothing attaches to the owner before it, or, at the start of a text, after it.
     attached = ~owns & ~(is_space & ~inside)
@@ -173,7 +229,199 @@ def _normalized_owners(tokenizer, texts):
         return tf.RaggedTensor.from_value_rowids(values, owner_rows, nrows=chars.nrows(), validate=False)
 
     return {"normalized_end": ragged(normalized_end), "start": ragged(span_start), "end": ragged(span_end),
-            "is_space": ragged(tf.boolean_mask(tf.equal(normalized, " "), owns))}
+            "own_end": ragged(tf.boolean_mask(raw_end, owns)),
+            "normalized_bytes": ragged(tf.boolean_mask(normalized_bytes, owns)),
+            "text": ragged(tf.boolean_mask(normalized, owns)),
+            "is_space": ragged(tf.boolean_mask(tf.equal(normalized, " "), owns)),
+            # Only keep_accents keeps marks as owners (otherwise they make nothing).
+            "is_mark": ragged(tf.boolean_mask(tf.strings.regex_full_match(flat, re2_class(combining_codepoints()))
+                                              if tokenizer.keep_accents else tf.zeros_like(owns), owns))}
+
+
+def _units(tokenizer, pieces, owners):
+    """Owners grouped as SentencePiece's NFKC sees them, ragged [batch, (units)] per field:
+
+    a combining mark kept by keep_accents joins the owner before it where NFKC composes them (`l` +
+    caron make `ľ`).
+
+    normalized_end, normalized_bytes: as the owners';
+    axis_length: its length on the pieces' axis (see the module's docstring, step 3);
+    space_only: whether SentencePiece's normalization makes only space of it;
+    makes_text: whether it makes anything at all;
+    merged: whether its first unit on the axis belongs to the unit before it (an unknown character
+      continuing a `<unk>`, a space joining a space);
+    nfkc_keeps: whether NFKC, SentencePiece's usual normalization, leaves its text as it is.
+    """
+    is_mark = owners["is_mark"]
+    owner_rows = is_mark.value_rowids()
+    texts, unit_rows = owners["text"].flat_values, owner_rows
+    normalized_bytes, normalized_end = owners["normalized_bytes"].flat_values, owners["normalized_end"].flat_values
+    if tokenizer.keep_accents:  # otherwise marks make nothing: no owner is one, each owner is a unit
+        first_in_row = tf.equal(tf.range(tf.size(texts, out_type=tf.int64)),
+                                tf.gather(is_mark.row_starts(), owner_rows))
+        previous = tf.concat([[""], texts[:-1]], 0)
+        composes = tf.not_equal(_nfkc(previous + texts), _nfkc(previous) + _nfkc(texts))
+        starts_unit = ~(is_mark.flat_values & composes) | first_in_row
+        unit_of = tf.cumsum(tf.cast(starts_unit, tf.int64)) - 1
+        count = tf.reduce_sum(tf.cast(starts_unit, tf.int64))
+        texts = tf.strings.unsorted_segment_join(texts, unit_of, count)
+        unit_rows = tf.boolean_mask(owner_rows, starts_unit)
+        normalized_bytes = tf.math.unsorted_segment_sum(normalized_bytes, unit_of, count)
+        normalized_end = tf.math.unsorted_segment_max(normalized_end, unit_of, count)
+    axis_length, space_only, makes_text, merged = _axis_lengths(tokenizer, pieces, texts, unit_rows, is_mark.nrows())
+
+    def ragged(values):
+        return tf.RaggedTensor.from_value_rowids(values, unit_rows, nrows=is_mark.nrows(), validate=False)
+
+    return {"normalized_end": ragged(normalized_end), "normalized_bytes": ragged(normalized_bytes),
+            "axis_length": ragged(axis_length), "space_only": ragged(space_only),
+            "makes_text": ragged(makes_text), "merged": ragged(merged),
+            "nfkc_keeps": ragged(tf.equal(_nfkc(texts), texts))}
+
+
+def _nfkc(texts):
+    """NFKC of each text, each distinct text normalized once (most characters repeat)."""
+    distinct, index = tf.unique(texts)
+    return tf.gather(tf_text.normalize_utf8(distinct, "NFKC"), index)
+
+
+def _axis_lengths(tokenizer, pieces, owner_texts, owner_rows, rows):
+    """Per owner (flat): its length on the pieces' axis; whether it makes only space (kept or not),
+    whether it makes anything, and whether its first unit belongs to the owner before it (`merged`).
+    Owners are here the units of `_units`, flat, with their rows.
+    """
+    count = tf.size(owner_texts, out_type=tf.int64)
+    total, all_space, starts_unknown, ends_unknown, starts_space, ends_space = _probe(tokenizer, pieces, owner_texts)
+
+    # Decided among the owners that make something, in order: SentencePiece keeps a space only inside
+    # the text and only the first of a run; consecutive unknown characters are one `<unk>`.
+    kept = tf.where(total > 0)[:, 0]
+    kept_rows = tf.gather(owner_rows, kept)
+    kept_space = tf.gather(all_space, kept)
+    same_row = tf.concat([[False], tf.equal(kept_rows[1:], kept_rows[:-1])], 0)
+
+    def after(flags):
+        return tf.concat([[False], tf.gather(flags, kept)[:-1]], 0) & same_row
+
+    after_space = after(all_space)
+    content = tf.cast(~kept_space, tf.int64)
+    row_starts = tf.RaggedTensor.from_value_rowids(kept, kept_rows, nrows=rows, validate=False).row_starts()
+    content_before = _row_cumsum(content, row_starts, kept_rows, exclusive=True)
+    content_after = tf.gather(tf.math.unsorted_segment_sum(content, kept_rows, rows), kept_rows) \
+        - content_before - content
+    space_kept = kept_space & (content_before > 0) & (content_after > 0) & ~after_space
+    merged = (tf.gather(starts_unknown, kept) & after(ends_unknown)) | (
+        ~kept_space & tf.gather(starts_space, kept) & (after_space | after(ends_space) | tf.equal(content_before, 0)))
+    length = tf.where(kept_space, tf.cast(space_kept, tf.int64), tf.gather(total, kept) - tf.cast(merged, tf.int64))
+    positions = kept[:, None]
+    return (tf.scatter_nd(positions, length, [count]), all_space, total > 0,
+            tf.scatter_nd(positions, merged, [count]))
+
+
+def _probe(tokenizer, pieces, texts):
+    """Per text, what SentencePiece makes of it between two probes (each distinct text tokenized once):
+    its length on the axis, whether all space, whether it starts or ends unknown, or with a space."""
+    distinct, index = tf.unique(texts)
+    count = tf.size(distinct, out_type=tf.int64)
+    probed = tokenizer.sentencepiece.tokenize(tf.strings.join([pieces.probe, distinct, pieces.probe]))
+    probed = probed.with_row_splits_dtype(tf.int64)
+    length, begin, end, unknown = _piece_axis(probed, pieces)
+    probe_of = probed.value_rowids()
+    total = tf.math.unsorted_segment_sum(length, probe_of, count)  # the text's, and 2 for the probes
+    covered, spaces, _ = pieces.lengths(probed.flat_values)
+    all_space = ~tf.reduce_any(probed.with_flat_values(unknown), axis=1) & (total > 2) & tf.equal(
+        tf.math.unsorted_segment_sum(covered - spaces, probe_of, count), 2)  # nothing but the probes' bytes
+    probe_end = tf.gather(total, probe_of) - 1
+
+    def any_piece(flags):
+        return tf.math.unsorted_segment_max(tf.cast(flags, tf.int64), probe_of, count) > 0
+
+    starts_unknown = any_piece(unknown & tf.equal(begin, 1))
+    ends_unknown = any_piece(unknown & tf.equal(end, probe_end))
+    # A text that starts with a space (`¨` kept by keep_accents: NFKC makes it " " + a mark); pieces
+    # begin with their `▁`, so a space at the text's end starts the last probe's piece.
+    starts_space = any_piece((spaces > 0) & tf.equal(begin, 1))
+    ends_space = any_piece((spaces > 0) & tf.equal(begin, probe_end - 1))
+    return [tf.gather(value, index) for value in
+            (total - 2, all_space, starts_unknown, ends_unknown, starts_space, ends_space)]
+
+
+def _piece_axis(piece_ids, pieces):
+    """Flat (length, begin, end, unknown) of each piece on the axis, from its row's start.
+
+    A piece's length is its text's bytes (`▁` one byte, a row's leading dummy `▁` none), `<unk>` one.
+    """
+    flat = piece_ids.flat_values
+    rows, starts = piece_ids.value_rowids(), piece_ids.row_starts()
+    covered, spaces, unknown = pieces.lengths(flat)
+    first = tf.equal(tf.range(tf.size(flat, out_type=tf.int64)), tf.gather(starts, rows))
+    length = tf.where(unknown, tf.ones_like(covered), covered - tf.cast(first & (spaces > 0), tf.int64))
+    end = _row_cumsum(length, starts, rows)
+    return length, end - length, end, unknown
+
+
+def _axis_to_text(axis_begins, axis_ends, units):
+    """[begin, end) in the preprocessed text of each id, from its span on the axis (ragged [batch, (ids)]).
+
+    As SentencePiece's offsets: a position on the axis maps to where its unit starts (inside a
+    unit, byte for byte, kept inside it); the end of a row's axis to the end of its last unit that
+    is not space. So an id's end is where the next id's unit starts: a kept space covers the
+    spaces dropped after it, `<unk>` all of its run, a piece what normalization removed after it.
+    A row's first id starts at its first unit that is not space (leading spaces are skipped,
+    removed characters are not).
+    """
+    begin_on_axis, end_on_axis = axis_begins.to_tensor(0), axis_ends.to_tensor(0)
+
+    axis_length = units["axis_length"]
+    unit_rows, unit_starts = axis_length.value_rowids(), axis_length.row_starts()
+    unit_axis_end = _row_cumsum(axis_length.flat_values, unit_starts, unit_rows)
+    normalized_bytes = units["normalized_bytes"].flat_values
+    normalized_end = units["normalized_end"].flat_values
+    rows = axis_length.nrows()
+    space_only = units["space_only"].flat_values
+    unit_start = normalized_end - normalized_bytes
+    text_start = tf.math.unsorted_segment_min(tf.where(space_only, tf.int64.max, unit_start), unit_rows, rows)
+    # Trailing space is cut where it starts; without it, removed characters at the end still count.
+    unit_index = tf.range(tf.size(space_only, out_type=tf.int64))
+    content = units["makes_text"].flat_values & ~space_only
+    last_content = tf.math.unsorted_segment_max(tf.where(content, unit_index, -1), unit_rows, rows)
+    trailing_space = space_only & (unit_index > tf.gather(last_content, unit_rows))
+    trailing_space_start = tf.math.unsorted_segment_min(tf.where(trailing_space, unit_start, tf.int64.max),
+                                                        unit_rows, rows)
+    text_end = tf.minimum(trailing_space_start, tf.maximum(tf.math.unsorted_segment_max(normalized_end, unit_rows,
+                                                                                        rows), 0))
+
+    def dense(values, padding):
+        """[batch, units + 1]: a padding column, so a lookup past the last unit stays in range."""
+        ragged = axis_length.with_flat_values(values)
+        return tf.concat([ragged.to_tensor(padding), tf.fill([ragged.nrows(), 1], tf.cast(padding, ragged.dtype))],
+                         axis=1)
+
+    axis_ends = dense(unit_axis_end, tf.int64.max)
+    axis_starts = dense(unit_axis_end - axis_length.flat_values, 0)
+    unit_starts_in_text = dense(unit_start, -1)
+    merged = dense(tf.cast(units["merged"].flat_values, tf.int64), 0)
+    # Inside a unit that SentencePiece's normalization rewrites (ligatures kept by keep_accents,
+    # Hangul jamo recomposed), every position is its start, as SentencePiece's offsets have it.
+    last_byte = dense(tf.where(units["nfkc_keeps"].flat_values, tf.maximum(normalized_bytes - 1, 0), 0), 0)
+    last = tf.shape(axis_ends, out_type=tf.int64)[1] - 1
+
+    def in_text(position):
+        unit = tf.minimum(tf.searchsorted(axis_ends, position, side="right", out_type=tf.int64), last)
+
+        def at(values):
+            return tf.gather(values, unit, batch_dims=1)
+
+        start = at(unit_starts_in_text)
+        # A merged unit's first position on the axis is already one byte inside it.
+        inside = tf.minimum(position - at(axis_starts) + at(merged), at(last_byte))
+        return tf.where(start < 0, text_end[:, None], start + inside)  # past the last unit: the text's end
+
+    lengths = axis_begins.row_lengths()
+    first = tf.equal(tf.range(tf.shape(begin_on_axis, out_type=tf.int64)[1]), 0)[None, :]
+    begin = tf.where(first, tf.minimum(text_start, text_end)[:, None], in_text(begin_on_axis))
+    return (tf.RaggedTensor.from_tensor(begin, lengths=lengths),
+            tf.RaggedTensor.from_tensor(in_text(end_on_axis), lengths=lengths))
 
 
 def _raw_offsets(owners, begins, ends, normalized_length, raw_length):
@@ -201,7 +449,7 @@ def _raw_offsets(owners, begins, ends, normalized_length, raw_length):
         return tf.concat([ragged.to_tensor(padding), tf.fill([ragged.nrows(), 1], padding)], axis=1)
 
     normalized_end = dense(owners["normalized_end"], tf.int64.max)
-    start, end = dense(owners["start"], 0), dense(owners["end"], 0)
+    start, end, own_end = dense(owners["start"], 0), dense(owners["end"], 0), dense(owners["own_end"], 0)
     space_run_end = dense(is_space.with_flat_values(space_run_end), 0)
     is_space = dense(is_space, False)
     begin, finish = begins.to_tensor(0), ends.to_tensor(0)
@@ -220,7 +468,11 @@ def _raw_offsets(owners, begins, ends, normalized_length, raw_length):
     empty_position = tf.where(begin < tf.cast(normalized_length, tf.int64)[:, None], at(start, first_owner),
                               tf.cast(raw_length, tf.int64)[:, None])
     token_start = tf.where(empty, empty_position, at(start, owner_of(moved)))
-    token_end = tf.where(empty, empty_position, at(end, owner_of(finish - 1)))
+    last_owner = owner_of(finish - 1)
+    # Marks dropped after a character widen only the last character it makes (`ﬁ` + mark: `f` ends before).
+    ends_with_owner = tf.equal(finish, at(normalized_end, last_owner))
+    token_end = tf.where(empty, empty_position,
+                         tf.where(ends_with_owner, at(end, last_owner), at(own_end, last_owner)))
     lengths = begins.row_lengths()
     return (tf.RaggedTensor.from_tensor(token_start, lengths=lengths),
             tf.RaggedTensor.from_tensor(token_end, lengths=lengths))

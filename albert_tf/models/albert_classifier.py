@@ -19,9 +19,9 @@ import tensorflow as tf
 
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.layers.initializers import truncated_normal
-from albert_tf.models.task_model import AlbertTaskModel, merge_synonyms
+from albert_tf.models.task_model import AlbertTaskModel
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
-from albert_tf.settings import DROPOUT_RATE, POSITIVE_INTEGER
+from albert_tf.settings import DROPOUT_RATE, POSITIVE_INTEGER, merge_synonyms
 from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 
 MODEL_KIND = "classifier"

@@ -15,8 +15,8 @@ import dataclasses
 import os
 from typing import Any
 
-from albert_tf.models.model_dir import (exported_encoder_dir, find_spm_model, load_encoder, load_model,
-                                        load_pretrainer, model_metadata)
+from albert_tf.models.model_dir_format import exported_encoder_dir, find_spm_model, model_metadata
+from albert_tf.models.model_io import load_encoder, load_model, load_pretrainer
 from albert_tf.models.preprocessing_contract import Preprocessing, resolve_preprocessing
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 

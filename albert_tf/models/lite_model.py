@@ -18,7 +18,7 @@ import numpy as np
 
 RUNTIMES = ("auto", "litert", "tensorflow")
 TEXT_MODEL_FILE = "model.tflite"
-METADATA_FILE = "albert_tf.json"  # as in every albert_tf directory (models.model_dir)
+METADATA_FILE = "albert_tf.json"  # as in every albert_tf directory (models.model_dir_format)
 
 
 def tokenizer_op_registerers():

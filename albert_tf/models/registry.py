@@ -2,7 +2,7 @@
 
 One declarative table. The classes are imported only when a model of that kind
 is built or named, so loading an encoder does not import every task head, and
-nothing here imports the checkpoint code (which imports this).
+nothing here imports model_io (which imports this).
 """
 
 import dataclasses

@@ -10,26 +10,10 @@ gave a 2-label model).
 import inspect
 import os
 
+from albert_tf.models.model_io import model_from_preset, write_model_dir
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS
 from albert_tf.settings import KERAS_ARGUMENTS, refuse_unknown_keywords
 from albert_tf.text.packing import check_sequence_length
-
-
-def merge_synonyms(caller: str, arguments: dict, synonyms: dict) -> dict:
-    """`arguments` with each other library's name (`synonyms`: theirs -> ours) moved to ours; TypeError when
-    both are given with different values."""
-    merged = dict(arguments)
-    for theirs, ours in synonyms.items():
-        if theirs not in merged:
-            continue
-        value = merged.pop(theirs)
-        if value is None:
-            continue
-        if merged.get(ours) is not None and merged[ours] != value:
-            raise TypeError(f"{caller}: {theirs}={value!r} and {ours}={merged[ours]!r} disagree; {theirs} is "
-                            f"KerasHub's name for {ours}: pass one of them")
-        merged[ours] = value
-    return merged
 
 
 class AlbertTaskModel:
@@ -101,8 +85,6 @@ class AlbertTaskModel:
 
         >>> classifier = AlbertClassifier.from_preset("albert_tiny", vocab_size=1000, num_labels=3)
         """
-        from albert_tf.models.model_dir import model_from_preset
-
         if max_seq_length is not None:  # model_from_preset would read 0 as "the default" and let NaN through
             check_sequence_length(max_seq_length)
         return model_from_preset(cls, preset, max_seq_length=max_seq_length, spm_model_file=spm_model_file, **kwargs)
@@ -112,8 +94,6 @@ class AlbertTaskModel:
         arguments, and a classifier's preprocessor settings with its spm.model), which
         `from_preset(directory)` loads back whole, as KerasHub's `save_to_preset`. An existing
         `directory` is refused unless `overwrite`. Returns its absolute path."""
-        from albert_tf.models.model_dir import write_model_dir
-
         if hasattr(self, "build_variables") and not self.built:  # a subclassed head exists after its first call
             self.build_variables()
         return write_model_dir(self, directory, overwrite=overwrite)

@@ -274,7 +274,7 @@ def v2_head(config):
 
 def recorded_v2_head(init_checkpoint):
     """The head of the SQuAD 2.0 model `init_checkpoint` holds, or None when it holds none (any other model)."""
-    from albert_tf.models.model_dir import model_metadata
+    from albert_tf.models.model_dir_format import model_metadata
 
     if not init_checkpoint:
         return None

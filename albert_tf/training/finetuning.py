@@ -4,8 +4,8 @@
     with strategy.scope():
         model = AlbertClassifier(starting_encoder(init_checkpoint), num_labels=2)
     result = finetune(model, arrays, task.example_losses,
-                      FinetuningSettings(num_train_steps=800, train_batch_size=32, learning_rate=2e-5,
-                                         num_warmup_steps=200),
+                      FinetuningConfig(num_train_steps=800, train_batch_size=32, learning_rate=2e-5,
+                                       num_warmup_steps=200),
                       checkpoint_dir, kind="classifier", evaluate=evaluate_fn, best_metric="accuracy",
                       best_dir=best_dir, strategy=strategy)
 
@@ -43,16 +43,15 @@
   checkpoint in SUMMARY_DIR/eval (`tensorboard --logdir OUTPUT_DIR`).
 """
 
-import dataclasses
 import json
 import os
 
 import tensorflow as tf
 
-from albert_tf.models.model_dir import (SPM_MODEL_FILE, checkpoints_newest_first, restore_newest_intact,
-                                        write_metadata, write_model_dir)
-from albert_tf.settings import POSITIVE, SettingError, check_at_least
-from albert_tf.text.albert_tokenizer import copy_spm_model
+from albert_tf.models.model_dir_format import checkpoints_newest_first, restore_newest_intact, write_metadata
+from albert_tf.models.model_io import write_model_dir
+from albert_tf.settings import SettingError
+from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, copy_spm_model
 from albert_tf.training import TrainingDivergedError
 from albert_tf.training.random_state import restore_training_checkpoint, training_checkpoint
 from albert_tf.training.training_loop import LoopHooks, PreemptionFlag, run_training_loop, stops_every_step
@@ -61,40 +60,15 @@ EVALUATIONS_FILE = "evaluations.json"
 SUMMARY_SUBDIRS = ("train", "eval")  # in summary_dir: the per-loop and the per-evaluation TensorBoard summaries
 
 
-@dataclasses.dataclass(frozen=True)
-class FinetuningSettings:
-    """How a fine-tuning run trains: the schedule, the checkpoints and the compiled loop.
-
-    train_batch_size is the global batch (over all replicas and accumulation micro-batches);
-    it must divide by replicas x gradient_accumulation_steps.
-    """
-
-    num_train_steps: int
-    train_batch_size: int
-    learning_rate: float
-    num_warmup_steps: int = 0
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 3
-    seed: int = 12345
-    gradient_accumulation_steps: int = 1
-    jit_compile: bool = False
-    iterations_per_loop: int = 100
-    max_seconds_per_loop: int = 60
-
-    def __post_init__(self):
-        check_at_least(self, ("num_train_steps", "train_batch_size", "save_checkpoints_steps", "keep_checkpoint_max",
-                              "gradient_accumulation_steps", "iterations_per_loop"), 1, allow_none=False)
-        if not 0 <= self.num_warmup_steps <= self.num_train_steps:
-            raise SettingError(f"<num_warmup_steps> must be in [0, <num_train_steps>={self.num_train_steps}], "
-                               f"got {self.num_warmup_steps}")
-        POSITIVE.check("learning_rate", self.learning_rate)
-
-
-def finetune(model, arrays, example_losses, settings, checkpoint_dir, kind, metadata=None, evaluate=None,
+def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metadata=None, evaluate=None,
              best_metric=None, best_dir=None, spm_model_file=None, variables=None, summary_dir=None, strategy=None,
              chief=True, restore_dir=None, log=print):
     """Trains `model` (built inside `strategy.scope()`) in place; returns {"status": 0 or 143 (SIGTERM),
     "step": the last step, "loss": the last loop's loss, "evaluations": [...], "best": {...} or None}.
+
+    `config`: a `FinetuningConfig`; what trains is its schedule and distribution fields
+    (`check_schedule`: steps, global batch, learning rate, warmup, checkpoints, seed, accumulation,
+    XLA, loop length), whatever its task and paths say.
 
     `restore_dir`: where to resume from, when not `checkpoint_dir` (a worker that is not the chief
     resumes from the chief's checkpoints and saves into a directory of its own)."""
@@ -104,6 +78,7 @@ def finetune(model, arrays, example_losses, settings, checkpoint_dir, kind, meta
     from albert_tf.tasks.finetuning_task import FinetuningObjective
     from albert_tf.training.trainer import Trainer
 
+    settings = config.check_schedule()
     if evaluate is not None and not best_metric:
         raise ValueError("finetune: `evaluate` needs the `best_metric` that picks the best checkpoint")
     strategy = strategy or tf.distribute.get_strategy()
@@ -162,8 +137,8 @@ def finetune(model, arrays, example_losses, settings, checkpoint_dir, kind, meta
         diverged=diverged, examples_name="examples", rate_label="examples/s",
         hooks=evaluations, log=log)
     train_writer.flush()
-    return {"status": status, "step": int(trainer.step.numpy()), "loss": evaluations.last_loss, "evaluations": evaluations.history,
-            "best": evaluations.best()}
+    return {"status": status, "step": int(trainer.step.numpy()), "loss": evaluations.last_loss,
+            "evaluations": evaluations.history, "best": evaluations.best()}
 
 
 class _CheckpointEvaluations(LoopHooks):
@@ -216,7 +191,7 @@ def model_for_evaluation(best_dir, trained_model, init_checkpoint, kind, task_na
     one, else the model just trained, else the fine-tuned `kind` model given as `init_checkpoint`
     (ValueError naming what it holds when it is not one, or not for `task_name`)."""
     from albert_tf.models.inference_model import open_for_inference
-    from albert_tf.models.model_dir import exported_encoder_dir
+    from albert_tf.models.model_dir_format import exported_encoder_dir
 
     if best_dir and os.path.isdir(best_dir):
         return open_for_inference(best_dir, tokenizer=False).model
@@ -249,7 +224,7 @@ def starting_encoder(init_checkpoint=None, albert_config=None, seed=12345):
     or a freshly initialized one of `albert_config` (a preset name or config JSON)."""
     import keras
 
-    from albert_tf.models.model_dir import load_encoder
+    from albert_tf.models.model_io import load_encoder
 
     keras.utils.set_random_seed(seed)
     if init_checkpoint:

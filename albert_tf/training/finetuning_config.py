@@ -14,6 +14,9 @@ field left None takes the task's recipe (steps, warmup, batch, learning rate) or
 starting model's record (casing, length); where and how it computes are
 `DistributionConfig`'s fields. `check` raises `albert_tf.settings.SettingError`
 naming the setting; run_config.json records the config as `to_json` gives it.
+
+The same type is what `albert_tf.training.finetuning.finetune` trains with, its schedule
+filled in (the tools from the task's recipe and the data; `check_schedule`).
 """
 
 import dataclasses
@@ -22,6 +25,11 @@ from typing import Any
 
 from albert_tf.settings import POSITIVE, PROBABILITY, SettingError, check_at_least
 from albert_tf.training.distribution_config import DistributionConfig
+
+
+# Where a library caller of `finetune` leaves them None (the tools take the task recipe's).
+DEFAULT_SAVE_CHECKPOINTS_STEPS = 1000
+DEFAULT_KEEP_CHECKPOINT_MAX = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +78,27 @@ class FinetuningConfig(DistributionConfig):
             raise SettingError(f"<spm_model_file>={self.spm_model_file}: no such file")
         self.check_distribution()
         return self
+
+    def check_schedule(self):
+        """SettingError naming the setting unless the schedule `finetune` trains with is whole and can run:
+        steps, global batch and learning rate given (the tools fill them from the task's recipe and the data);
+        warmup, checkpoint interval and count default to 0, 1,000 and 3 where None."""
+        missing = [f"<{name}>" for name in ("num_train_steps", "train_batch_size", "learning_rate")
+                   if getattr(self, name) is None]
+        if missing:
+            raise SettingError(f"fine-tuning needs {', '.join(missing)}")
+        defaults = {"num_warmup_steps": 0, "save_checkpoints_steps": DEFAULT_SAVE_CHECKPOINTS_STEPS,
+                    "keep_checkpoint_max": DEFAULT_KEEP_CHECKPOINT_MAX}
+        resolved = dataclasses.replace(self, **{name: value for name, value in defaults.items()
+                                                if getattr(self, name) is None})
+        check_at_least(resolved, ("num_train_steps", "train_batch_size", "save_checkpoints_steps",
+                                  "keep_checkpoint_max"), 1, allow_none=False)
+        if not 0 <= resolved.num_warmup_steps <= resolved.num_train_steps:
+            raise SettingError(f"<num_warmup_steps> must be in [0, <num_train_steps>={resolved.num_train_steps}], "
+                               f"got {resolved.num_warmup_steps}")
+        POSITIVE.check("learning_rate", resolved.learning_rate)
+        resolved.check_distribution()
+        return resolved
 
     def to_json(self):
         """The config as JSON values, the task's config under "task"."""

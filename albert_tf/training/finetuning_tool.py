@@ -69,7 +69,7 @@ def resolve_preprocessing_settings(task, config):
     record where it leaves them out; contradictions refused (albert_tf.models.preprocessing_contract). A random
     start records nothing: the quotes follow the original's rule unless rewrite_quotes says otherwise."""
     from albert_tf.albert_config import AlbertConfig
-    from albert_tf.models.model_dir import model_metadata
+    from albert_tf.models.model_dir_format import model_metadata
     from albert_tf.models.preprocessing_contract import resolve_preprocessing
 
     if config.init_checkpoint:
@@ -149,7 +149,8 @@ def _number(value):
 def starting_model(task, config):
     """The model to fine-tune: a model already fine-tuned for this task as it is, else the encoder of
     config.init_checkpoint (or a random one of config.albert_config) under a fresh head of the task."""
-    from albert_tf.models.model_dir import exported_encoder_dir, load_model, read_metadata, resolve_checkpoint
+    from albert_tf.models.model_dir_format import exported_encoder_dir, read_metadata, resolve_checkpoint
+    from albert_tf.models.model_io import load_model
     from albert_tf.training.finetuning import starting_encoder
 
     init = config.init_checkpoint
@@ -254,12 +255,12 @@ def _worker_outputs():
 
 
 def _run(task, config, strategy, chief=True):
-    from albert_tf.models.model_dir import checkpoints_newest_first, find_spm_model
+    from albert_tf.models.model_dir_format import checkpoints_newest_first, find_spm_model
     from albert_tf.file_utils import file_sha256, write_json_atomically
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
     from albert_tf.training import TrainingDivergedError
     from albert_tf.networks.memory_estimate import check_training_fits, weight_bytes
-    from albert_tf.training.finetuning import FinetuningSettings, finetune, model_for_evaluation, report_best
+    from albert_tf.training.finetuning import finetune, model_for_evaluation, report_best
     from albert_tf.training.run_directory import (RUN_CONFIG_FILE, foreign_outputs, next_record, read_run_config,
                                                   refuse_another_tools_directory, resume_conflicts, run_outputs)
     from albert_tf.training.training_loop import PREEMPTED_EXIT_CODE
@@ -326,18 +327,15 @@ def _run(task, config, strategy, chief=True):
             print(f"Fine-tuning on {rows:,} {rows_unit.lower()}: {steps} steps of batch {batch_size} "
                   f"({_number(steps * batch_size / rows)} epochs), lr {learning_rate:g}, {warmup} warmup steps.",
                   flush=True)
-            settings = FinetuningSettings(
-                num_train_steps=steps, train_batch_size=batch_size, learning_rate=learning_rate,
+            schedule = dataclasses.replace(
+                config, num_train_steps=steps, train_batch_size=batch_size, learning_rate=learning_rate,
                 num_warmup_steps=warmup,
-                save_checkpoints_steps=config.save_checkpoints_steps or task.recipe(config).save_checkpoints_steps,
-                keep_checkpoint_max=config.keep_checkpoint_max, seed=config.seed,
-                gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile,
-                iterations_per_loop=config.iterations_per_loop, max_seconds_per_loop=config.max_seconds_per_loop)
+                save_checkpoints_steps=config.save_checkpoints_steps or task.recipe(config).save_checkpoints_steps)
             # A worker that is not the chief resumes from the chief's checkpoints (a shared file system).
             restore_dir = os.path.join(output_dir, CHECKPOINT_SUBDIR) if not (chief or config.overwrite) else None
             try:
                 result = finetune(
-                    model, train, task.example_losses, settings, os.path.join(run_dir, CHECKPOINT_SUBDIR),
+                    model, train, task.example_losses, schedule, os.path.join(run_dir, CHECKPOINT_SUBDIR),
                     task.kind(config),
                     metadata={**task.metadata(config), "train_steps": steps, "lower_case": config.do_lower_case,
                               "keep_accents": config.keep_accents, "rewrite_quotes": config.rewrite_quotes},

@@ -9,7 +9,7 @@ the defaults are the paper's recipe (LAMB, lr 0.00176, batch 4096, 125k steps, 3
 steps: without num_warmup_steps, a run of other length warms up over the same 2.5% of its
 steps, `warmup_steps`); where and how it computes are `DistributionConfig`'s fields. `check` raises
 `albert_tf.settings.SettingError` naming the setting. run_config.json records the config,
-and the fields a resumed run must share are checked against it (`pretraining_run`).
+and the fields a resumed run must share are checked against it (`pretraining_record`).
 """
 
 import dataclasses

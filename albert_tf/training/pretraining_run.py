@@ -4,18 +4,21 @@
 fields carry the flag names) and calls `run`, which checks it, resolves the
 model config and data files, creates the distribution strategy and takes the
 output directory's lock, then calls `train_and_evaluate` with it as `settings`.
+This module holds the run itself: the model, the optimizer and the training
+input built (again for each checkpoint tried on resume), the shared loop
+(albert_tf.training.training_loop) with pretraining's hooks, and the weights'
+fingerprint at the end. What a run adds around it lives in a module each:
 
-Held-out evaluation while training (`eval_every_steps`): every N steps the
-held-out records are evaluated (at most `max_eval_steps` batches), printed
-beside the progress line with the learning phase they show
-(albert_tf.training.learning_phase), written to TensorBoard's eval/ and
-appended to OUTPUT_DIR/eval_history.jsonl.
+  - pretraining_record: run_config.json (what a resumed run must share with
+    the run that wrote the checkpoints), albert_tf.json and spm.model;
+  - heldout_evaluation: the held-out evaluation every `eval_every_steps`, its
+    learning phase and eval_history.jsonl, and the final `do_eval`;
+  - train_budget: `train_budget_hours` turned into a step count and schedule.
 
 Resuming: the newest intact `ckpt-N` restores model, optimizer, step and input
-position; run_config.json holds what a resumed run must share with the run that
-wrote the checkpoints (the resolved model config, batch, lengths, optimizer,
-seed, loss weights, the input files by path). SIGTERM stops after the current
-step, saves and exits with status 143 (`training_loop.PREEMPTED_EXIT_CODE`).
+position, after the record has checked the settings. SIGTERM stops after the
+current step, saves and exits with status 143
+(`training_loop.PREEMPTED_EXIT_CODE`).
 """
 
 import hashlib
@@ -23,47 +26,36 @@ import json
 import os
 import shutil
 import tempfile
-import time
 import typing
 
 import keras
 import tensorflow as tf
 
-from albert_tf.models import model_dir
-from albert_tf.models.model_dir import build_model, copy_weights, read_metadata, resolve_checkpoint, restore_weights
-from albert_tf.models.preprocessing_contract import recorded_rewrite_quotes
+from albert_tf.models import model_dir_format
+from albert_tf.models.model_dir_format import read_metadata, resolve_checkpoint
+from albert_tf.models.model_io import build_model, copy_weights, restore_weights
 from albert_tf.data import pretraining_dataset as data
 from albert_tf.data.dynamic_instances import EpochInstanceMaker, make_dynamic_dataset
 from albert_tf.data.pretraining_data_job import DOCUMENTS_FORMAT, CreationConfig
 from albert_tf.data.pretraining_dataset import read_error
-from albert_tf.file_utils import file_sha256, write_json
 from albert_tf.settings import SettingError
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.optimization import create_optimizer
-from albert_tf.text.albert_tokenizer import AlbertTokenizer, copy_spm_model
+from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from albert_tf.training import TrainingDivergedError
 from albert_tf.training.distribution_config import PRECISIONS
 from albert_tf.networks.memory_estimate import check_training_fits
 from albert_tf.training.divergence import rerun_advice
+from albert_tf.training.heldout_evaluation import HeldoutEvaluation, evaluate_once, format_metrics
 from albert_tf.training.pretraining_config import PAPER_TRAIN_STEPS, PAPER_WARMUP_STEPS
+from albert_tf.training.pretraining_record import (RUN_CONFIG_FILE, check_or_write_run_config, check_spm_model_file,
+                                                   refuse_another_tools_output_dir, write_model_metadata)
 from albert_tf.training.random_state import restore_training_checkpoint, training_checkpoint
-from albert_tf.training.run_directory import PRETRAINING_TOOL, refuse_another_tools_directory
-from albert_tf.tasks.pretraining_losses import SUM_KEYS, PretrainingObjective, metrics_from_sums
-from albert_tf.training.learning_phase import TREND_EVALUATIONS, Phase, learning_phase
+from albert_tf.tasks.pretraining_losses import PretrainingObjective
 from albert_tf.training.strategies import worker_layout
-from albert_tf.training.train_budget import BudgetPlan, StepTimer, plan_budget
+from albert_tf.training.train_budget import BudgetKeeper, recorded_budget_plan
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.training_loop import LoopHooks, PreemptionFlag, run_training_loop, stops_every_step
-
-RUN_CONFIG_FILE = "run_config.json"
-EVAL_HISTORY_FILE = "eval_history.jsonl"
-# Flags a resumed run must share with the run that wrote the checkpoints.
-_RESUME_INVARIANTS = ("albert_config", "train_batch_size", "max_seq_length", "max_predictions_per_seq", "optimizer",
-                      "gradient_accumulation_steps", "seed", "sentence_loss_weight", "train_budget_hours",
-                      "input_mixed_documents")
-# What a run_config.json written before an invariant existed implies for it (a documents run before
-# input_mixed_documents read one document's instances after another; static data has no such setting).
-_INVARIANT_DEFAULTS = {"sentence_loss_weight": 1.0, "train_budget_hours": 0.0, "input_mixed_documents": 1}
 
 
 class TrainingData(typing.NamedTuple):
@@ -80,106 +72,6 @@ class TrainingData(typing.NamedTuple):
     @property
     def is_documents(self):
         return self.format == DOCUMENTS_FORMAT
-
-
-def _run_config(settings, config, training_data):
-    run_config = {"tool": PRETRAINING_TOOL, **{name: getattr(settings, name) for name in _RESUME_INVARIANTS}}
-    if not training_data.is_documents:
-        run_config["input_mixed_documents"] = None  # the order of static instances does not depend on it
-    # The resolved model config, not the flag's string: a JSON edited in place between runs
-    # (4 -> 12 layers keeps every variable's shape) must not relabel the old checkpoints.
-    run_config["albert_config"] = config.to_dict()
-    # The checkpointed input position is a position in these files; it means nothing in others.
-    run_config["input_files"] = list(training_data.files)
-    # And the whole config the run started with, as resolved (the lengths from the data).
-    run_config["config"] = settings.to_json()
-    return run_config
-
-
-def _recorded(previous, key, current):
-    """A resume invariant as the earlier run_config.json records it, or as its absence implies."""
-    if key in previous:
-        return previous[key]
-    if key == "input_mixed_documents" and current[key] is None:
-        return None  # static data, recorded before the setting existed
-    return _INVARIANT_DEFAULTS.get(key)
-
-
-def _check_or_write_run_config(settings, output_dir, resuming, chief, config, training_data):
-    path = os.path.join(output_dir, RUN_CONFIG_FILE)
-    current = _run_config(settings, config, training_data)
-    if resuming and tf.io.gfile.exists(path):
-        with tf.io.gfile.GFile(path) as f:
-            previous = json.load(f)
-        changed = []
-        for key in _RESUME_INVARIANTS:
-            if key == "albert_config":
-                if isinstance(previous.get(key), dict) and previous[key] != current[key]:
-                    fields = sorted(k for k in set(previous[key]) | set(current[key])
-                                    if previous[key].get(k) != current[key].get(k))
-                    changed.append(f"<albert_config>={settings.albert_config} resolves to another model ("
-                                   + ", ".join(f"{k}={current[key].get(k)}, was {previous[key].get(k)}"
-                                               for k in fields) + ")")
-                elif isinstance(previous.get(key), str) and previous[key] != settings.albert_config:
-                    changed.append(f"<albert_config>={settings.albert_config} (the checkpoints were made with "
-                                   f"{previous[key]})")
-            elif _recorded(previous, key, current) != current[key]:
-                changed.append(f"<{key}>={current[key]} (the checkpoints were made with "
-                               f"{_recorded(previous, key, current)})")
-        if changed:
-            raise SettingError(f"{output_dir} holds checkpoints of another run: " + "; ".join(changed) +
-                               ". Use another <output_dir>, or the original settings to resume.")
-        # By path, not by name: the checkpointed input iterator holds these paths and reads from them.
-        if "input_files" in previous and previous["input_files"] != current["input_files"]:
-            raise SettingError(
-                f"{output_dir}: the training files changed since its checkpoints were written "
-                f"({len(previous['input_files'])} file(s) then, e.g. {previous['input_files'][0]}; "
-                f"{len(current['input_files'])} now), and the saved input position is a position in those files. "
-                "Resume with the same <input_file> at the same path, or continue training on the new data in a "
-                f"new <output_dir> with <init_checkpoint>={output_dir}")
-        _say_schedule_changes(previous.get("config") or {}, settings)
-    elif chief:
-        write_json(path, current)
-
-
-# Settings a resumed run may change (the schedule and the arithmetic go on from the checkpoint's step),
-# said in one line each so that a changed flag is never taken silently.
-_NOTED_ON_RESUME = ("learning_rate", "num_train_steps", "num_warmup_steps", "mixed_precision")
-
-
-def _say_schedule_changes(previous_config, settings):
-    for name in _NOTED_ON_RESUME:
-        if name in previous_config and previous_config[name] != getattr(settings, name):
-            print(f"Note: resuming with {name}={getattr(settings, name)}; the checkpoints were made with "
-                  f"{previous_config[name]}: from the resumed step on the run follows the new value.", flush=True)
-
-
-def _check_spm_model_file(settings, output_dir, resuming):
-    """On resume, spm_model_file must be the model the run started with (it is copied into output_dir)."""
-    stored = os.path.join(output_dir, model_dir.SPM_MODEL_FILE)
-    if not (resuming and settings.spm_model_file and tf.io.gfile.exists(stored)):
-        return
-    if file_sha256(stored) != file_sha256(settings.spm_model_file):
-        raise SettingError(f"<spm_model_file>={settings.spm_model_file} is not the SentencePiece model this run "
-                           f"started with ({stored}); pass that one, or train into a new <output_dir>")
-
-
-def _write_model_metadata(settings, output_dir, config, training_data):
-    # The preprocessing contract (albert_tf.models.preprocessing_contract): the length, and the casing and
-    # quote rule the data was made with (data without metadata, such as the original script's, records none).
-    data_config = training_data.metadata["config"] if training_data.metadata else None
-    casing = ({"lower_case": data_config["lower_case"], "keep_accents": data_config.get("keep_accents", False),
-               "rewrite_quotes": recorded_rewrite_quotes(data_config, f"the data {settings.input_file}")}
-              if data_config else {})
-    model_dir.write_metadata(output_dir, "pretrainer", config, max_seq_length=settings.max_seq_length,
-                             max_predictions_per_seq=settings.max_predictions_per_seq, **casing)
-    if not settings.spm_model_file:
-        return
-    stored = os.path.join(output_dir, model_dir.SPM_MODEL_FILE)
-    if "://" in settings.spm_model_file or "://" in output_dir:
-        tf.io.gfile.copy(settings.spm_model_file, stored, overwrite=True)
-    else:
-        copy_spm_model(settings.spm_model_file, stored)
 
 
 def _restore_init_checkpoint(settings, model, path):
@@ -203,13 +95,6 @@ def _weights_fingerprint(model):
     return digest.hexdigest()[:16]
 
 
-def _format_metrics(metrics):
-    return (f"loss {metrics['masked_lm_loss'] + metrics['sentence_order_loss']:.4f}  "
-            f"mlm_loss {metrics['masked_lm_loss']:.4f}  mlm_acc {metrics['masked_lm_accuracy']:.4f} "
-            f"(at [MASK] {metrics['masked_lm_accuracy_at_mask']:.4f})  "
-            f"sop_loss {metrics['sentence_order_loss']:.4f}  sop_acc {metrics['sentence_order_accuracy']:.4f}")
-
-
 def run(settings):
     """Runs the pretraining a `PretrainingConfig` describes; returns the tool's exit status.
 
@@ -224,7 +109,7 @@ def run(settings):
     from albert_tf.training.strategies import is_chief
 
     settings = _with_warmup_steps(settings.check())
-    _refuse_another_tools_directory(settings.output_dir)
+    refuse_another_tools_output_dir(settings.output_dir)
     config = _model_config(settings)
     train_files = data.expand_data_files(settings.input_file)
     if settings.max_seq_length is None or settings.max_predictions_per_seq is None:
@@ -260,20 +145,6 @@ def run(settings):
         return train_and_evaluate(settings, config, strategy, chief, output_dir, training_data, eval_files)
 
 
-def _refuse_another_tools_directory(output_dir):
-    """Before anything is read or written: an output directory another tool's run (a fine-tuned model, say)
-    records as its own is refused, its record untouched."""
-    path = os.path.join(output_dir, RUN_CONFIG_FILE)
-    if not tf.io.gfile.exists(path):
-        return
-    try:
-        with tf.io.gfile.GFile(path) as f:
-            record = json.load(f)
-    except ValueError as error:
-        raise SettingError(f"{path}: not valid JSON ({error}); restore it, or choose another <output_dir>") from None
-    refuse_another_tools_directory(output_dir, record if isinstance(record, dict) else None, PRETRAINING_TOOL)
-
-
 def _with_warmup_steps(settings):
     """`settings` with num_warmup_steps: as given, else as the run being resumed recorded it (its schedule must
     not change under it), else the paper's share of num_train_steps, said in one line."""
@@ -282,7 +153,7 @@ def _with_warmup_steps(settings):
     if settings.num_warmup_steps is not None:
         return settings
     path = os.path.join(settings.output_dir, RUN_CONFIG_FILE)
-    if model_dir.checkpoints_newest_first(settings.output_dir) and tf.io.gfile.exists(path):
+    if model_dir_format.checkpoints_newest_first(settings.output_dir) and tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path) as f:
             recorded = json.load(f).get("config", {}).get("num_warmup_steps")
         if recorded is not None:
@@ -317,7 +188,7 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, training_d
 
     keras.mixed_precision.set_global_policy(PRECISIONS[settings.mixed_precision])
 
-    budget_plan = _recorded_budget_plan(output_dir) if settings.train_budget_hours else None
+    budget_plan = recorded_budget_plan(output_dir) if settings.train_budget_hours else None
 
     def build_training_state():
         keras.utils.set_random_seed(settings.seed)
@@ -344,10 +215,10 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, training_d
         return model, trainer, iterator, checkpoint, schedule_steps
 
     model, trainer, iterator, checkpoint, schedule_steps = build_training_state()
-    candidates = model_dir.checkpoints_newest_first(output_dir)
-    _check_or_write_run_config(settings, output_dir, resuming=bool(candidates), chief=chief, config=config,
-                               training_data=training_data)
-    _check_spm_model_file(settings, output_dir, resuming=bool(candidates))
+    candidates = model_dir_format.checkpoints_newest_first(output_dir)
+    check_or_write_run_config(settings, output_dir, resuming=bool(candidates), chief=chief, config=config,
+                              training_data=training_data)
+    check_spm_model_file(settings, output_dir, resuming=bool(candidates))
     if candidates:
         def restore(prefix):
             # A damaged checkpoint may fail halfway through its restore: each attempt gets fresh objects,
@@ -358,14 +229,14 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, training_d
             restore_training_checkpoint(prefix, model, optimizer=trainer.optimizer, step=trainer.step,
                                         iterator=iterator)
 
-        resume_from = model_dir.restore_newest_intact(restore, candidates)
+        resume_from = model_dir_format.restore_newest_intact(restore, candidates)
         print(f"Resuming from {resume_from} at step {int(trainer.step.numpy())}.", flush=True)
     elif settings.init_checkpoint:
         _restore_init_checkpoint(settings, model, settings.init_checkpoint)
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=settings.keep_checkpoint_max,
                                          step_counter=trainer.step, checkpoint_name="ckpt")
     if chief:
-        _write_model_metadata(settings, output_dir, config, training_data)
+        write_model_metadata(settings, output_dir, config, training_data)
 
     writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train")) if chief
               else tf.summary.create_noop_writer())
@@ -381,7 +252,7 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, training_d
             status = _train(settings, trainer, iterator, manager, writer, preemption, training_data.files, heldout,
                             budget)
         if status == 0 and settings.do_eval:
-            _evaluate(settings, trainer, strategy, eval_files, output_dir, chief)
+            evaluate_once(settings, trainer, strategy, eval_files, output_dir, chief)
     finally:
         if not chief:
             shutil.rmtree(checkpoint_dir, ignore_errors=True)
@@ -423,156 +294,6 @@ def _diverged(problem, steps, last, precision):
     advice = ", or use --mixed_precision=bf16 instead of fp16." if precision == "fp16" else "."
     return TrainingDivergedError(f"{problem} in {steps}; stopped without saving. {rerun_advice(last)}{advice}",
                                  last_good=last)
-
-
-class HeldoutEvaluation:
-    """Evaluates the held-out records every `eval_every_steps` during training, and says the learning phase.
-
-    Each evaluation reads the first `max_eval_steps` batches of `eval_batch_size` (the same
-    records every time), prints one line, writes TensorBoard's eval/ and appends a line to
-    OUTPUT_DIR/eval_history.jsonl: step, elapsed seconds, the held-out metrics, the training
-    metrics since the previous evaluation, the phase and its reason.
-    """
-
-    def __init__(self, settings, trainer, strategy, eval_files, output_dir, chief):
-        self.settings = settings
-        self.trainer = trainer
-        self.every = settings.eval_every_steps
-        self.chief = chief
-        self.dataset = _eval_dataset(settings, strategy, eval_files)
-        self.level = data.frequent_piece_level(eval_files, batch_size=settings.eval_batch_size,
-                                               max_batches=settings.max_eval_steps)
-        self.history_path = os.path.join(output_dir, EVAL_HISTORY_FILE)
-        self.writer = (tf.summary.create_file_writer(os.path.join(output_dir, "eval")) if chief
-                       else tf.summary.create_noop_writer())
-        self.training_totals = None
-        self.phase = None
-        self.last_seconds = 0.0
-        self.last_step = None
-        self.history = []  # the lines of eval_history.jsonl (the chief writes it)
-        self.earlier_heldout = []  # the last TREND_EVALUATIONS evaluations' held-out figures, oldest first
-
-    def start(self, step):
-        """Keeps the history lines of steps up to `step` (a run resumed from an earlier checkpoint redoes the rest),
-        and takes the held-out trend and the phase up from them, so that a resumed run judges its phase as the
-        uninterrupted run does."""
-        self.history = []
-        if tf.io.gfile.exists(self.history_path):
-            with tf.io.gfile.GFile(self.history_path) as f:
-                self.history = [line for line in f if line.strip() and json.loads(line)["step"] <= step]
-            if self.chief:
-                self._write_history()
-        records = [json.loads(line) for line in self.history]
-        self.earlier_heldout = [record["heldout"] for record in records][-TREND_EVALUATIONS:]
-        self.phase = Phase(records[-1]["phase"], records[-1]["phase_reason"]) if records else None
-
-    def _write_history(self):
-        # Rewritten whole through a temporary name, not appended: Cloud Storage files cannot be appended to.
-        with tf.io.gfile.GFile(self.history_path + ".tmp", "w") as f:
-            f.write("".join(self.history))
-        tf.io.gfile.rename(self.history_path + ".tmp", self.history_path, overwrite=True)
-
-    def add_training(self, totals):
-        if self.training_totals is None:
-            self.training_totals = {key: 0.0 for key in SUM_KEYS}
-        for key in SUM_KEYS:
-            self.training_totals[key] += float(totals[key])
-
-    def due(self, step, total_steps):
-        return step != self.last_step and (step % self.every == 0 or step >= total_steps)
-
-    def run(self, step, elapsed):
-        start = time.monotonic()
-        totals = self.trainer.evaluate(self.dataset, max_steps=self.settings.max_eval_steps)
-        if totals["sequences"] == 0:
-            raise SettingError(f"{self.settings.eval_input_file}: fewer than <eval_batch_size>="
-                             f"{self.settings.eval_batch_size} records")
-        heldout = metrics_from_sums(totals)
-        heldout["loss"] = heldout["masked_lm_loss"] + heldout["sentence_order_loss"]
-        training = metrics_from_sums(self.training_totals) if self.training_totals else None
-        self.training_totals = None
-        self.phase = learning_phase(heldout, training, self.level, self.earlier_heldout,
-                                    self.phase.name if self.phase else None)
-        self.earlier_heldout = (self.earlier_heldout + [heldout])[-TREND_EVALUATIONS:]
-        self.last_seconds = time.monotonic() - start
-        self.last_step = step
-        print(f"eval step {step}  held-out {_format_metrics(heldout)}  phase: {self.phase.name} "
-              f"({self.phase.reason})", flush=True)
-        with self.writer.as_default(step=step):
-            for name, value in heldout.items():
-                tf.summary.scalar(name, value)
-            tf.summary.scalar("phase", self.phase.index)
-            tf.summary.scalar("frequent_piece_level", self.level)
-            tf.summary.text("phase", f"{self.phase.name}: {self.phase.reason}")
-        self.writer.flush()
-        if self.chief:
-            record = {"step": step, "elapsed_seconds": round(elapsed, 1), "heldout": heldout, "training": training,
-                      "phase": self.phase.name, "phase_reason": self.phase.reason,
-                      "frequent_piece_level": self.level}
-            self.history.append(json.dumps(record, sort_keys=True) + "\n")
-            self._write_history()
-
-
-class BudgetKeeper:
-    """Measures the step time, then fixes the step count and the schedule to end at --train_budget_hours."""
-
-    def __init__(self, settings, schedule_steps, output_dir, chief, plan, strategy=None):
-        self.settings = settings
-        self.strategy = strategy
-        self.schedule_steps = schedule_steps  # the variable the learning-rate schedule reads its T from
-        self.path = os.path.join(output_dir, RUN_CONFIG_FILE)
-        self.chief = chief
-        self.plan = plan
-        self.timer = StepTimer()
-
-    def total_steps(self, default):
-        return self.plan.num_train_steps if self.plan else default
-
-    def after_loop(self, step, num_steps, seconds, elapsed, heldout):
-        """Returns the plan once, when the step time has just been measured."""
-        if self.plan:
-            return None
-        self.timer.add(num_steps, seconds)
-        if not self.timer.ready:
-            return None
-        eval_seconds = 0.0
-        if heldout:  # its cost counts in the budget: measure one evaluation now
-            heldout.run(step, elapsed)
-            eval_seconds = heldout.last_seconds
-            elapsed += eval_seconds
-        settings = self.settings
-        # Every worker must plan the same step count: they plan from the workers' mean figures.
-        step_seconds, eval_seconds, elapsed = (_workers_mean(self.strategy, value)
-                                               for value in (self.timer.step_seconds, eval_seconds, elapsed))
-        self.plan = plan_budget(settings.train_budget_hours, elapsed, step, step_seconds, eval_seconds,
-                                settings.eval_every_steps, settings.num_train_steps, settings.num_warmup_steps)
-        self.schedule_steps.assign(self.plan.num_train_steps)
-        if self.chief:
-            with tf.io.gfile.GFile(self.path) as f:
-                run_config = json.load(f)
-            run_config["train_budget"] = self.plan.to_json()
-            write_json(self.path, run_config)
-        print(self.plan.describe(), flush=True)
-        return self.plan
-
-
-def _workers_mean(strategy, value):
-    """The mean of every worker's `value` under MultiWorkerMirroredStrategy (a collective: every worker gets
-    the same number); else `value`."""
-    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        per_replica = strategy.run(lambda: tf.constant(float(value), tf.float64))
-        return float(strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None))
-    return value
-
-
-def _recorded_budget_plan(output_dir):
-    """The budget plan a run that was interrupted after measuring its step time recorded, or None."""
-    path = os.path.join(output_dir, RUN_CONFIG_FILE)
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as f:
-        recorded = json.load(f).get("train_budget")
-    return BudgetPlan.from_json(recorded) if recorded else None
 
 
 class _PretrainingHooks(LoopHooks):
@@ -619,42 +340,7 @@ def _train(settings, trainer, iterator, manager, writer, preemption, train_files
     return run_training_loop(
         trainer, iterator, manager, writer, preemption, total_steps,
         save_checkpoints_steps=settings.save_checkpoints_steps, iterations_per_loop=settings.iterations_per_loop,
-        max_seconds_per_loop=getattr(settings, "max_seconds_per_loop", 0), format_metrics=_format_metrics,
+        max_seconds_per_loop=getattr(settings, "max_seconds_per_loop", 0), format_metrics=format_metrics,
         diverged=lambda problem, steps, last: _diverged(problem, steps, last, settings.mixed_precision),
         read_error=lambda error: read_error(train_files, error, "the training data"),
         hooks=_PretrainingHooks(settings, heldout, budget))
-
-
-def _eval_dataset(settings, strategy, eval_files):
-    """The held-out records, distributed over the replicas (the same records on every pass)."""
-    def eval_dataset_fn(input_context):
-        per_replica = input_context.get_per_replica_batch_size(settings.eval_batch_size)
-        return data.make_pretraining_dataset(eval_files, per_replica, settings.max_seq_length,
-                                             settings.max_predictions_per_seq, is_training=False,
-                                             input_context=input_context)
-
-    if settings.eval_batch_size % strategy.num_replicas_in_sync:
-        raise SettingError(f"<eval_batch_size>={settings.eval_batch_size} must be divisible by the number of replicas "
-                         f"({strategy.num_replicas_in_sync})")
-    return strategy.distribute_datasets_from_function(eval_dataset_fn)
-
-
-def _evaluate(settings, trainer, strategy, eval_files, output_dir, chief):
-    dataset = _eval_dataset(settings, strategy, eval_files)
-    totals = trainer.evaluate(dataset, max_steps=settings.max_eval_steps)
-    if totals["sequences"] == 0:
-        raise SettingError(f"{settings.eval_input_file}: fewer than <eval_batch_size>={settings.eval_batch_size} "
-                           "records")
-    metrics = metrics_from_sums(totals)
-    metrics["loss"] = metrics["masked_lm_loss"] + metrics["sentence_order_loss"]
-    step = int(trainer.step.numpy())
-    print(f"eval at step {step} on {int(totals['sequences'])} sequences: {_format_metrics(metrics)}", flush=True)
-    if chief:
-        with tf.io.gfile.GFile(os.path.join(output_dir, "eval_results.txt"), "w") as f:
-            for name in sorted(metrics):
-                f.write(f"{name} = {metrics[name]}\n")
-            f.write(f"global_step = {step}\n")
-        with tf.summary.create_file_writer(os.path.join(output_dir, "eval")).as_default(step=step):
-            for name, value in metrics.items():
-                tf.summary.scalar(name, value)
-    return metrics

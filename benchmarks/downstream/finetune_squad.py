@@ -59,8 +59,9 @@ def write_random_init(pretrained, directory, seed):
     """An encoder with the pretrained checkpoint's config and spm.model, freshly initialized."""
     import keras
 
-    from albert_tf.models.model_dir import (SPM_MODEL_FILE, read_metadata, resolve_checkpoint,
-                                                 spm_model_path, write_model_dir)
+    from albert_tf.models.model_dir_format import read_metadata, resolve_checkpoint
+    from albert_tf.models.model_io import write_model_dir
+    from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, spm_model_path
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.networks.albert_encoder import AlbertEncoder
 

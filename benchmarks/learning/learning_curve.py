@@ -30,7 +30,8 @@ def tool(*args, env):
 def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch_size=64, only_steps=None):
     import tensorflow as tf
 
-    from albert_tf.models.model_dir import checkpoints_newest_first, load_pretrainer
+    from albert_tf.models.model_dir_format import checkpoints_newest_first
+    from albert_tf.models.model_io import load_pretrainer
     from albert_tf.data.pretraining_dataset import expand_data_files, make_pretraining_dataset
     from albert_tf.tasks.pretraining_losses import batch_sums, metrics_from_sums
     from albert_tf.tasks.pretraining_losses import MODEL_INPUTS

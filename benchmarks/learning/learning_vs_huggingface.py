@@ -117,7 +117,7 @@ def accuracies(batches_of_predictions):
 def evaluate_albert_tf(checkpoint, eval_dataset):
     import tensorflow as tf
 
-    from albert_tf.models.model_dir import load_pretrainer
+    from albert_tf.models.model_io import load_pretrainer
     from albert_tf.tasks.pretraining_losses import MODEL_INPUTS
 
     model = load_pretrainer(checkpoint)

@@ -180,7 +180,7 @@ def evaluated_curve(run_dir, evaluate_steps):
             cache = {m["step"]: m for m in json.load(f)}
     if not os.path.isdir(run_dir):
         return []
-    from albert_tf.models.model_dir import checkpoints_newest_first
+    from albert_tf.models.model_dir_format import checkpoints_newest_first
 
     new_steps = {int(p.rsplit("-", 1)[1]) for p in checkpoints_newest_first(run_dir)} - set(cache)
     if new_steps:

@@ -17,6 +17,12 @@ after a warm-up call:
 Two shapes: all the paragraphs in one batch (throughput), and one paragraph per call
 over the first 200 (a serving request's latency). Rounds are interleaved; medians. The
 last column counts the paragraphs whose ids equal AlbertTokenizer's.
+
+A second table times what the SQuAD serving model adds, ids with each id's byte offsets in
+the raw context (`albert_tf.export_lib.token_offsets.tokenize_with_offsets`, the same
+one op for ids), on every context of SQuAD v1.1 dev, against the ids alone and against the
+Python alignment it mirrors (`albert_tf.tasks.squad.tokenize_with_alignment`), and counts
+the contexts whose ids and character spans equal the Python alignment's.
 """
 
 import argparse
@@ -27,6 +33,7 @@ import time
 from benchmarks.common import RESULTS, SHARED_CORPUS, SHARED_DATA, cpu_description, markdown_table, write_results
 
 VOCABULARY = os.path.join(SHARED_DATA, "albert_base_v2_release", "30k-clean.model")
+SQUAD_DEV = os.path.join(SHARED_DATA, "squad", "dev-v1.1.json")
 SINGLE_CALLS = 200
 
 
@@ -85,6 +92,70 @@ def corpus_sample(count):
     with open(SHARED_CORPUS, encoding="utf-8") as f:
         paragraphs = [line for line in f.read().splitlines() if line]
     return paragraphs[::max(1, len(paragraphs) // count)][:count]
+
+
+def squad_contexts():
+    import json
+
+    with open(SQUAD_DEV, encoding="utf-8") as f:
+        return [paragraph["context"] for article in json.load(f)["data"] for paragraph in article["paragraphs"]]
+
+
+def offsets_table(tf_tokenizer, python, rounds):
+    """Markdown and record: ids with offsets in-graph against ids alone and the Python alignment."""
+    import tensorflow as tf
+
+    from albert_tf.export_lib.token_offsets import tokenize_with_offsets
+    from albert_tf.tasks.squad import tokenize_with_alignment
+
+    contexts = squad_contexts()
+    offsets = tf.function(lambda batch: tokenize_with_offsets(tf_tokenizer, batch))
+    # Every output is fetched: a tf.function runs only the ops its outputs need.
+    functions = {"ids alone (TFAlbertTokenizer)": tf.function(lambda batch: [tf_tokenizer(batch).flat_values]),
+                 "ids and offsets (tokenize_with_offsets)":
+                     tf.function(lambda batch: [value.flat_values for value in offsets(batch)])}
+    batch = tf.constant(contexts)
+    singles = [tf.constant([text]) for text in contexts[:SINGLE_CALLS]]
+    ids, starts, ends = (value.to_list() for value in offsets(batch))
+    equal = 0
+    for text, row_ids, row_starts, row_ends in zip(contexts, ids, starts, ends):
+        aligned = tokenize_with_alignment(python, text)
+        raw = text.encode("utf-8")
+        equal += (row_ids == aligned.ids and [len(raw[:o].decode("utf-8")) for o in row_starts] == aligned.starts
+                  and [len(raw[:o].decode("utf-8")) for o in row_ends] == aligned.ends)
+    for function in functions.values():
+        function(batch)
+        function(singles[0])
+    python_name = "Python (tokenize_with_alignment)"
+    times = {name: {"batch_s": [], "single_ms": []} for name in [*functions, python_name]}
+    for _ in range(rounds):
+        for name, function in functions.items():
+            started = time.perf_counter()
+            [value.numpy() for value in function(batch)]
+            times[name]["batch_s"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            for single in singles:
+                [value.numpy() for value in function(single)]
+            times[name]["single_ms"].append(1000 * (time.perf_counter() - started) / len(singles))
+        started = time.perf_counter()
+        for text in contexts:
+            tokenize_with_alignment(python, text)
+        times[python_name]["batch_s"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for text in contexts[:SINGLE_CALLS]:
+            tokenize_with_alignment(python, text)
+        times[python_name]["single_ms"].append(1000 * (time.perf_counter() - started) / SINGLE_CALLS)
+    medians = {name: {key: statistics.median(values) for key, values in row.items()} for name, row in times.items()}
+    reference = medians["ids and offsets (tokenize_with_offsets)"]
+    rows = [(name, f"{len(contexts) / row['batch_s']:,.0f}", f"{row['batch_s'] / reference['batch_s']:.2f}x",
+             f"{row['single_ms']:.2f}", f"{row['single_ms'] / reference['single_ms']:.2f}x")
+            for name, row in medians.items()]
+    text = (f"\nIds with byte offsets (what SQuAD serving runs) on all {len(contexts):,} contexts of SQuAD v1.1 dev; "
+            f"one context per call over the first {SINGLE_CALLS}; ids and character spans equal to the Python "
+            f"alignment's on {equal:,} of {len(contexts):,} contexts.\n\n"
+            + markdown_table(["path", "contexts/s (one batch)", "time vs ids and offsets",
+                              "ms per context (one per call)", "time vs ids and offsets"], rows) + "\n")
+    return text, {"contexts": len(contexts), "equal_to_python": equal, "times": times, "medians": medians}
 
 
 def main(argv=None):
@@ -150,9 +221,11 @@ def main(argv=None):
             + markdown_table(["tokenizer", "paragraphs/s (one batch)", "MB/s", "speed vs string ops",
                               "ms per paragraph (one per call)", "speed vs string ops", "ids equal to Python's"],
                              rows) + "\n")
-    write_results(args.results_dir, "in_graph_tokenizer", text,
+    offsets_text, offsets_record = offsets_table(one_op, python, args.rounds)
+    write_results(args.results_dir, "in_graph_tokenizer", text + offsets_text,
                   {"args": vars(args), "paragraphs": len(texts), "megabytes": megabytes, "build_s": build_s,
-                   "times": times, "medians": medians, "ids_equal": equal, "cpu": cpu_description()})
+                   "times": times, "medians": medians, "ids_equal": equal, "offsets": offsets_record,
+                   "cpu": cpu_description()})
 
 
 if __name__ == "__main__":

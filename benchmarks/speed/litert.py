@@ -165,7 +165,7 @@ def classifier_quality(checkpoint, serving_dir, exports, dev):
     from albert_tf.export_lib.litert_export import packing_model
     from albert_tf.export_lib.litert_module import LiteRTModule
     from albert_tf.models.lite_model import LiteModel, lite_interpreter
-    from albert_tf.models.model_dir import load_model
+    from albert_tf.models.model_io import load_model
     from albert_tf.models.preprocessing_contract import resolve_preprocessing
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
     from albert_tf.text.packing import pack_batch
@@ -215,7 +215,7 @@ def base_checkpoint(directory):
 
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.models.albert_classifier import AlbertClassifier
-    from albert_tf.models.model_dir import write_model_dir
+    from albert_tf.models.model_io import write_model_dir
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
     path = os.path.join(directory, "checkpoint")

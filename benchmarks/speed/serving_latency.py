@@ -88,7 +88,7 @@ ALBERT_TF_EXPORTS = {  # implementation name: export() arguments
 
 def export_albert_tf(config, spm_file, seq_length, directory):
     """{implementation name: export paths} for ALBERT_TF_EXPORTS, from one checkpoint."""
-    from albert_tf.models.model_dir import write_model_dir
+    from albert_tf.models.model_io import write_model_dir
     from albert_tf.export_lib.exporter import export
     from albert_tf.networks.albert_encoder import AlbertEncoder
 

@@ -72,7 +72,7 @@ def main(argv=None):
         return
 
     from albert_tf.albert_config import AlbertConfig
-    from albert_tf.models.model_dir import write_model_dir
+    from albert_tf.models.model_io import write_model_dir
     from albert_tf.export_lib.exporter import DEFAULT_WARMUP_BATCH_SIZES, export
     from albert_tf.networks.albert_encoder import AlbertEncoder
     from albert_tf.text.albert_tokenizer import AlbertTokenizer

@@ -1,0 +1,219 @@
+"""The albert_tf model directory format: `albert_tf.json` (what the model is) + weights, found and checked.
+
+A directory holds either one `weights` checkpoint (written by the converter or
+at the end of training) or the `ckpt-N` series that run_pretraining's
+CheckpointManager keeps. Both are TF object-graph checkpoints whose root has a
+`model` child, so one loader reads both; a training checkpoint's optimizer and
+input-iterator state is simply not restored.
+
+Metadata (`albert_tf.json`):
+  {"format": "albert_tf", "format_version": 1, "model": "<kind>",
+   "albert_config": {...}, ...kind-specific keys}
+
+This module knows the files only: it writes and checks the metadata, finds the
+vocabulary and the checkpoint to read, and falls back past damaged checkpoints.
+It builds no model: `model_io` turns a directory into a model and back, through
+`registry`'s model classes. The split keeps the format below every model class,
+so the models (and `task_model`'s `from_preset`/`save_to_preset`, through
+`model_io`) import it without an import circle.
+"""
+
+import json
+import os
+import re
+import sys
+
+import tensorflow as tf
+
+from albert_tf.file_utils import describe_json_value, write_json
+from albert_tf.settings import SettingFileNotFound
+from albert_tf.text.albert_tokenizer import spm_model_path
+
+METADATA_FILE = "albert_tf.json"
+# What a Hugging Face save_pretrained directory holds instead (albert_tf.convert reads it).
+_HUGGINGFACE_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+WEIGHTS_PREFIX = "weights"
+FORMAT_VERSION = 1
+
+
+def write_metadata(directory, kind, albert_config, **extra):
+    """Writes albert_tf.json, the one writer of it (atomically on local disks; gs:// paths work too)."""
+    metadata = {
+        "format": "albert_tf",
+        "format_version": FORMAT_VERSION,
+        "model": kind,
+        "albert_config": albert_config.to_dict(),
+        **extra,
+    }
+    write_json(os.path.join(directory, METADATA_FILE), metadata)
+    return metadata
+
+
+def _is_integer(value):
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON's true is a Python int too
+
+
+def _is_positive_integer(value):
+    return _is_integer(value) and value > 0
+
+
+def _is_string_list(value):
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+# The keys of albert_tf.json that albert_tf reads back, and what each must hold: a file edited by hand or
+# written by another tool is refused here, naming the file and the key, not deep inside building or
+# restoring the model. A key albert_tf does not read may hold anything (a later version's additions).
+_INTEGER = (_is_integer, "an integer")
+_POSITIVE = (_is_positive_integer, "a positive integer")
+_BOOLEAN = (lambda value: isinstance(value, bool), "true or false")
+_STRING = (lambda value: isinstance(value, str), "a string")
+_OBJECT = (lambda value: isinstance(value, dict), "a JSON object")
+_METADATA_TYPES = {
+    "format_version": _INTEGER,
+    "model": (_STRING[0], "a string (the model kind)"),
+    "albert_config": _OBJECT,
+    # A task model's head sizes (models.registry's saved arguments) and the recorded preprocessing.
+    **dict.fromkeys(("num_labels", "num_choices", "start_n_top", "end_n_top", "max_seq_length",
+                     "max_predictions_per_seq", "max_qa_length"), _POSITIVE),
+    **dict.fromkeys(("lower_case", "keep_accents", "rewrite_quotes", "is_regression"), _BOOLEAN),
+    **dict.fromkeys(("task_name", "squad_version", "squad_v2_head"), _STRING),
+    "label_names": (_is_string_list, "a list of strings"),
+    "preprocessor": _OBJECT,
+}
+# What model_io.write_model_dir records of a model's own preprocessor (model_io.load_model rebuilds it from these).
+_PREPROCESSOR_TYPES = {"seq_length": _POSITIVE, **dict.fromkeys(("lower_case", "keep_accents", "rewrite_quotes"),
+                                                                _BOOLEAN)}
+# The readers take an optional key's null as its absence; these have no such meaning, so null is refused.
+_NOT_NULL = ("format_version", "model", "albert_config", "preprocessor.seq_length")
+
+
+def _check_metadata_types(metadata, path):
+    """ValueError naming `path`, the key and the type it needs, for the first recorded value of the wrong type."""
+    checks = [(key, metadata[key], expected) for key, expected in _METADATA_TYPES.items() if key in metadata]
+    if isinstance(metadata.get("preprocessor"), dict):
+        recorded = metadata["preprocessor"]
+        if "seq_length" not in recorded:
+            raise ValueError(f'{path}: "preprocessor" has no "seq_length" (its preprocessor\'s sequence length)')
+        checks += [(f"preprocessor.{key}", recorded[key], expected) for key, expected in _PREPROCESSOR_TYPES.items()
+                   if key in recorded]
+    for key, value, (is_valid, expected) in checks:
+        if value is None and key not in _NOT_NULL:
+            continue
+        if not is_valid(value):
+            raise ValueError(f'{path}: "{key}" must be {expected}, got {describe_json_value(value)}')
+
+
+def read_metadata(directory):
+    path = os.path.join(directory, METADATA_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"{directory}: not an albert_tf checkpoint directory (no {METADATA_FILE}); "
+            "convert other checkpoints with `python -m albert_tf.convert`"
+        )
+    try:
+        with open(path) as f:
+            metadata = json.load(f)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{path}: expected a JSON object (albert_tf metadata), got {describe_json_value(metadata)}")
+    if metadata.get("format") != "albert_tf" or "albert_config" not in metadata or "model" not in metadata:
+        raise ValueError(f"{path}: not albert_tf metadata (needs format, model and albert_config)")
+    _check_metadata_types(metadata, path)
+    if metadata.get("format_version", 0) > FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: format_version {metadata['format_version']} is newer than this albert_tf "
+            f"understands ({FORMAT_VERSION}); upgrade albert_tf"
+        )
+    return metadata
+
+
+def find_spm_model(path=None, spm_model_file=None):
+    """`spm_model_file` if given, else the spm.model stored with `path` (a checkpoint directory, a
+    ckpt-N prefix, an albert_tf.export directory or its encoder SavedModel); FileNotFoundError when
+    there is none. The one lookup every tool that tokenizes uses."""
+    if spm_model_file:
+        if not os.path.isfile(spm_model_file):
+            raise SettingFileNotFound(f"{spm_model_file}: no such SentencePiece model (<spm_model_file>)")
+        return spm_model_file
+    if not path:
+        raise SettingFileNotFound("no SentencePiece model: pass <spm_model_file>")
+    exported = exported_encoder_dir(path)
+    for directory in [path, exported] if exported else [resolve_checkpoint(path)[0]]:
+        found = spm_model_path(directory)
+        if found:
+            return found
+    raise SettingFileNotFound(f"{path}: holds no spm.model; pass <spm_model_file>")
+
+
+def resolve_checkpoint(path):
+    """(directory, checkpoint prefix) for a checkpoint directory or a `ckpt-N` prefix."""
+    if tf.io.gfile.exists(path + ".index"):
+        return os.path.dirname(path) or ".", path
+    if not tf.io.gfile.isdir(path):
+        raise FileNotFoundError(f"{path}: no such checkpoint directory")
+    weights = os.path.join(path, WEIGHTS_PREFIX)
+    if tf.io.gfile.exists(weights + ".index"):
+        return path, weights
+    candidates = checkpoints_newest_first(path)
+    if not candidates:
+        if any(tf.io.gfile.exists(os.path.join(path, name)) for name in _HUGGINGFACE_WEIGHTS):
+            raise FileNotFoundError(f"{path}: a Hugging Face checkpoint, not an albert_tf one; convert it first: "
+                                    f"albert-convert --from=huggingface --input={path} --output=NEW_DIR")
+        raise FileNotFoundError(f"{path}: holds no checkpoint ({WEIGHTS_PREFIX}.index or ckpt-N)")
+    return path, candidates[0]
+
+
+def checkpoints_newest_first(directory):
+    """Every `ckpt-N` prefix in `directory` that has an .index file, highest N first.
+
+    The files, not the `checkpoint` state file, are the record: CheckpointManager
+    updates the state file only after a save, so a run killed in between leaves a
+    complete ckpt-N that the state file does not name (and a damaged state file
+    must not hide the checkpoints).
+    """
+    numbers = [int(m.group(1)) for path in tf.io.gfile.glob(os.path.join(directory, "ckpt-*.index"))
+               if (m := re.search(r"ckpt-(\d+)\.index$", path))]
+    return [os.path.join(directory, f"ckpt-{n}") for n in sorted(numbers, reverse=True)]
+
+
+def restore_newest_intact(restore, candidates, what="checkpoint"):
+    """Calls `restore(prefix)` on the newest of `candidates` that restores; returns that prefix.
+
+    A checkpoint can be damaged after it was written (a disk that filled up during
+    the save, a truncated copy, a flipped bit: TF checks every tensor's CRC32C). The
+    previous intact one is used instead, with a warning naming the damaged one.
+    """
+    problems = []
+    for prefix in candidates:
+        try:
+            restore(prefix)
+        except (tf.errors.OpError, ValueError, AssertionError) as error:
+            message = (getattr(error, "message", None) or str(error)).strip().splitlines()[0]
+            problems.append(f"{prefix} ({message})")
+            print(f"WARNING: {prefix} is unreadable ({message}); using the previous {what}.", file=sys.stderr,
+                  flush=True)
+            continue
+        return prefix
+    raise ValueError(f"no intact {what} in {os.path.dirname(candidates[0])}: " + "; ".join(problems))
+
+
+def model_metadata(path):
+    """The albert_tf.json of a checkpoint directory, a ckpt-N prefix, or an albert_tf.export directory
+    (its root's, which records the export's length and casing) or its encoder SavedModel."""
+    exported = exported_encoder_dir(path)
+    if exported:
+        root = os.path.dirname(os.path.normpath(exported))
+        return read_metadata(root if os.path.isfile(os.path.join(root, METADATA_FILE)) else
+                             os.path.join(exported, "assets"))
+    return read_metadata(resolve_checkpoint(path)[0])
+
+
+def exported_encoder_dir(path):
+    """The encoder SavedModel of an albert_tf.export directory (given the export or the SavedModel), or None."""
+    for candidate in (os.path.join(path, "encoder"), path):
+        if os.path.isfile(os.path.join(candidate, "saved_model.pb")) and os.path.isfile(
+                os.path.join(candidate, "assets", METADATA_FILE)):
+            return candidate
+    return None
