@@ -101,14 +101,13 @@ def show_tool_in_help(tool_module):
     _show_tool_flags_in_short_help()
 
 
-def run(main, define_flags, uses_tensorflow=True, tool_module=None):
+def run(main, define_flags, uses_tensorflow=True, tool_module=None, check_flags=None):
     """Defines the tool's flags and runs `main(argv) -> exit code` under absl.
 
     `tool_module`: the name of the tool's module, whose docstring `--help` shows (default: the module
-    of `main`).
+    of `main`). `check_flags(argv)`: the checks the flags alone decide, run before TensorFlow is
+    imported, so that a refused command line answers at once (a TensorFlow import takes seconds).
     """
-    if uses_tensorflow:
-        import_tensorflow_quietly()
     define_flags()
     show_tool_in_help(tool_module or getattr(main, "__module__", "__main__"))
     main_spec = getattr(sys.modules["__main__"], "__spec__", None)
@@ -118,6 +117,10 @@ def run(main, define_flags, uses_tensorflow=True, tool_module=None):
         if not flags.FLAGS["verbosity"].present:
             logging.set_verbosity(logging.WARNING)
         try:
+            if check_flags:
+                check_flags(argv)
+            if uses_tensorflow:
+                import_tensorflow_quietly()
             return main(argv)
         except USER_ERRORS + _tensorflow_environment_errors() as error:
             if flags.FLAGS["verbosity"].value >= 1:

@@ -50,7 +50,7 @@ from absl import flags
 
 from albert_tf import cli
 from albert_tf.export_lib.exporter import DEFAULT_WARMUP_BATCH_SIZES, export
-from albert_tf.export_lib.litert_export import DEFAULT_QUANTIZATION, QUANTIZATIONS
+from albert_tf.export_lib.litert_export import DEFAULT_QUANTIZATION, QUANTIZATIONS, check_quantization
 from albert_tf.export_lib.serving_requests import DEFAULT_MAX_BATCH_SIZE
 
 
@@ -120,7 +120,8 @@ def define_flags():
 FLAGS = flags.FLAGS
 
 
-def main(argv):
+def check_flags(argv):
+    """What the command line alone decides (cli.run calls it before TensorFlow's import)."""
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.checkpoint or not FLAGS.output_dir:
@@ -131,6 +132,11 @@ def main(argv):
         other = "litert" if FLAGS.format == "savedmodel" else "savedmodel"
         raise ValueError(f"{', '.join('--' + name for name in misplaced)}: only for --format={other} (this export "
                          f"is --format={FLAGS.format})")
+    if FLAGS.format == "litert":
+        check_quantization(FLAGS.quantization, FLAGS.calibration_file)
+
+
+def main(argv):
     if FLAGS.format == "litert":
         return export_litert_files()
     paths = export(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.spm_model_file, FLAGS.max_seq_length,
@@ -178,7 +184,7 @@ def export_litert_files():
 
 def console_main():
     """The `albert-export` console script."""
-    cli.run(main, define_flags)
+    cli.run(main, define_flags, check_flags=check_flags)
 
 
 if __name__ == "__main__":

@@ -19,12 +19,11 @@ without training. Flags and output layout are those of every fine-tuning tool
 
 from absl import flags
 
-from albert_tf import cli
 from albert_tf.settings import field_default
 from albert_tf.training import finetuning_flags
 
-# glue_task imports TensorFlow, whose C++ start-up log is silenced only by importing it through
-# cli.import_tensorflow_quietly first: it is imported in the functions, after that.
+# The task module is imported in the functions: its TensorFlow-using parts, after cli.run has imported
+# TensorFlow quietly (past the checks the flags alone decide).
 
 
 def define_glue_flags():
@@ -45,7 +44,6 @@ def glue_config():
 
 def console_main():
     """The `albert-run-classifier` console script."""
-    cli.import_tensorflow_quietly()
     from albert_tf.tasks.glue_task import GlueTask
 
     finetuning_flags.run(GlueTask(), define_glue_flags, glue_config)

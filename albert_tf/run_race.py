@@ -13,13 +13,12 @@ Flags and output layout are those of every fine-tuning tool
 
 from absl import flags
 
-from albert_tf import cli
 from albert_tf.settings import field_default
 from albert_tf.tasks import race
 from albert_tf.training import finetuning_flags
 
-# race_task imports TensorFlow, whose C++ start-up log is silenced only by importing it through
-# cli.import_tensorflow_quietly first: it is imported in the functions, after that.
+# The task module is imported in the functions: its TensorFlow-using parts, after cli.run has imported
+# TensorFlow quietly (past the checks the flags alone decide).
 
 
 def define_race_flags():
@@ -44,7 +43,6 @@ def race_config():
 
 def console_main():
     """The `albert-run-race` console script."""
-    cli.import_tensorflow_quietly()
     from albert_tf.tasks.race_task import RaceTask
 
     finetuning_flags.run(RaceTask(), define_race_flags, race_config)

@@ -48,13 +48,12 @@ import dataclasses
 
 from absl import flags
 
-from albert_tf import cli
 from albert_tf.settings import field_default
 from albert_tf.tasks import squad
 from albert_tf.training import finetuning_flags
 
-# squad_task imports TensorFlow, whose C++ start-up log is silenced only by importing it through
-# cli.import_tensorflow_quietly first: it is imported in the functions, after that.
+# The task module is imported in the functions: its TensorFlow-using parts, after cli.run has imported
+# TensorFlow quietly (past the checks the flags alone decide).
 
 
 def default(name):
@@ -99,7 +98,6 @@ def squad_config():
 
 def console_main():
     """The `albert-run-squad` console script."""
-    cli.import_tensorflow_quietly()
     from albert_tf.tasks.squad_task import SquadTask
 
     finetuning_flags.run(SquadTask(), define_squad_flags, squad_config)

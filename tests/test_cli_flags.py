@@ -178,3 +178,27 @@ def test_help_does_not_import_tensorflow(tool):
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().endswith("imported tensorflow: False"), result.stdout[-500:]
     assert "absl::InitializeLog" not in result.stderr
+
+
+@pytest.mark.parametrize("tool, args, message", [
+    ("albert_tf.export", ["--checkpoint=x", "--output_dir=y", "--format=litert", "--serving_xla"],
+     "--serving_xla: only for --format=savedmodel"),
+    ("albert_tf.export", ["--checkpoint=x", "--output_dir=y", "--format=litert", "--quantization=int8"],
+     "--quantization=int8 (weights and activations) needs --calibration_file"),
+    ("albert_tf.run_classifier", ["--task_name=mrpc", "--data_dir=.", "--init_checkpoint=x", "--do_train"],
+     "--output_dir required"),
+    ("albert_tf.run_squad", ["--output_dir=y", "--init_checkpoint=x"], "nothing to do: pass --do_train"),
+])
+def test_a_command_line_refused_by_its_flags_alone_answers_before_tensorflow_is_imported(tool, args, message):
+    """The checks the flags alone decide run first: the refusal comes at once (no seconds of TensorFlow import)."""
+    code = ("import runpy, sys\n"
+            f"sys.argv = [{tool!r}, *{args!r}]\n"
+            "try:\n"
+            f"    runpy.run_module({tool!r}, run_name='__main__')\n"
+            "except SystemExit as done:\n"
+            "    print('exit:', done.code)\n"
+            "print('imported tensorflow:', 'tensorflow' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd="/tmp")
+    assert result.stdout.split() == ["exit:", "1", "imported", "tensorflow:", "False"], (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{tool}: error: " in lines[0] and message in lines[0], result.stderr

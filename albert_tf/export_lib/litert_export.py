@@ -168,6 +168,18 @@ def check_against_float(file_outputs, reference, quantization, file_name):
     return error
 
 
+def check_quantization(quantization, calibration_file=None):
+    """SettingError unless `quantization` is one of QUANTIZATIONS with the calibration file it needs (int8) and
+    no other."""
+    if quantization not in QUANTIZATIONS:
+        raise SettingError(f"<quantization>={quantization!r}: choose one of {', '.join(QUANTIZATIONS)}")
+    if calibration_file and quantization != "int8":
+        raise SettingError("<calibration_file> calibrates full int8 only: pass <quantization>=int8 with it")
+    if quantization == "int8" and not calibration_file:
+        raise SettingError("<quantization>=int8 (weights and activations) needs <calibration_file>: texts like the "
+                           "requests the model will get, one per line, to calibrate on and to check its accuracy")
+
+
 def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad_to=None, spm_model_file=None,
                   max_seq_length=None, lower_case=None, force=False, calibration_file=None, overwrite=False):
     """Writes OUTPUT_DIR (module docstring); returns {"model": path, "encoder_ids": path, "litert": the record}.
@@ -183,13 +195,7 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
     from albert_tf.models.model_dir_format import METADATA_FILE
     from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE
 
-    if quantization not in QUANTIZATIONS:
-        raise SettingError(f"<quantization>={quantization!r}: choose one of {', '.join(QUANTIZATIONS)}")
-    if calibration_file and quantization != "int8":
-        raise SettingError("<calibration_file> calibrates full int8 only: pass <quantization>=int8 with it")
-    if quantization == "int8" and not calibration_file:
-        raise SettingError("<quantization>=int8 (weights and activations) needs <calibration_file>: texts like the "
-                           "requests the model will get, one per line, to calibrate on and to check its accuracy")
+    check_quantization(quantization, calibration_file)
     check_replaceable(output_dir, overwrite)
     source = load_for_export(checkpoint, LITERT_KINDS, spm_model_file, max_seq_length, lower_case, force)
     max_seq_length = source.preprocessing.max_seq_length

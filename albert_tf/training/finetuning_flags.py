@@ -96,9 +96,14 @@ def config_from_flags(task_config):
     return FinetuningConfig(**values, **distribution_settings(FLAGS), task=task_config)
 
 
-def main(task, task_config_from_flags, argv):
+def check_flags(task_config_from_flags, argv):
+    """The shared settings' own checks (`FinetuningConfig.check`), before TensorFlow's import (cli.run)."""
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {' '.join(argv[1:])}")
+    config_from_flags(task_config_from_flags()).check()
+
+
+def main(task, task_config_from_flags, argv):
     from albert_tf.settings import SettingError
     from albert_tf.training.finetuning_tool import run_finetuning
 
@@ -112,4 +117,5 @@ def run(task, define_task_flags, task_config_from_flags):
     """Runs the tool of `task` (its console script's entry point): `define_task_flags()` defines the task's
     flags, `task_config_from_flags()` maps their parsed values to the task's config."""
     cli.run(lambda argv: main(task, task_config_from_flags, argv), lambda: define_flags(task, define_task_flags),
-            tool_module=define_task_flags.__module__)
+            tool_module=define_task_flags.__module__,
+            check_flags=lambda argv: check_flags(task_config_from_flags, argv))
