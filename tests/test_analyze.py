@@ -22,8 +22,7 @@ def spm_model(tmp_path_factory):
 
 
 def tiny(sharing, vocab_size):
-    return AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "sharing": sharing,
-                                   "vocab_size": vocab_size})
+    return AlbertConfig.from_preset("albert_tiny", sharing=sharing, vocab_size=vocab_size)
 
 
 def test_layer_transitions_measure_each_layers_change(spm_model, tmp_path):

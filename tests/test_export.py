@@ -38,8 +38,7 @@ def exported(tmp_path_factory):
 
     spm = train_small_spm(tmp_path_factory)
     tokenizer = AlbertTokenizer(str(spm))
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(),
-                                     "vocab_size": tokenizer.vocab_size})
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=tokenizer.vocab_size)
     keras.utils.set_random_seed(5)
     model = AlbertPretrainer(config)
     directory = tmp_path_factory.mktemp("export")

@@ -51,8 +51,8 @@ def tree(directory):
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     spm = train_small_spm(tmp_path_factory)
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(),
-                                     "vocab_size": AlbertTokenizer(str(spm)).vocab_size, "num_hidden_layers": 2})
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=AlbertTokenizer(str(spm)).vocab_size,
+                                       num_hidden_layers=2)
     return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("ckpt") / "pretrained"),
                            "pretrainer", files={"spm.model": str(spm)})
 

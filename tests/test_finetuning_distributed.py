@@ -38,8 +38,7 @@ from albert_tf.training.finetuning_config import FinetuningConfig
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, ROWS, BATCH, STEPS = 8, 16, 8, 4
-CONFIG = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "vocab_size": 60,
-                                 "num_hidden_layers": 1})
+CONFIG = AlbertConfig.from_preset("albert_tiny", vocab_size=60, num_hidden_layers=1)
 
 
 def encoder_inputs(rng, shape):

@@ -27,8 +27,8 @@ def pretrained(tmp_path_factory):
     from text_fixtures import train_small_spm
 
     spm = train_small_spm(tmp_path_factory)
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "num_hidden_layers": 1,
-                                     "vocab_size": AlbertTokenizer(str(spm)).vocab_size})
+    config = AlbertConfig.from_preset("albert_tiny", num_hidden_layers=1,
+                                       vocab_size=AlbertTokenizer(str(spm)).vocab_size)
     return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("ckpt") / "pretrained"),
                            "pretrainer", files={"spm.model": str(spm)}, max_seq_length=32, lower_case=True,
                            rewrite_quotes=False)

@@ -99,8 +99,7 @@ def write_task(directory, task, rng, count=24):
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     spm = train_small_spm(tmp_path_factory)
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(),
-                                     "vocab_size": AlbertTokenizer(str(spm)).vocab_size})
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=AlbertTokenizer(str(spm)).vocab_size)
     return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("ckpt") / "pretrained"), "pretrainer",
                            files={"spm.model": str(spm)})
 
@@ -159,7 +158,7 @@ def test_pair_packing_truncates_the_longer_text_first():
 def test_task_models_round_trip_their_config_and_shapes():
     import keras
 
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "vocab_size": 60})
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=60)
     classifier = AlbertClassifier(AlbertEncoder(config), num_labels=3, dropout=0.2)
     inputs = {"input_word_ids": np.full((2, 7), 5, np.int32), "input_mask": np.ones((2, 7), np.int32),
               "input_type_ids": np.zeros((2, 7), np.int32)}
@@ -180,8 +179,7 @@ def tiny_classifier_and_rows():
     config, and 16 random labelled rows of 8 tokens."""
     import keras
 
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "vocab_size": 60,
-                                     "num_hidden_layers": 1})
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=60, num_hidden_layers=1)
     keras.utils.set_random_seed(0)
     model = AlbertClassifier(AlbertEncoder(config), num_labels=2)
     rng = np.random.default_rng(0)

@@ -70,7 +70,7 @@ def test_compile_fit_then_save_and_load(tmp_path):
     texts = [f"{'good' if i % 2 else 'bad'} river town number {i}" for i in range(64)]
     labels = np.array([i % 2 for i in range(64)])
     inputs = pack_batch(AlbertTokenizer(str(spm)), texts, None, 16)
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "vocab_size": 400})
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=400)
     keras.utils.set_random_seed(1)
     classifier = AlbertClassifier(config=config, num_labels=2)
     classifier.compile(optimizer=keras.optimizers.Adam(1e-3),
@@ -100,7 +100,7 @@ def test_fit_on_raw_strings_with_the_preprocessor(tmp_path):
             return tmp_path / name
 
     spm = str(train_small_spm(Factory()))
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(), "vocab_size": 400})
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=400)
     write_model_dir(albert_tf.AlbertPretrainer(config), str(tmp_path / "pretrained"), files={"spm.model": spm})
     preprocessor = albert_tf.AlbertPreprocessor.from_model_dir(str(tmp_path / "pretrained"), seq_length=24)
 

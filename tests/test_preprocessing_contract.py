@@ -84,8 +84,8 @@ def cased(tmp_path_factory):
     """A pretrainer whose albert_tf.json says: cased text with its accents, `` and '' turned into " (as
     Hugging Face's tokenizer does), sequences of 32."""
     spm = train_small_spm(tmp_path_factory)
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(),
-                                     "vocab_size": AlbertTokenizer(str(spm)).vocab_size, "num_hidden_layers": 2})
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=AlbertTokenizer(str(spm)).vocab_size,
+                                       num_hidden_layers=2)
     return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("cased") / "model"), "pretrainer",
                            files={"spm.model": str(spm)}, lower_case=False, keep_accents=True, max_seq_length=32,
                            rewrite_quotes=True)

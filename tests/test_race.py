@@ -96,8 +96,7 @@ def test_encoding_keeps_the_end_of_question_and_option_then_cuts_the_article(spm
 
 
 def test_race_end_to_end_through_the_cli(spm, tmp_path):
-    config = AlbertConfig.from_dict({**AlbertConfig.from_preset("albert_tiny").to_dict(),
-                                     "vocab_size": AlbertTokenizer(spm).vocab_size})
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=AlbertTokenizer(spm).vocab_size)
     checkpoint = write_model_dir(AlbertPretrainer(config), str(tmp_path / "ckpt"), "pretrainer",
                                  files={"spm.model": spm})
     root = write_race(tmp_path / "RACE", random.Random(1))
