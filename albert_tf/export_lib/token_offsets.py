@@ -125,6 +125,13 @@ def _split_digit_commas_on_axis(tokenizer, pieces, piece_ids, begins, ends):
     return (ids, ids.with_flat_values(id_begins), ids.with_flat_values(id_ends))
 
 
+def _padded_dense(ragged, padding):
+    """ragged [batch, (n)] as [batch, longest n + 1], filled with `padding`: the extra column keeps a lookup
+    past a row's last element in range."""
+    padding = tf.constant(padding, ragged.dtype)
+    return tf.concat([ragged.to_tensor(padding), tf.fill([ragged.nrows(), 1], padding)], axis=1)
+
+
 def _row_cumsum(values, row_starts, row_ids, exclusive=False):
     """Cumulative sums restarting at each row, over the flat values of a ragged tensor."""
     total = tf.cumsum(values, exclusive=exclusive)
@@ -392,10 +399,7 @@ def _axis_to_text(axis_begins, axis_ends, units):
                                                                                         rows), 0))
 
     def dense(values, padding):
-        """[batch, units + 1]: a padding column, so a lookup past the last unit stays in range."""
-        ragged = axis_length.with_flat_values(values)
-        return tf.concat([ragged.to_tensor(padding), tf.fill([ragged.nrows(), 1], tf.cast(padding, ragged.dtype))],
-                         axis=1)
+        return _padded_dense(axis_length.with_flat_values(values), padding)
 
     axis_ends = dense(unit_axis_end, tf.int64.max)
     axis_starts = dense(unit_axis_end - axis_length.flat_values, 0)
@@ -443,15 +447,10 @@ def _raw_offsets(owners, begins, ends, normalized_length, raw_length):
     space_run_end = tf.where(next_word_in_row, tf.gather(tf.concat([normalized_start, [0]], 0), next_word),
                              tf.gather(tf.cast(normalized_length, tf.int64), rows))
 
-    def dense(ragged, padding):
-        """[batch, owners + 1]: a padding column, so a lookup past the last owner stays in range."""
-        padding = tf.constant(padding, ragged.dtype)
-        return tf.concat([ragged.to_tensor(padding), tf.fill([ragged.nrows(), 1], padding)], axis=1)
-
-    normalized_end = dense(owners["normalized_end"], tf.int64.max)
-    start, end, own_end = dense(owners["start"], 0), dense(owners["end"], 0), dense(owners["own_end"], 0)
-    space_run_end = dense(is_space.with_flat_values(space_run_end), 0)
-    is_space = dense(is_space, False)
+    normalized_end = _padded_dense(owners["normalized_end"], tf.int64.max)
+    start, end, own_end = (_padded_dense(owners[name], 0) for name in ("start", "end", "own_end"))
+    space_run_end = _padded_dense(is_space.with_flat_values(space_run_end), 0)
+    is_space = _padded_dense(is_space, False)
     begin, finish = begins.to_tensor(0), ends.to_tensor(0)
     last_owner = tf.shape(normalized_end, out_type=tf.int64)[1] - 1
 

@@ -94,6 +94,35 @@ def corpus_sample(count):
     return paragraphs[::max(1, len(paragraphs) // count)][:count]
 
 
+def graph_path(function, batch, singles):
+    """(the whole batch, one call per single text) through a tf.function, each output fetched."""
+    def fetch(outputs):
+        return [value.numpy() for value in output_tensors(outputs)]
+
+    return (lambda: fetch(function(batch)), lambda: [fetch(function(single)) for single in singles])
+
+
+def output_tensors(outputs):
+    """A tf.function's outputs as a list of tensors (a ragged tensor: its values)."""
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    return [getattr(output, "flat_values", output) for output in outputs]
+
+
+def interleaved_rounds(paths, single_calls, rounds):
+    """{name: {"batch_s": [...], "single_ms": [...]}}: each path's two callables (the whole batch, then one call
+    per single text) timed in turn, path after path, `rounds` times."""
+    times = {name: {"batch_s": [], "single_ms": []} for name in paths}
+    for _ in range(rounds):
+        for name, (whole_batch, one_per_call) in paths.items():
+            started = time.perf_counter()
+            whole_batch()
+            times[name]["batch_s"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            one_per_call()
+            times[name]["single_ms"].append(1000 * (time.perf_counter() - started) / single_calls)
+    return times
+
+
 def squad_contexts():
     import json
 
@@ -126,25 +155,11 @@ def offsets_table(tf_tokenizer, python, rounds):
     for function in functions.values():
         function(batch)
         function(singles[0])
-    python_name = "Python (tokenize_with_alignment)"
-    times = {name: {"batch_s": [], "single_ms": []} for name in [*functions, python_name]}
-    for _ in range(rounds):
-        for name, function in functions.items():
-            started = time.perf_counter()
-            [value.numpy() for value in function(batch)]
-            times[name]["batch_s"].append(time.perf_counter() - started)
-            started = time.perf_counter()
-            for single in singles:
-                [value.numpy() for value in function(single)]
-            times[name]["single_ms"].append(1000 * (time.perf_counter() - started) / len(singles))
-        started = time.perf_counter()
-        for text in contexts:
-            tokenize_with_alignment(python, text)
-        times[python_name]["batch_s"].append(time.perf_counter() - started)
-        started = time.perf_counter()
-        for text in contexts[:SINGLE_CALLS]:
-            tokenize_with_alignment(python, text)
-        times[python_name]["single_ms"].append(1000 * (time.perf_counter() - started) / SINGLE_CALLS)
+    paths = {name: graph_path(function, batch, singles) for name, function in functions.items()}
+    paths["Python (tokenize_with_alignment)"] = (
+        lambda: [tokenize_with_alignment(python, text) for text in contexts],
+        lambda: [tokenize_with_alignment(python, text) for text in contexts[:SINGLE_CALLS]])
+    times = interleaved_rounds(paths, len(singles), rounds)
     medians = {name: {key: statistics.median(values) for key, values in row.items()} for name, row in times.items()}
     reference = medians["ids and offsets (tokenize_with_offsets)"]
     rows = [(name, f"{len(contexts) / row['batch_s']:,.0f}", f"{row['batch_s'] / reference['batch_s']:.2f}x",
@@ -188,24 +203,10 @@ def main(argv=None):
         got = function(batch).to_list()
         equal[name] = sum(list(want) == row for want, row in zip(expected, got))
         function(singles[0])
-    times = {name: {"batch_s": [], "single_ms": []} for name in [*functions, "Python (AlbertTokenizer)"]}
-    for _ in range(args.rounds):
-        for name, function in functions.items():
-            started = time.perf_counter()
-            function(batch).flat_values.numpy()
-            times[name]["batch_s"].append(time.perf_counter() - started)
-            started = time.perf_counter()
-            for single in singles:
-                function(single).flat_values.numpy()
-            times[name]["single_ms"].append(1000 * (time.perf_counter() - started) / len(singles))
-        started = time.perf_counter()
-        python.encode_batch(texts)
-        times["Python (AlbertTokenizer)"]["batch_s"].append(time.perf_counter() - started)
-        started = time.perf_counter()
-        for text in texts[:SINGLE_CALLS]:
-            python.encode(text)
-        times["Python (AlbertTokenizer)"]["single_ms"].append(1000 * (time.perf_counter() - started) / SINGLE_CALLS)
-
+    paths = {name: graph_path(function, batch, singles) for name, function in functions.items()}
+    paths["Python (AlbertTokenizer)"] = (lambda: python.encode_batch(texts),
+                                         lambda: [python.encode(text) for text in texts[:SINGLE_CALLS]])
+    times = interleaved_rounds(paths, len(singles), args.rounds)
     medians = {name: {key: statistics.median(values) for key, values in row.items()} for name, row in times.items()}
     reference = medians["string ops (replaced)"]
     megabytes = sum(len(text.encode("utf-8")) for text in texts) / 1e6
