@@ -367,3 +367,13 @@ def test_large_corpus_report_sets_the_run_beside_the_recorded_one_and_judges_its
     assert "- held-out sentence order >= 65%: met" in text and ">= 70% (the moonshot): not met" in text
     assert "within 5 points at the end: met" in text and "never 'memorizing': not met" in text
     assert "- SQuAD v1.1 F1 at least +5 over random init: not yet measurable" in text
+
+    # The transfer grid's summary: each task's means, gain and the noise to judge it by; SQuAD's gain judged.
+    (work / "transfer").mkdir()
+    summary = {"squad/pretrained": {"metric": "f1", "values": [14.0, 15.0, 16.0], "mean": 15.0, "std": 0.8},
+               "squad/random init": {"metric": "f1", "values": [8.0, 9.5, 9.0], "mean": 8.83, "std": 0.6}}
+    (work / "transfer" / "transfer.json").write_text(json.dumps({"summary": summary}))
+    large_corpus.main([f"--work_dir={work}", "--report_only", f"--results_dir={tmp_path / 'results'}"])
+    text = (tmp_path / "results" / "large_corpus.md").read_text()
+    assert "| squad | f1 | 3 | 15.00 | 8.83 | +6.17 | 0.80 |" in text
+    assert "- SQuAD v1.1 F1 at least +5 over random init: met" in text

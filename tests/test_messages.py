@@ -50,8 +50,12 @@ def classifier_dir(tmp_path_factory):
      '"preprocessor.seq_length" must be a positive integer, got the string "16"'),
     (lambda metadata: {**metadata, "preprocessor": {"lower_case": True}},
      '"preprocessor" has no "seq_length" (its preprocessor\'s sequence length)'),
+    (lambda metadata: {**metadata, "albert_config": {**metadata["albert_config"], "hidden_size": -8}},
+     '"albert_config": Invalid AlbertConfig: hidden_size must be a positive integer, got -8'),
+    (lambda metadata: {**metadata, "albert_config": {**metadata["albert_config"], "hidden_sise": 8}},
+     '"albert_config": unknown AlbertConfig keys [\'hidden_sise\']'),
 ], ids=["list", "model", "albert_config", "num_labels", "fractional_num_labels", "format_version", "label_names",
-        "preprocessor", "preprocessor_without_length"])
+        "preprocessor", "preprocessor_without_length", "albert_config_value", "albert_config_key"])
 def test_model_metadata_of_the_wrong_type_names_the_file_the_key_and_the_type(classifier_dir, tmp_path, change,
                                                                                 message):
     directory = tmp_path / "damaged"

@@ -25,6 +25,7 @@ import sys
 
 import tensorflow as tf
 
+from albert_tf.albert_config import AlbertConfig
 from albert_tf.file_utils import describe_json_value, write_json
 from albert_tf.settings import SettingFileNotFound
 from albert_tf.text.albert_tokenizer import spm_model_path
@@ -126,6 +127,8 @@ def read_metadata(directory):
             f"{path}: format_version {metadata['format_version']} is newer than this albert_tf "
             f"understands ({FORMAT_VERSION}); upgrade albert_tf"
         )
+    # Checked here, where the file's path is known: the loaders build the config again from the dict alone.
+    AlbertConfig.from_dict(metadata["albert_config"], source=f'{path}: "albert_config"')
     return metadata
 
 

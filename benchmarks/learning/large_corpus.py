@@ -258,7 +258,9 @@ def transfer_rows(work):
         pretrained, random_init = summary.get(f"{task}/pretrained"), summary.get(f"{task}/random init")
         if pretrained and random_init:
             rows.append({"task": task, "metric": pretrained["metric"], "pretrained": pretrained["mean"],
-                         "random": random_init["mean"], "gain": pretrained["mean"] - random_init["mean"]})
+                         "random": random_init["mean"], "gain": pretrained["mean"] - random_init["mean"],
+                         "seeds": len(pretrained["values"]),
+                         "largest_std": max(pretrained["std"], random_init["std"])})
     return rows
 
 
@@ -330,9 +332,14 @@ def report(work, results_dir):
                                   "passes (14 MB)", "phase (240 MB)"], rows), ""]
     transfers = transfer_rows(work)
     if transfers:
-        lines += [markdown_table(["task", "metric", "pretrained", "random init", "gain"],
-                                 [[r["task"], r["metric"], f"{r['pretrained']:.2f}", f"{r['random']:.2f}",
-                                   f"{r['gain']:+.2f}"] for r in transfers]), ""]
+        lines += [f"Transfer from the best checkpoint by held-out accuracy at [MASK]: fine-tuned against random init "
+                  "with the same flags (benchmarks.downstream.transfer; its table in "
+                  f"{os.path.join(work, 'transfer', 'transfer.md')}).", "",
+                  markdown_table(["task", "metric", "seeds", "pretrained (mean)", "random init (mean)", "gain",
+                                  "largest std"],
+                                 [[r["task"], r["metric"], str(r["seeds"]), f"{r['pretrained']:.2f}",
+                                   f"{r['random']:.2f}", f"{r['gain']:+.2f}", f"{r['largest_std']:.2f}"]
+                                  for r in transfers]), ""]
     achieved = goals(history, transfers)
     if achieved:
         lines.append("\n".join(f"- {goal}: {'met' if met else 'not yet measurable' if met is None else 'not met'}"
