@@ -24,6 +24,9 @@ pretraining run continues from its last checkpoint), so the whole path can span 
      100 batches of 64 held-out sequences (6,400 of the shuffled held-out instances);
   5. transfer: benchmarks.downstream.transfer from the checkpoint with the best held-out accuracy at
      [MASK] (SST-2, MRPC, SQuAD v1.1; 3 seeds; against random init), its runs under WORK_DIR/transfer.
+     Once pretraining has ended, the same checkpoint fills the cloze sentences of
+     benchmarks/learning/cloze.py drawn from the held-out documents (cached in WORK_DIR/cloze.json),
+     beside the 14 MB run's recorded answers to its own held-out sentences.
 
 The report sets the run beside the 14 MB corpus's recorded run (benchmarks/results:
 pretraining_recipes.json's small_adamw_3h_mixed curve, from_scratch.json's hours) at equal steps, and
@@ -40,7 +43,7 @@ import sys
 
 from benchmarks.common import (REPO, RESULTS, SHARED_DATA, child_env, cpu_description, markdown_table,
                                module_command, run_measured)
-from benchmarks.learning import pretraining_recipes
+from benchmarks.learning import cloze, pretraining_recipes
 from benchmarks.learning.pretraining_recipes import tool
 from benchmarks.speed.data_creation_dask import output_files
 from benchmarks.learning.from_scratch import read_history
@@ -167,6 +170,29 @@ def best_checkpoint(work, history):
         return None
     best = max(kept, key=lambda record: record["heldout"]["masked_lm_accuracy_at_mask"])
     return os.path.join(run_dir, f"ckpt-{best['step']}")
+
+
+def cloze_answers(work, history):
+    """The cloze results of the best checkpoint once pretraining has ended (cached in WORK_DIR/cloze.json
+    for its step), else None."""
+    checkpoint = best_checkpoint(work, history)
+    if checkpoint is None or not history or history[-1]["step"] < RECORDED_STEPS:
+        return None
+    step = int(checkpoint.rsplit("-", 1)[1])
+    cache_path = os.path.join(work, "cloze.json")
+    if os.path.exists(cache_path):
+        with open(cache_path) as f:
+            cached = json.load(f)
+        if cached.get("step") == step:
+            return cached
+    from albert_tf.models.mask_filler import MaskFiller
+
+    filler = MaskFiller(checkpoint, spm_model_file=os.path.join(work, "spm.model"))
+    items = cloze.cloze_items(os.path.join(work, "heldout.txt"), filler.tokenizer)
+    result = {"step": step, **cloze.score(filler, items, RECIPE.seq_length)}
+    with open(cache_path, "w") as f:
+        json.dump(result, f, indent=1)
+    return result
 
 
 def transfer(work, checkpoint):
@@ -340,6 +366,18 @@ def report(work, results_dir):
                                  [[r["task"], r["metric"], str(r["seeds"]), f"{r['pretrained']:.2f}",
                                    f"{r['random']:.2f}", f"{r['gain']:+.2f}", f"{r['largest_std']:.2f}"]
                                   for r in transfers]), ""]
+    answers = cloze_answers(work, history)
+    if answers:
+        with open(os.path.join(RESULTS, "pretraining_recipes.json")) as f:
+            recorded_cloze = json.load(f)["cloze"].get(RECORDED_RECIPE)
+        lines += [f"Cloze sentences from the 240 MB corpus's held-out documents, filled by the checkpoint at step "
+                  f"{answers['step']:,} (answers in bold where predicted):", "", cloze.markdown(answers)]
+        if recorded_cloze:
+            lines += [f"The 14 MB corpus's run at step {recorded_cloze['step']:,} on its own held-out sentences "
+                      f"(recorded): top-1 {recorded_cloze['top1_accuracy']:.2f}, top-5 "
+                      f"{recorded_cloze['top5_accuracy']:.2f} (best constant answer "
+                      f"{recorded_cloze['constant_answer_accuracy']:.2f}); {recorded_cloze['distinct_top1']} "
+                      "different top-1 answers.", ""]
     achieved = goals(history, transfers)
     if achieved:
         lines.append("\n".join(f"- {goal}: {'met' if met else 'not yet measurable' if met is None else 'not met'}"
@@ -349,8 +387,8 @@ def report(work, results_dir):
     with open(os.path.join(results_dir, "large_corpus.md"), "w") as f:
         f.write(text)
     with open(os.path.join(results_dir, "large_corpus.json"), "w") as f:
-        json.dump({"measurements": measurements, "history": history, "transfer": transfers, "goals": achieved}, f,
-                  indent=1)
+        json.dump({"measurements": measurements, "history": history, "transfer": transfers, "cloze": answers,
+                   "goals": achieved}, f, indent=1)
     if history:
         try:
             plot(history, recorded, os.path.join(results_dir, "large_corpus.png"))
