@@ -390,11 +390,19 @@ def test_large_corpus_report_sets_the_run_beside_the_recorded_one_and_judges_its
     (work / "transfer").mkdir()
     summary = {"squad/pretrained": {"metric": "f1", "values": [14.0, 15.0, 16.0], "mean": 15.0, "std": 0.8},
                "squad/random init": {"metric": "f1", "values": [8.0, 9.5, 9.0], "mean": 8.83, "std": 0.6}}
-    (work / "transfer" / "transfer.json").write_text(json.dumps({"summary": summary}))
+    (work / "transfer" / "transfer.json").write_text(json.dumps({"summary": summary, "args": {"max_seq_length": 48}}))
     large_corpus.main([f"--work_dir={work}", "--report_only", f"--results_dir={tmp_path / 'results'}"])
     text = (tmp_path / "results" / "large_corpus.md").read_text()
     assert "| squad | f1 | 3 | 15.00 | 8.83 | +6.17 | 0.80 |" in text
     assert "- SQuAD v1.1 F1 at least +5 over random init: met" in text
+    assert "SQuAD's training windows" not in text  # the grid's SQuAD split is not there
+    # With the split: the share of its windows that hold the answer (here the cached count at the grid's length).
+    (work / "transfer" / "squad_train.json").write_text("{}")
+    (work / "squad_windows.json").write_text(json.dumps({"max_seq_length": 48, "questions": 10, "windows": 80,
+                                                          "with_answer": 12}))
+    large_corpus.main([f"--work_dir={work}", "--report_only", f"--results_dir={tmp_path / 'results'}"])
+    text = (tmp_path / "results" / "large_corpus.md").read_text()
+    assert "SQuAD's training windows at seq 48: 80 from 10 questions, 15.0% of them holding the answer" in text
     assert "Cloze sentences" not in text  # no checkpoint kept to fill them
 
     # Pretraining ended: the best kept checkpoint's cloze answers (here its cached ones), beside the recorded run's.
@@ -410,3 +418,24 @@ def test_large_corpus_report_sets_the_run_beside_the_recorded_one_and_judges_its
     with open(os.path.join(large_corpus.RESULTS, "pretraining_recipes.json")) as f:
         recorded_step = json.load(f)["cloze"][large_corpus.RECORDED_RECIPE]["step"]
     assert f"The 14 MB corpus's run at step {recorded_step:,} on its own held-out sentences" in text
+
+
+def test_answer_windows_counts_the_grid_squad_windows_that_hold_the_answer(tmp_path_factory):
+    """The transfer grid's SQuAD windows at its settings: a long context makes several windows per question, and
+    an answer at the context's start lies in the first window alone (the windows step on by half a window)."""
+    import json
+
+    from text_fixtures import train_small_spm
+
+    from benchmarks.downstream.transfer import answer_windows
+
+    spm = train_small_spm(tmp_path_factory)
+    context = "Alpha " + " ".join(["the river ran past the old mill and on to the sea"] * 8)
+    questions = [{"id": str(i), "question": question, "answers": [{"text": "Alpha", "answer_start": 0}]}
+                 for i, question in enumerate(["what came first?", "which word opens it?"])]
+    train_file = tmp_path_factory.mktemp("squad") / "train.json"
+    train_file.write_text(json.dumps({"version": "1.1", "data": [
+        {"title": "t", "paragraphs": [{"context": context, "qas": questions}]}]}))
+    counts = answer_windows(str(train_file), str(spm), max_seq_length=32)
+    assert counts["questions"] == 2 and counts["with_answer"] == 2
+    assert counts["windows"] % 2 == 0 and counts["windows"] >= 2 * 4, counts

@@ -87,9 +87,29 @@ def glue_runs(task, args, seed, env, data, config_file, spm, starts, stored_only
     return results
 
 
+def squad_window_settings(max_seq_length):
+    """(doc_stride, max_query_length) of the grid's SQuAD windows at `max_seq_length` tokens."""
+    return max_seq_length // 2, max_seq_length // 3
+
+
+def answer_windows(train_file, spm_model_file, max_seq_length):
+    """{questions, windows, with_answer}: the training windows the grid's SQuAD runs make of `train_file`, and
+    how many hold the answer (the others teach the span head to point at [CLS])."""
+    from albert_tf.tasks import squad
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+
+    doc_stride, max_query_length = squad_window_settings(max_seq_length)
+    examples = squad.read_squad(train_file, "1.1")[1]
+    features = squad.convert_examples_to_features(examples, AlbertTokenizer(spm_model_file), max_seq_length,
+                                                  doc_stride, max_query_length)
+    return {"questions": len(examples), "windows": len(features),
+            "with_answer": sum(feature.start_position not in (0, None) for feature in features)}
+
+
 def squad_runs(args, seed, env, files, starts):
-    settings = types.SimpleNamespace(max_seq_length=args.max_seq_length, doc_stride=args.max_seq_length // 2,
-                                     max_query_length=args.max_seq_length // 3, train_batch_size=args.batch_size,
+    doc_stride, max_query_length = squad_window_settings(args.max_seq_length)
+    settings = types.SimpleNamespace(max_seq_length=args.max_seq_length, doc_stride=doc_stride,
+                                     max_query_length=max_query_length, train_batch_size=args.batch_size,
                                      seed=seed, save_checkpoints_steps=100_000, max_steps=args.squad_steps,
                                      num_train_epochs=None, learning_rate=args.squad_learning_rate)
     results = {}

@@ -172,27 +172,49 @@ def best_checkpoint(work, history):
     return os.path.join(run_dir, f"ckpt-{best['step']}")
 
 
+def cached_result(path, key, compute):
+    """The JSON at `path` when it holds `key`'s items, else `compute()` with them added, written there."""
+    if os.path.exists(path):
+        with open(path) as f:
+            cached = json.load(f)
+        if all(cached.get(name) == value for name, value in key.items()):
+            return cached
+    result = {**key, **compute()}
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    return result
+
+
 def cloze_answers(work, history):
     """The cloze results of the best checkpoint once pretraining has ended (cached in WORK_DIR/cloze.json
     for its step), else None."""
     checkpoint = best_checkpoint(work, history)
     if checkpoint is None or not history or history[-1]["step"] < RECORDED_STEPS:
         return None
-    step = int(checkpoint.rsplit("-", 1)[1])
-    cache_path = os.path.join(work, "cloze.json")
-    if os.path.exists(cache_path):
-        with open(cache_path) as f:
-            cached = json.load(f)
-        if cached.get("step") == step:
-            return cached
-    from albert_tf.models.mask_filler import MaskFiller
 
-    filler = MaskFiller(checkpoint, spm_model_file=os.path.join(work, "spm.model"))
-    items = cloze.cloze_items(os.path.join(work, "heldout.txt"), filler.tokenizer)
-    result = {"step": step, **cloze.score(filler, items, RECIPE.seq_length)}
-    with open(cache_path, "w") as f:
-        json.dump(result, f, indent=1)
-    return result
+    def answers():
+        from albert_tf.models.mask_filler import MaskFiller
+
+        filler = MaskFiller(checkpoint, spm_model_file=os.path.join(work, "spm.model"))
+        items = cloze.cloze_items(os.path.join(work, "heldout.txt"), filler.tokenizer)
+        return cloze.score(filler, items, RECIPE.seq_length)
+
+    return cached_result(os.path.join(work, "cloze.json"), {"step": int(checkpoint.rsplit("-", 1)[1])}, answers)
+
+
+def squad_windows(work):
+    """{questions, windows, with_answer, max_seq_length} of the transfer grid's SQuAD training windows (cached in
+    WORK_DIR/squad_windows.json), or None before the grid has recorded its SQuAD runs."""
+    from benchmarks.downstream.transfer import answer_windows
+
+    train_file = os.path.join(work, "transfer", "squad_train.json")
+    record_path = os.path.join(work, "transfer", "transfer.json")
+    if not (os.path.isfile(train_file) and os.path.isfile(record_path)):
+        return None
+    with open(record_path) as f:
+        max_seq_length = json.load(f).get("args", {}).get("max_seq_length", 64)
+    return cached_result(os.path.join(work, "squad_windows.json"), {"max_seq_length": max_seq_length},
+                         lambda: answer_windows(train_file, os.path.join(work, "spm.model"), max_seq_length))
 
 
 def transfer(work, checkpoint):
@@ -366,6 +388,11 @@ def report(work, results_dir):
                                  [[r["task"], r["metric"], str(r["seeds"]), f"{r['pretrained']:.2f}",
                                    f"{r['random']:.2f}", f"{r['gain']:+.2f}", f"{r['largest_std']:.2f}"]
                                   for r in transfers]), ""]
+        windows = squad_windows(work)
+        if windows:
+            lines += [f"SQuAD's training windows at seq {windows['max_seq_length']}: {windows['windows']:,} from "
+                      f"{windows['questions']:,} questions, {windows['with_answer'] / windows['windows']:.1%} of them "
+                      "holding the answer (the others are labeled [CLS]).", ""]
     answers = cloze_answers(work, history)
     if answers:
         with open(os.path.join(RESULTS, "pretraining_recipes.json")) as f:
