@@ -1,6 +1,7 @@
 """What every benchmark shares: where things are, running a command (timed, its process tree's memory
 sampled), this machine's CPU flags, and writing a result table."""
 
+import json
 import os
 import subprocess
 import threading
@@ -100,6 +101,20 @@ def run_measured(command, env=None, cwd=None, interval=0.05, also=()):
     if child.returncode:
         raise RuntimeError(f"{' '.join(command)} failed ({child.returncode}):\n{stderr[-3000:]}")
     return seconds, peak, stdout, stderr
+
+
+def cached_json(path, key, compute):
+    """The JSON object at `path` when it holds `key`'s items, else `compute()` with them added, written there:
+    a result worth minutes, kept beside a run and redone only when what it depends on (`key`) changed."""
+    if os.path.exists(path):
+        with open(path) as f:
+            cached = json.load(f)
+        if all(cached.get(name) == value for name, value in key.items()):
+            return cached
+    result = {**key, **compute()}
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    return result
 
 
 def markdown_table(header, rows):

@@ -77,6 +77,20 @@ def score(filler, items, max_seq_length, top_k=5):
     }
 
 
+def checkpoint_answers(checkpoint, spm_model_file, heldout_path, max_seq_length, cache_path):
+    """`score` of the checkpoint (a ckpt-N prefix) on `heldout_path`'s cloze items, cached at `cache_path` for its
+    step."""
+    from benchmarks.common import cached_json
+
+    def answers():
+        from albert_tf.models.mask_filler import MaskFiller
+
+        filler = MaskFiller(checkpoint, spm_model_file=spm_model_file)
+        return score(filler, cloze_items(heldout_path, filler.tokenizer), max_seq_length)
+
+    return cached_json(cache_path, {"step": int(checkpoint.rsplit("-", 1)[1])}, answers)
+
+
 def markdown(result, shown=12):
     lines = [f"{result['items']} cloze sentences from held-out documents: top-1 {result['top1_accuracy']:.2f}, "
              f"top-5 {result['top5_accuracy']:.2f} (best constant answer {result['constant_answer_accuracy']:.2f}); "

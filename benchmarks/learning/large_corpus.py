@@ -41,8 +41,8 @@ import json
 import os
 import sys
 
-from benchmarks.common import (REPO, RESULTS, SHARED_DATA, child_env, cpu_description, markdown_table,
-                               module_command, run_measured)
+from benchmarks.common import (REPO, RESULTS, SHARED_DATA, cached_json, child_env, cpu_description,
+                               markdown_table, module_command, run_measured)
 from benchmarks.learning import cloze, pretraining_recipes
 from benchmarks.learning.pretraining_recipes import tool
 from benchmarks.speed.data_creation_dask import output_files
@@ -172,34 +172,14 @@ def best_checkpoint(work, history):
     return os.path.join(run_dir, f"ckpt-{best['step']}")
 
 
-def cached_result(path, key, compute):
-    """The JSON at `path` when it holds `key`'s items, else `compute()` with them added, written there."""
-    if os.path.exists(path):
-        with open(path) as f:
-            cached = json.load(f)
-        if all(cached.get(name) == value for name, value in key.items()):
-            return cached
-    result = {**key, **compute()}
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    return result
-
-
 def cloze_answers(work, history):
     """The cloze results of the best checkpoint once pretraining has ended (cached in WORK_DIR/cloze.json
     for its step), else None."""
     checkpoint = best_checkpoint(work, history)
     if checkpoint is None or not history or history[-1]["step"] < RECORDED_STEPS:
         return None
-
-    def answers():
-        from albert_tf.models.mask_filler import MaskFiller
-
-        filler = MaskFiller(checkpoint, spm_model_file=os.path.join(work, "spm.model"))
-        items = cloze.cloze_items(os.path.join(work, "heldout.txt"), filler.tokenizer)
-        return cloze.score(filler, items, RECIPE.seq_length)
-
-    return cached_result(os.path.join(work, "cloze.json"), {"step": int(checkpoint.rsplit("-", 1)[1])}, answers)
+    return cloze.checkpoint_answers(checkpoint, os.path.join(work, "spm.model"), os.path.join(work, "heldout.txt"),
+                                    RECIPE.seq_length, os.path.join(work, "cloze.json"))
 
 
 def squad_windows(work):
@@ -213,8 +193,8 @@ def squad_windows(work):
         return None
     with open(record_path) as f:
         max_seq_length = json.load(f).get("args", {}).get("max_seq_length", 64)
-    return cached_result(os.path.join(work, "squad_windows.json"), {"max_seq_length": max_seq_length},
-                         lambda: answer_windows(train_file, os.path.join(work, "spm.model"), max_seq_length))
+    return cached_json(os.path.join(work, "squad_windows.json"), {"max_seq_length": max_seq_length},
+                       lambda: answer_windows(train_file, os.path.join(work, "spm.model"), max_seq_length))
 
 
 def transfer(work, checkpoint):

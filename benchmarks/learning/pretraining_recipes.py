@@ -202,23 +202,10 @@ def evaluate_cloze(work, recipe, curve):
     """Cloze results of the recipe's newest evaluated checkpoint (cached beside the run), or None."""
     if not curve:
         return None
-    step = curve[-1]["step"]
     run_dir = os.path.join(work, "runs", recipe.run)
-    cache_path = run_dir + ".cloze.json"
-    if os.path.exists(cache_path):
-        with open(cache_path) as f:
-            cached = json.load(f)
-        if cached.get("step") == step:
-            return cached
-    from albert_tf.models.mask_filler import MaskFiller
-
-    spm = os.path.join(work, "spm.model")
-    filler = MaskFiller(os.path.join(run_dir, f"ckpt-{step}"), spm_model_file=spm)
-    result = {"step": step, **cloze.score(filler, cloze.cloze_items(os.path.join(work, "heldout.txt"),
-                                                                    filler.tokenizer), recipe.seq_length)}
-    with open(cache_path, "w") as f:
-        json.dump(result, f, indent=1)
-    return result
+    return cloze.checkpoint_answers(os.path.join(run_dir, f"ckpt-{curve[-1]['step']}"),
+                                    os.path.join(work, "spm.model"), os.path.join(work, "heldout.txt"),
+                                    recipe.seq_length, run_dir + ".cloze.json")
 
 
 def figures_source(work, name, recipe, recorded):
