@@ -1,5 +1,6 @@
 """What every `python -m albert_tf.<tool>` shares: quiet TF logs, one-line errors."""
 
+import contextlib
 import os
 import re
 import sys
@@ -15,10 +16,12 @@ from albert_tf.settings import SettingError
 USER_ERRORS = (OSError, ValueError, ImportError)
 # Exit status 1 for those. An error class with an `exit_code` of its own is reported the same way with
 # that status (a training run stopped by its divergence check: 2), so that a script can tell them apart.
+# Ctrl-C: 128 + SIGINT, as a shell reports a process that SIGINT stopped.
+INTERRUPTED_EXIT_CODE = 130
 
 
 def import_tensorflow_quietly():
-    """Imports TensorFlow with its C++ start-up chatter silenced.
+    """Imports TensorFlow with its C++ start-up chatter silenced (`quiet_native_logs`).
 
     On a machine without a GPU, TF prints CUDA-probe lines to fd 2 before its
     log level applies. Set TF_CPP_MIN_LOG_LEVEL=0 to see them (and all C++ logs).
@@ -26,16 +29,25 @@ def import_tensorflow_quietly():
     if any(arg.split("=")[0] in _HELP_FLAGS for arg in sys.argv[1:]):
         return  # a help asked for needs no TensorFlow (seconds of imports): the flags are defined without it
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if "tensorflow" in sys.modules or os.environ["TF_CPP_MIN_LOG_LEVEL"] != "3":
+    with quiet_native_logs():
         import tensorflow  # noqa: F401
 
+
+@contextlib.contextmanager
+def quiet_native_logs():
+    """Sends what native code writes to stderr (fd 2) meanwhile to /dev/null, unless TF_CPP_MIN_LOG_LEVEL is unset or
+    0 (every C++ log asked for). TensorFlow's start-up lines and tensorflow-text's SentencePiece model conversion
+    log through copies of absl that no log level reaches yet ('All log messages before absl::InitializeLog() is
+    called are written to STDERR'); the tools set the level to 3 (`import_tensorflow_quietly`)."""
+    if os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") == "0":
+        yield
         return
     sys.stderr.flush()
     saved = os.dup(2)
     try:
         with open(os.devnull, "w") as devnull:
             os.dup2(devnull.fileno(), 2)
-            import tensorflow  # noqa: F401
+            yield
     finally:
         os.dup2(saved, 2)
         os.close(saved)
@@ -47,6 +59,26 @@ _KERAS_WRAPPED = "Exception encountered when calling"
 _ANSI_STYLE = re.compile(r"\x1b\[[0-9;]*m")
 # absl's help flags exit with status 1; a help asked for is a success.
 _HELP_FLAGS = ("-h", "-?", "--help", "--helpshort", "--helpfull", "--helpxml")
+
+
+# What TensorFlow wraps around the reason of an op's error: the function it ran in, the graph's traceback
+# header, the input pipeline's transformation, the op and node names.
+_TF_FUNCTION_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")
+_TF_OP_SUFFIX = re.compile(r"\s*\[Op:[^\]]*\](\s*name:.*)?$")
+_TF_TRANSFORMATION = re.compile(r"^Error in user-defined function passed to \S+ transformation with iterator: \S+: ")
+# The lines of a graph's error that are not its reason (an indented line is the graph's Python traceback).
+_TF_NOT_THE_REASON = re.compile(r"^(\s|Graph execution error:|Detected at node |<stack traces unavailable>|\[\[)")
+
+
+def tf_error_reason(error):
+    """The line of a TensorFlow error (or its message) that says what went wrong: 'File too large', 'Key:
+    input_ids.  Number of int64 values != expected...', without the wrappers ('Graph execution error:', the
+    function node, [Op:SaveV2]) that name TensorFlow's machinery instead."""
+    message = getattr(error, "message", None) or str(error)
+    lines = [_TF_FUNCTION_NODE.sub("", line).rstrip() for line in message.strip().splitlines()]
+    reasons = [line for line in lines if line and not _TF_NOT_THE_REASON.match(line)]
+    line = reasons[0] if reasons else (lines[0] if lines else type(error).__name__)
+    return _TF_TRANSFORMATION.sub("", _TF_OP_SUFFIX.sub("", line)).strip()
 
 
 def error_line(error):
@@ -129,6 +161,13 @@ def run(main, define_flags, uses_tensorflow=True, tool_module=None, check_flags=
                 error = error.for_flags()
             print(f"{program}: error: {error_line(error)}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            # Ctrl-C where no handler of the tool's own takes it (the training loops save first): one line, and
+            # the status a shell gives a process Ctrl-C stopped; the `finally` blocks have removed any staging.
+            if flags.FLAGS["verbosity"].value >= 1:
+                raise
+            print(f"{program}: interrupted (Ctrl-C)", file=sys.stderr)
+            return INTERRUPTED_EXIT_CODE
         except Exception as error:  # re-raised unless its class states its exit status
             if getattr(type(error), "exit_code", None) is None or flags.FLAGS["verbosity"].value >= 1:
                 raise

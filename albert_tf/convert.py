@@ -13,6 +13,10 @@ r"""Converts ALBERT checkpoints between albert_tf, the original TF1 format and H
   # A fine-tuned classifier (best/ in run_classifier's --output_dir) -> AlbertForSequenceClassification
   python -m albert_tf.convert --from=albert_tf --to=huggingface --input=/tmp/mnli/best --output=/tmp/hf_mnli
 
+  # A RACE model fine-tuned by the original run_race -> albert_tf (run_race takes it)
+  python -m albert_tf.convert --from=tf1 --input=race/model.ckpt-best --model=multiple_choice \
+      --albert_config=albert_base_v2 --spm_model_file=albert_base/30k-clean.model --output=/tmp/race_original
+
   # A SQuAD 2.0 model fine-tuned by the original run_squad_v2 -> albert_tf (run_squad --version=2.0 takes it)
   python -m albert_tf.convert --from=tf1 --input=squad2/model.ckpt-best --albert_config=albert_base_v2 \
       --spm_model_file=albert_base/30k-clean.model --output=/tmp/squad2_original
@@ -25,17 +29,18 @@ the output directory is created only once the conversion has succeeded.
 from absl import flags
 
 from albert_tf import cli
-from albert_tf.checkpoints.conversion import FORMATS, convert
+from albert_tf.checkpoints.conversion import FORMATS, check_output, convert
 
 
 def define_flags():
     flags.DEFINE_enum("from", None, FORMATS, "Format of --input: an albert_tf checkpoint directory (an encoder, "
-                      "pretrainer, fine-tuned classifier or SQuAD 2.0 model of the original's v2 head), a Hugging Face "
-                      "save_pretrained directory, or an original TF1 checkpoint prefix/directory (pretrained, or "
-                      "fine-tuned by run_classifier or run_squad_v2).")
+                      "pretrainer, or a classifier, SQuAD or RACE model), a Hugging Face save_pretrained directory, or "
+                      "an original TF1 checkpoint prefix/directory (pretrained, or fine-tuned by run_classifier, "
+                      "run_squad_v1, run_squad_v2 or run_race).")
     flags.DEFINE_enum("to", "albert_tf", FORMATS, "Format to write to --output.")
     flags.DEFINE_string("input", None, "Checkpoint to read (directory or TF1 checkpoint prefix).")
-    flags.DEFINE_string("output", None, "Directory to write; must not exist or be empty unless --overwrite.")
+    flags.DEFINE_string("output", None, "Directory to write; must not exist or be empty unless --overwrite, and may "
+                        "not be, lie inside or hold --input or another input.")
     flags.DEFINE_string("albert_config", None, "For --from=tf1: the albert_config.json (preset name or path). "
                         "Default: albert_config.json beside the checkpoint.")
     flags.DEFINE_alias("albert_config_file", "albert_config")  # the original scripts' name
@@ -50,6 +55,10 @@ def define_flags():
                       "Default: what the source records (an albert_tf directory's albert_tf.json, a Hugging Face "
                       "directory's tokenizer_config.json), else lowercase (the original ALBERT models are).")
     flags.DEFINE_bool("force", False, "Convert with a --do_lower_case that contradicts the source's record.")
+    flags.DEFINE_enum("model", None, ["multiple_choice"], "multiple_choice: --input is a model of the original "
+                      "run_race, whose output_weights [1, H] score each choice; they have the names and shape of "
+                      "run_classifier's one-output head, which is what they convert to without it. Default: the "
+                      "kind the tensor names say (or an albert_tf directory records).")
     flags.DEFINE_bool("overwrite", False, "Replace an earlier conversion in --output once the new one is complete "
                       "(default false: refuse a non-empty directory). A directory holding anything convert did not "
                       "write is refused even with it.")
@@ -57,12 +66,21 @@ def define_flags():
 
 FLAGS = flags.FLAGS
 
-def main(argv):
+
+def check_flags(argv):
+    """What the command line alone decides (cli.run calls it before TensorFlow's import): the flags required,
+    and an --output apart from every input (a conversion onto its own --input with --overwrite used to leave
+    only the output) that is no directory another albert_tf tool wrote (an export, a run, a data set)."""
     del argv
-    source_format = FLAGS["from"].value
     for name in ("from", "input", "output"):
         if FLAGS[name].value is None:
             raise ValueError(f"--{name} is required")
+    check_output(FLAGS.output, FLAGS.input, FLAGS.spm_model_file, FLAGS.albert_config)
+
+
+def main(argv):
+    del argv
+    source_format = FLAGS["from"].value
     summary = convert(
         source_format,
         FLAGS.to,
@@ -74,6 +92,7 @@ def main(argv):
         overwrite=FLAGS.overwrite,
         do_lower_case=FLAGS.do_lower_case,
         force=FLAGS.force,
+        model_kind=FLAGS.model,
     )
     casing = "lowercased" if summary["lower_case"] else "cased"
     quotes = "`` and '' turned into \"" if summary["rewrite_quotes"] else "`` and '' kept"
@@ -88,7 +107,7 @@ def main(argv):
 
 def console_main():
     """The `albert-convert` console script."""
-    cli.run(main, define_flags)
+    cli.run(main, define_flags, check_flags=check_flags)
 
 
 if __name__ == "__main__":

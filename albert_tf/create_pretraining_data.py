@@ -60,8 +60,11 @@ def main(argv):
             raise ValueError(f"--{name} is required")
     config = config_from_flags(FLAGS)
     from albert_tf.data.pretraining_data_job import without_own_outputs
+    from albert_tf.file_utils import DATA_SET, VOCABULARY, refuse_another_tools_directory
 
     paths, skipped = without_own_outputs(expand_input_patterns(FLAGS.input_file), config, FLAGS.output_file)
+    refuse_another_tools_directory(os.path.dirname(FLAGS.output_file) or ".",
+                                   "albert_tf.create_pretraining_data", (DATA_SET, VOCABULARY), setting="output_file")
     if skipped:
         print(f"Skipped {len(skipped)} file(s) that --input_file matches but this run writes, e.g. {skipped[0]}.")
     signal.signal(signal.SIGTERM, _raise_on_sigterm)

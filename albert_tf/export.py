@@ -49,7 +49,7 @@ import os
 from absl import flags
 
 from albert_tf import cli
-from albert_tf.export_lib.exporter import DEFAULT_WARMUP_BATCH_SIZES, export
+from albert_tf.export_lib.exporter import DEFAULT_WARMUP_BATCH_SIZES, check_output_dir, export
 from albert_tf.export_lib.litert_export import DEFAULT_QUANTIZATION, QUANTIZATIONS, check_quantization
 from albert_tf.export_lib.serving_requests import DEFAULT_MAX_BATCH_SIZE
 
@@ -66,20 +66,21 @@ def define_flags():
                       "preprocessing model and the TF Serving model. litert: .tflite files for phones and other "
                       "devices (raw text in, and token ids in).")
     flags.DEFINE_enum("quantization", DEFAULT_QUANTIZATION, list(QUANTIZATIONS),
-                      "--format=litert: dynamic_int8 (default: int8 weights, float activations, about a quarter of "
-                      "float32's size), float16 (half), float32, or int8 (weights and activations; needs "
-                      "--calibration_file and is written only if it keeps the float model's answers, else refused "
-                      "with what was measured).")
+                      "--format=litert: dynamic_int8 (default: int8 weights, float activations; albert_base's file is "
+                      "27% of float32's, small models' a larger share, as the tokenizer and float tensors stay), "
+                      "float16, float32, or int8 (weights and activations; needs --calibration_file and is written "
+                      "only if it keeps the float model's answers, else refused with what was measured).")
     flags.DEFINE_integer("pad_to", None, "--format=litert: pad every request to this many tokens (at most "
                          "--max_seq_length), for runtimes that need static shapes. Default: inputs as long as the "
                          "text, capped at --max_seq_length.")
     flags.DEFINE_string("calibration_file", None, "--format=litert --quantization=int8: texts like the requests the "
-                        "model will get, one per line (sentence pairs: text<TAB>text_b), at least 200: calibrates the "
-                        "activations' ranges and measures the accuracy gate.")
+                        "model will get, one per line (sentence pairs: text<TAB>text_b), at least 200 distinct: "
+                        "calibrates the activations' ranges and measures the accuracy gate.")
     flags.DEFINE_string("checkpoint", None, "albert_tf checkpoint directory or ckpt-N prefix: an encoder, pretrainer, "
                         "classifier, span_labeler or squad_v2_span_labeler (python -m albert_tf.convert makes one "
                         "from other formats).")
-    flags.DEFINE_string("output_dir", None, "Directory to write; must not exist or be empty unless --overwrite.")
+    flags.DEFINE_string("output_dir", None, "Directory to write; must not exist or be empty unless --overwrite, and "
+                        "may not be, lie inside or hold --checkpoint or another input.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model. Default: the spm.model stored in --checkpoint.")
     flags.DEFINE_integer("max_seq_length", None, "Tokens per input row of the preprocessing and serving models. "
                          "Default: the length the checkpoint records (trained or fine-tuned at), else 128. Longer "
@@ -134,6 +135,8 @@ def check_flags(argv):
                          f"is --format={FLAGS.format})")
     if FLAGS.format == "litert":
         check_quantization(FLAGS.quantization, FLAGS.calibration_file)
+    check_output_dir(FLAGS.output_dir, FLAGS.checkpoint, spm_model_file=FLAGS.spm_model_file,
+                     calibration_file=FLAGS.calibration_file)
 
 
 def main(argv):

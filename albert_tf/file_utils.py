@@ -3,11 +3,12 @@
 import contextlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
 
-from albert_tf.settings import SettingFileExists
+from albert_tf.settings import SettingError, SettingFileExists
 
 
 def _umask():
@@ -163,7 +164,8 @@ def staged_directory(directory, overwrite=False):
     """Yields a fresh sibling directory that replaces `directory` on success.
 
     On any exception the staging directory is removed and `directory` is left
-    as it was, so a failed or interrupted run never leaves a half-written output.
+    as it was, so a failed or interrupted run never leaves a half-written output;
+    a killed run's staging directory is removed by the next run for `directory`.
     The finished directory lists its entries in a manifest, and an existing
     `directory` is replaced only when `overwrite` is set and it holds nothing but
     an earlier such output (`check_replaceable`, checked again here). Modes
@@ -173,9 +175,13 @@ def staged_directory(directory, overwrite=False):
     check_replaceable(directory, overwrite)
     parent = os.path.dirname(directory)
     os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.staging-", dir=parent)
+    # A staging directory a killed run left (SIGKILL, the OOM killer) goes first; one of a live run stays.
+    prefix = f".{os.path.basename(directory)}.staging-"
+    remove_stale_staging(parent, prefix)
+    staging = make_owned_staging(parent, prefix)
     try:
         yield staging
+        os.remove(os.path.join(staging, "owner"))  # the staging's record, no entry of the output
         with open(os.path.join(staging, MANIFEST_FILE), "w") as f:
             json.dump({"entries": sorted(os.listdir(staging))}, f)
         _apply_umask_modes(staging)
@@ -340,3 +346,137 @@ def file_sha256(path):
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+# --- Where a tool writes: apart from what it reads, and into no directory another tool wrote ---------------------
+
+
+def _resolved(path):
+    """`path` for comparing: local paths resolved (links, '..', '~'), remote ones (gs://...) as written."""
+    path = str(path)
+    return path.rstrip("/") if "://" in path else os.path.realpath(os.path.expanduser(path))
+
+
+def _path_relation(output, source):
+    """How path `output` lies against path `source`: "is", "lies inside", "contains", or None (apart)."""
+    output, source = _resolved(output), _resolved(source)
+    separator = "/" if "://" in output else os.sep
+    if output == source:
+        return "is"
+    if output.startswith(source.rstrip(separator) + separator):
+        return "lies inside"
+    if source.startswith(output.rstrip(separator) + separator):
+        return "contains"
+    return None
+
+
+def check_output_apart(outputs, inputs):
+    """SettingError when an output path is, lies inside or contains an input path, whatever <overwrite> says:
+    writing it would replace or mix with what the run reads (an export written onto its own checkpoint with
+    --overwrite used to leave only the export). `outputs`, `inputs`: {setting: a path or a list of paths};
+    None and empty values are skipped."""
+    def paths(value):
+        return [value] if isinstance(value, (str, os.PathLike)) else list(value or ())
+
+    for output_setting, output_paths in outputs.items():
+        for output in paths(output_paths):
+            for input_setting, input_paths in inputs.items():
+                for source in paths(input_paths):
+                    relation = _path_relation(output, source)
+                    if relation:
+                        raise SettingError(f"<{output_setting}>={output} {relation} <{input_setting}>={source}, which "
+                                           f"this run reads: writing there would replace it. Choose another "
+                                           f"<{output_setting}>")
+
+
+# A training run's record in its output directory (albert_tf.training.run_directory): whose run it is, and, for
+# fine-tuning, the entries it wrote there.
+RUN_CONFIG_FILE = "run_config.json"
+PRETRAINING_TOOL = "albert_tf.run_pretraining"
+# What the directories albert_tf writes whole are (`written_as`), by their manifest's entries.
+SAVEDMODEL_EXPORT = "a SavedModel export"
+LITERT_EXPORT = "a LiteRT export"
+MODEL_DIRECTORY = "an albert_tf model directory"  # a conversion, a fine-tuned best/, a saved model
+# And the directories the data tools write into, by their files.
+DATA_SET = "a pretraining data set"
+VOCABULARY = "a SentencePiece vocabulary"
+_SHARD_SUFFIX = re.compile(r"-\d{5}-of-\d{5}(\.tfrecord(\.gz)?)?$")
+
+
+def run_kind(tool):
+    """What `written_as` calls a directory that holds a run of `tool` (its module: albert_tf.run_classifier)."""
+    return f"a {tool} run"
+
+
+def recorded_tool(record):
+    """The tool whose run a run_config.json records: its `tool`; run_pretraining for a record that names
+    none but holds pretraining's input files (written before pretraining named itself); else None."""
+    if not isinstance(record, dict):
+        return None
+    if "tool" in record:
+        return record["tool"]
+    return PRETRAINING_TOOL if "input_files" in record else None
+
+
+def _run_record(directory, setting):
+    """The run_config.json in `directory` as read (None when there is none): SettingError when it is not JSON."""
+    path = os.path.join(directory, RUN_CONFIG_FILE)
+    if "://" in path:
+        import tensorflow as tf
+
+        exists, opener = tf.io.gfile.exists, tf.io.gfile.GFile
+    else:
+        exists, opener = os.path.isfile, open
+    if not exists(path):
+        return None
+    try:
+        with opener(path) as f:
+            return json.load(f)
+    except ValueError as error:
+        raise SettingError(f"{path}: not valid JSON ({error}); it records what was written in {directory} and how: "
+                           f"restore it, or choose another <{setting}>") from None
+
+
+def written_as(directory, setting="output_dir"):
+    """What an albert_tf tool wrote `directory` as, and the file that says so: (what, path), or None for a
+    directory none wrote (or none at all). `what`: `run_kind(tool)` (its run_config.json), "part of" one (its
+    parent's run_config.json lists it among the run's outputs), one of the kinds written whole (their manifest:
+    SAVEDMODEL_EXPORT, LITERT_EXPORT, MODEL_DIRECTORY), DATA_SET (PREFIX.metadata.json beside PREFIX's
+    shards) or VOCABULARY (PREFIX.model beside PREFIX.vocab). Remote directories are told by their run
+    record only."""
+    tool = recorded_tool(_run_record(directory, setting))
+    if tool:
+        return run_kind(tool), os.path.join(directory, RUN_CONFIG_FILE)
+    if "://" in directory:
+        return None
+    directory = os.path.abspath(directory)
+    parent = os.path.dirname(directory)
+    parent_record = _run_record(parent, setting) if parent != directory else None
+    if recorded_tool(parent_record) and os.path.basename(directory) in (parent_record.get("outputs") or ()):
+        return f"part of {run_kind(recorded_tool(parent_record))}", os.path.join(parent, RUN_CONFIG_FILE)
+    if not os.path.isdir(directory):
+        return None
+    names = set(os.listdir(directory))
+    if MANIFEST_FILE in names:
+        kind = (SAVEDMODEL_EXPORT if {"encoder", "preprocessing", "serving"} <= names
+                else LITERT_EXPORT if "model.tflite" in names else MODEL_DIRECTORY)
+        return kind, os.path.join(directory, MANIFEST_FILE)
+    shards = {_SHARD_SUFFIX.sub("", name) for name in names if _SHARD_SUFFIX.search(name)}
+    for name in sorted(names):
+        if name.endswith(".metadata.json") and name[:-len(".metadata.json")] in shards:
+            return DATA_SET, os.path.join(directory, name)
+        if name.endswith(".model") and name[:-len(".model")] + ".vocab" in names:
+            return VOCABULARY, os.path.join(directory, name)
+    return None
+
+
+def refuse_another_tools_directory(directory, tool, own_kinds, setting="output_dir"):
+    """SettingError when `directory` holds what an albert_tf tool wrote (`written_as`) and it is none of
+    `own_kinds`, what `tool` (its module, for the message) itself writes: one tool's outputs mean nothing to
+    another, and writing there would replace or mix with them (a pretraining run used to replace an export's
+    albert_tf.json and add its checkpoints beside it). Checked before anything is read or written."""
+    found = written_as(directory, setting)
+    if found and found[0] not in own_kinds:
+        what, evidence = found
+        raise SettingError(f"{directory} holds {what} ({evidence} says so); {tool} writes into a directory of its "
+                           f"own: choose another <{setting}>, or move that away first")

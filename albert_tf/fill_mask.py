@@ -5,7 +5,9 @@ r"""Fills in [MASK] pieces with a pretrained model's masked-LM head: a quick loo
 
 Prints, for each text, the text with every [MASK] filled with its best candidate,
 then per [MASK] its candidates as words with their probabilities (what Hugging
-Face's fill-mask pipeline gives). Each [MASK] stands for one SentencePiece piece.
+Face's fill-mask pipeline gives). Each [MASK] stands for one SentencePiece piece;
+a text is cut at --max_seq_length tokens, and a line says how many [MASK]s lay
+beyond the cut, unanswered.
 --model is an albert_tf model directory with pretraining heads (run_pretraining's
 output, or a converted Google or Hugging Face checkpoint), or a directory written
 by `python -m albert_tf.export`. From Python: `albert_tf.MaskFiller(model)(texts)`.
@@ -37,11 +39,19 @@ def main(argv):
 
     filler = MaskFiller(FLAGS.model, FLAGS.spm_model_file)
     for text in FLAGS.text:
-        answer = filler(text, FLAGS.top_k, FLAGS.max_seq_length)
-        print(filler.best_sequence(text, answer))
-        for number, candidates in enumerate(answer, start=1):
-            print(f"  [MASK] {number}: " + ", ".join(f"{c['token_str']} {c['score']:.3f}" for c in candidates))
+        print("\n".join(answer_lines(filler, text, FLAGS.top_k, FLAGS.max_seq_length)))
     return 0
+
+
+def answer_lines(filler, text, top_k, max_seq_length):
+    """What the tool prints for one text: it filled in, the candidates of each [MASK], and a line for the
+    [MASK]s beyond max_seq_length, which get none."""
+    answer = filler(text, top_k, max_seq_length)
+    lines = [filler.best_sequence(text, answer)]
+    for number, candidates in enumerate(answer, start=1):
+        lines.append(f"  [MASK] {number}: " + ", ".join(f"{c['token_str']} {c['score']:.3f}" for c in candidates))
+    note = filler.unanswered_note(text, answer, max_seq_length)
+    return lines + ([f"  {note}."] if note else [])
 
 
 def console_main():

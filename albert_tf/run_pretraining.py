@@ -20,7 +20,7 @@ The defaults are the paper's recipe (LAMB, lr 0.00176, batch 4096, 125k steps,
 2.5% of its steps unless --num_warmup_steps says otherwise. Run the same command again to resume: the latest
 `ckpt-N` in --output_dir restores the model, optimizer, step and the input
 position, so a killed or preempted run continues exactly. SIGTERM saves a
-checkpoint and exits with status 143. A diverging run (a NaN or infinite loss,
+checkpoint and exits with status 143; Ctrl-C (SIGINT) with 130. A diverging run (a NaN or infinite loss,
 or a loss grown past 10x its level: albert_tf.training.divergence) stops with
 status 2 without saving, naming the last good checkpoint; rerun with a lower
 --learning_rate to resume from it at the new rate.
@@ -51,8 +51,8 @@ def define_flags():
     flags.DEFINE_string("input_file", default("input_file"), "Training TFRecords: a glob, comma-separated globs, or the --output_file "
                         "prefix given to create_pretraining_data. gs:// paths work.")
     flags.DEFINE_integer("vocab_size", default("vocab_size"), "The model's vocabulary size, replacing the config's. Default: the "
-                         "config's; with a preset name and an --spm_model_file of another size, the SentencePiece "
-                         "model's (the output says so).")
+                         "config's; with a preset name, the size of --spm_model_file, else the one the data's metadata "
+                         "records, where it differs from the preset's (the output says so).")
     flags.DEFINE_string("albert_config", default("albert_config"), "A preset name (see `python -m albert_tf.params`) or an "
                         "albert_config.json path.")
     flags.DEFINE_alias("albert_config_file", "albert_config")  # the original scripts' name

@@ -7,7 +7,8 @@ r"""Fine-tunes ALBERT on SQuAD v1.1 or v2.0 and writes predictions in the offici
       --init_checkpoint=/ckpt/albert_base --output_dir=/tmp/squad11
 
   # SQuAD 2.0 with the original ALBERT's v2 model: unanswerable questions decided by its answerability
-  # logit, at the no-answer threshold with the best F1 on --predict_file
+  # logit, at the no-answer threshold with the best F1 on --predict_file; as the original's do_predict,
+  # every checkpoint saved (steps 5000 and 5429) is scored on --predict_file and the best answers
   python -m albert_tf.run_squad --version=2.0 --do_train --do_predict \
       --train_file=train-v2.0.json --predict_file=dev-v2.0.json \
       --init_checkpoint=/ckpt/albert_base --output_dir=/tmp/squad20
@@ -32,7 +33,9 @@ Writes into --output_dir, as every fine-tuning tool does (albert_tf.training.fin
   checkpoints/ckpt-N       training checkpoints (resumable); the directory is the
                            last fine-tuned model (kind "span_labeler", or for the
                            original v2 head "squad_v2_span_labeler"; with spm.model)
-  best/                    with --do_eval: the checkpoint with the best F1 on --predict_file
+  best/                    with --do_eval (implied by --do_train --do_predict when the
+                           questions of --predict_file have answers, as in the original):
+                           the checkpoint with the best F1 on --predict_file, which answers
   predictions.json         {question id: answer text}, the official format
   nbest_predictions.json   the n best answers per question, with probabilities
   null_odds.json           v2.0: the no-answer score of each question (the official
@@ -41,7 +44,11 @@ Writes into --output_dir, as every fine-tuning tool does (albert_tf.training.fin
   eval_results.json        EM / F1 (official definitions) when the predict file
                            has answers; for v2.0 also the best no-answer threshold,
                            and for the original head the threshold used
-                           (null_score_diff_threshold) and EM / F1 at threshold 0
+                           (null_score_diff_threshold) and EM / F1 at threshold 0. The
+                           original head's EM / F1 are the original's: a question whose
+                           no-answer score exceeds 1.0 (the official evaluation's
+                           --na-prob-thresh) counts as answered "" even where a threshold
+                           above 1.0 answers it in predictions.json
 """
 
 import dataclasses
@@ -86,7 +93,8 @@ def define_squad_flags():
                        "where a question's no-answer score exceeds this, in logit units: the original head's smallest "
                        "answerability logit over the question's windows, the null_score head's score_null - best "
                        "span score. Default: for the original head, the threshold with the best F1 on --predict_file "
-                       "when its questions have answers (as the original tunes it), else 0.0; for null_score 0.0. "
+                       "when its questions have answers (as the original tunes it; 0.0 when no threshold beats "
+                       "answering nothing), else 0.0; for null_score 0.0. "
                        "eval_results.json's best_f1_thresh is the value that is best on the predict file.")
 
 

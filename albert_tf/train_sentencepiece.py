@@ -13,6 +13,11 @@ text's capitals: a cased vocabulary, for data made with the same flag
 Memory stays bounded on big corpora: lines are streamed to the trainer, which
 keeps a uniform random sample of --input_sentence_size sentences (reservoir
 sampling); --seed makes that sample and the model reproducible.
+
+The summary names the characters --character_coverage left out of the vocabulary
+(they become <unk>) with their counts, and, where accents are stripped, counts the
+text in scripts whose marks carry meaning (kana, Hangul, Indic, Arabic, Hebrew,
+Thai...), which stripping rewrites: --keep_accents keeps them.
 """
 
 import os
@@ -23,6 +28,7 @@ from absl import flags
 
 from albert_tf import cli
 from albert_tf.data.vocabulary import ORIGINAL_USER_DEFINED_SYMBOLS, train
+from albert_tf.file_utils import DATA_SET, VOCABULARY, check_output_apart, refuse_another_tools_directory
 
 
 def define_flags():
@@ -34,13 +40,14 @@ def define_flags():
                       "30k-clean); --nodo_lower_case keeps capitals (a cased vocabulary). Pass the same to "
                       "create_pretraining_data.")
     flags.DEFINE_bool("keep_accents", False, "Keep accents (the original strips them: NFKD, combining marks "
-                      "dropped). Pass the same to create_pretraining_data.")
+                      "dropped, which also drops kana's dakuten and splits Hangul into jamo: the summary counts such "
+                      "text). Pass the same to create_pretraining_data.")
     flags.DEFINE_integer("vocab_size", 30000, "Vocabulary size, special pieces included (ALBERT: 30000).")
     flags.DEFINE_string("output_prefix", None, "Writes PREFIX.model and PREFIX.vocab.")
     flags.DEFINE_integer("input_sentence_size", 10_000_000, "Sentences sampled for training (reservoir "
                          "sampling; 0 = all). Bounds memory on big corpora (original: 10M).")
     flags.DEFINE_float("character_coverage", 0.99995, "Fraction of characters covered by the vocabulary "
-                       "(original: 0.99995).")
+                       "(original: 0.99995); the summary names those left out (they become <unk>).")
     flags.DEFINE_list("user_defined_symbols", ORIGINAL_USER_DEFINED_SYMBOLS, "Pieces always kept whole "
                       "(original: ( ) \" - . – £ €).")
     flags.DEFINE_bool("hard_vocab_limit", True, "Fail when the corpus is too small for --vocab_size; with "
@@ -60,6 +67,10 @@ def main(argv):
         if not FLAGS[name].value:
             raise ValueError(f"--{name} is required")
     paths = expand_input_patterns(FLAGS.input)
+    check_output_apart({"output_prefix": [f"{FLAGS.output_prefix}.model", f"{FLAGS.output_prefix}.vocab"]},
+                       {"input": paths})
+    refuse_another_tools_directory(os.path.dirname(FLAGS.output_prefix) or ".",
+                                   "albert_tf.train_sentencepiece", (DATA_SET, VOCABULARY), setting="output_prefix")
     start = time.time()
     print(f"Training a {FLAGS.vocab_size}-piece unigram SentencePiece model on {len(paths)} file(s)...",
           file=sys.stderr)

@@ -35,7 +35,8 @@ are redistributed and turned into instances by the same `UnitProcessor`; each
 instance's sort key picks its output shard, each shard is sorted and written
 under a temporary name, and a final step renames every shard into place and
 writes the metadata. Nothing appears under the output names unless all of it
-was written.
+was written; the temporary files of a run that was stopped are removed by the
+next run with the same --output_file.
 
 Only the transforms every runner has: Create, Map/FlatMap/ParDo with one
 output, Reshuffle and GroupByKey. The file statistics and each unit's instance
@@ -70,6 +71,7 @@ from albert_tf.data import pretraining_data_job as job
 from albert_tf.data.corpus_reader import CorpusStats
 from albert_tf.data.pretraining_data_job import RunStatistics, UnitProcessor
 from albert_tf.data.pretraining_instances import InstanceStats
+from albert_tf.file_utils import DATA_SET, VOCABULARY, refuse_another_tools_directory
 from albert_tf.settings import SettingError
 from albert_tf.text.albert_tokenizer import AlbertTokenizer, check_vocabulary_casing
 
@@ -90,6 +92,26 @@ def expand_patterns(patterns):
 def existing_outputs(output_prefix):
     """Outputs of an earlier run with this prefix, on any Beam filesystem."""
     return sorted(m.path for result in FileSystems.match(job.output_patterns(output_prefix)) for m in result.metadata_list)
+
+
+# What the shards and the metadata are written as before finalize renames them.
+TEMPORARY_SUFFIX = ".beam-temp"
+
+
+def temporary_files(output_prefix):
+    """The temporary files a run with this prefix writes (write_group's shards, finalize's empty shards and
+    metadata), on any Beam filesystem: a driver killed before finalize renamed them leaves them behind."""
+    patterns = [f"{output_prefix}-?????-of-?????.tfrecord*{TEMPORARY_SUFFIX}-*",
+                f"{output_prefix}{data_set_files.METADATA_SUFFIX}{TEMPORARY_SUFFIX}"]
+    return sorted(m.path for result in FileSystems.match(patterns) for m in result.metadata_list)
+
+
+def remove_temporary_files(output_prefixes):
+    """Deletes what `temporary_files` finds for each of `output_prefixes`; returns the paths."""
+    stale = [path for prefix in output_prefixes for path in temporary_files(prefix)]
+    if stale:
+        FileSystems.delete(stale)
+    return stale
 
 
 def _open_uncompressed(path):
@@ -158,7 +180,7 @@ def write_group(keyed_group, final_paths, compression, attempt):
             merged.merge(statistics)
         return key, merged
     output_set, shard = key
-    temporary = f"{final_paths[output_set][shard]}.beam-temp-{attempt}"
+    temporary = f"{final_paths[output_set][shard]}{TEMPORARY_SUFFIX}-{attempt}"
     records = [record for packed in values for record in job.unpack_records(packed)]
     return key, (temporary, job.write_shard(records, temporary, compression, create=_create))
 
@@ -187,7 +209,7 @@ def finalize(gathered, final_paths, sets, config, model_proto, vocab_size, input
             if (output_set, shard) in written:
                 temporary, count = written[output_set, shard]
             else:
-                temporary, count = f"{final_path}.beam-temp-empty", 0
+                temporary, count = f"{final_path}{TEMPORARY_SUFFIX}-empty", 0
                 job.write_shard([], temporary, config.compression, create=_create)
             counts.append(count)
             ordered.append(temporary)
@@ -211,9 +233,10 @@ def finalize(gathered, final_paths, sets, config, model_proto, vocab_size, input
 
 def _write_metadata(output_prefix, metadata):
     """Writes PREFIX.metadata.json through a temporary name and a rename."""
-    with _create(output_prefix + data_set_files.METADATA_SUFFIX + ".beam-temp") as f:
+    path = output_prefix + data_set_files.METADATA_SUFFIX
+    with _create(path + TEMPORARY_SUFFIX) as f:
         f.write((json.dumps(metadata, indent=2, sort_keys=True) + "\n").encode())
-    FileSystems.rename([output_prefix + data_set_files.METADATA_SUFFIX + ".beam-temp"], [output_prefix + data_set_files.METADATA_SUFFIX])
+    FileSystems.rename([path + TEMPORARY_SUFFIX], [path])
 
 
 def _under_one_key(element):
@@ -248,6 +271,17 @@ def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, ov
     )
 
 
+def checked_input_paths(input_patterns, output_prefix, config):
+    """The files `input_patterns` match, less those this run writes; SettingError, before any is read, when
+    the output's directory holds what another albert_tf tool wrote (a gs:// one: its run record says so)."""
+    refuse_another_tools_directory(os.path.dirname(output_prefix) or ".", "pipelines.create_pretraining_data",
+                                   (DATA_SET, VOCABULARY), setting="output_file")
+    input_paths, skipped = job.without_own_outputs(expand_patterns(input_patterns), config, output_prefix)
+    if skipped:
+        print(f"Skipped {len(skipped)} file(s) that --input_file matches but this run writes, e.g. {skipped[0]}.")
+    return input_paths
+
+
 def run(argv, beam_args):
     del argv
     for name in ("input_file", "output_file", "spm_model_file"):
@@ -259,12 +293,13 @@ def run(argv, beam_args):
         raise ValueError("name the Beam runner: --runner=FnApiRunner (local, offline), DirectRunner, "
                          "DataflowRunner, FlinkRunner, SparkRunner or apache_beam.runners.dask.dask_runner.DaskRunner")
     config = config_from_flags(FLAGS)
-    input_paths, skipped = job.without_own_outputs(expand_patterns(FLAGS.input_file), config, FLAGS.output_file)
-    if skipped:
-        print(f"Skipped {len(skipped)} file(s) that --input_file matches but this run writes, e.g. {skipped[0]}.")
+    input_paths = checked_input_paths(FLAGS.input_file, FLAGS.output_file, config)
     existing = [path for prefix, _ in job.output_sets(config, FLAGS.output_file) for path in existing_outputs(prefix)]
     if existing and not FLAGS.overwrite:  # checked again when renaming; this saves a wasted run
         raise FileExistsError(f"{existing[0]} exists: choose another --output_file or pass --overwrite")
+    stale = remove_temporary_files([prefix for prefix, _ in job.output_sets(config, FLAGS.output_file)])
+    if stale:
+        print(f"Removed {len(stale)} temporary file(s) left by a run that was stopped, e.g. {stale[0]}.")
     with FileSystems.open(FLAGS.spm_model_file) as f:
         model_proto = f.read()
     check_vocabulary_casing(AlbertTokenizer(model_proto=model_proto), config.lower_case, FLAGS.spm_model_file,
@@ -281,6 +316,10 @@ def run(argv, beam_args):
     print(f"Wrote {FLAGS.output_file}-*-of-{config.num_output_shards:05d}* and "
           f"{FLAGS.output_file}.metadata.json with the {runner}"
           + (f"; held-out set {job.heldout_prefix(FLAGS.output_file)}-*." if config.heldout_every else "."))
+    with FileSystems.open(metadata_path) as f:
+        corpus = json.load(f)["corpus"]
+    for problem in CorpusStats.from_json(corpus).problems():
+        print(f"  {problem}")
     return 0
 
 

@@ -12,7 +12,9 @@ from albert_tf.data.local_runner import create_pretraining_data
 from albert_tf.data.masking import MaskingConfig
 from albert_tf.data.pretraining_data_job import CreationConfig
 from albert_tf.data.pretraining_instances import InstanceConfig
-from pipelines.create_pretraining_data import build_pipeline
+from albert_tf.file_utils import staged_directory
+from albert_tf.settings import SettingError
+from pipelines.create_pretraining_data import build_pipeline, checked_input_paths, remove_temporary_files
 from text_fixtures import corpus_files_and_vocabulary
 
 CONFIG = CreationConfig(
@@ -77,9 +79,49 @@ def test_beam_writes_the_held_out_set_and_the_documents_format_as_the_local_tool
     assert local == from_beam
 
 
+def test_a_rerun_removes_the_temporary_files_a_stopped_run_left(tmp_path):
+    """A killed driver leaves its shards under temporary names; they once stayed beside the rerun's output."""
+    prefix = str(tmp_path / "train")
+    left = [f"{prefix}-00000-of-00002.tfrecord.gz.beam-temp-4f9a",
+            f"{prefix}-00001-of-00002.tfrecord.gz.beam-temp-empty", f"{prefix}.metadata.json.beam-temp",
+            f"{prefix}-heldout-00000-of-00001.tfrecord.beam-temp-4f9a"]
+    kept = [f"{prefix}-00000-of-00002.tfrecord.gz", f"{prefix}.metadata.json", f"{prefix}-notes.txt",
+            str(tmp_path / "other-00000-of-00001.tfrecord.beam-temp-4f9a")]
+    for path in left + kept:
+        open(path, "wb").close()
+    assert remove_temporary_files([prefix, f"{prefix}-heldout"]) == sorted(left[:3]) + left[3:]
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(path) for path in kept)
+
+
+def test_the_output_goes_into_no_directory_another_tool_wrote(tmp_path, inputs):
+    """`--output_file=<a SavedModel export>/train` used to add shards beside the export; the local tool refused."""
+    paths, _ = inputs
+    export_dir = tmp_path / "export"
+    with staged_directory(str(export_dir)) as staging:
+        for entry in ("encoder", "preprocessing", "serving"):
+            os.mkdir(os.path.join(staging, entry))
+    before = sorted(os.listdir(export_dir))
+    with pytest.raises(SettingError, match=f"^{export_dir} holds a SavedModel export .*; "
+                                           "pipelines.create_pretraining_data writes into a directory of its own"):
+        checked_input_paths(paths, f"{export_dir}/train", CONFIG)
+    assert sorted(os.listdir(export_dir)) == before
+    data_dir = tmp_path / "data"  # a data set's directory is this tool's own: an earlier run's shards are skipped
+    data_dir.mkdir()
+    own_output = data_dir / "train-00000-of-00004.tfrecord.gz"
+    for path in (own_output, data_dir / "train.metadata.json"):
+        path.write_bytes(b"")
+    assert checked_input_paths(paths + [str(own_output)], f"{data_dir}/train", CONFIG) == sorted(paths)
+
+
 def test_cli_requires_a_named_runner_and_passes_beam_options(tmp_path, inputs):
     paths, spm_model = inputs
     corpus = [path for path in paths if "part0" in path][0]
+    # A stopped run's temporary shard, which the run that succeeds removes; and text in kana, whose accent
+    # stripping the summary mentions (part0's Latin accents are not).
+    stopped_run = tmp_path / "d-00000-of-00001.tfrecord.beam-temp-0f1e2d"
+    stopped_run.write_bytes(b"partial")
+    (tmp_path / "kana.txt").write_text("ゲームです。\nがっこうへ行きます。\n")
+    corpus = f"{corpus},{tmp_path / 'kana.txt'}"
     base = [sys.executable, "-m", "pipelines.create_pretraining_data", f"--input_file={corpus}",
             f"--output_file={tmp_path / 'd'}", f"--spm_model_file={spm_model}", "--max_seq_length=64",
             "--max_predictions_per_seq=10", "--dupe_factor=1"]
@@ -91,6 +133,10 @@ def test_cli_requires_a_named_runner_and_passes_beam_options(tmp_path, inputs):
     result = subprocess.run(base + ["--runner=FnApiRunner", "--direct_num_workers=1"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert os.path.exists(tmp_path / "d-00000-of-00001.tfrecord") and os.path.exists(tmp_path / "d.metadata.json")
+    assert not stopped_run.exists()
+    assert f"Removed 1 temporary file(s) left by a run that was stopped, e.g. {stopped_run}." in result.stdout
+    assert "\n  accent stripping (the original's rule) rewrote 3 character(s) in 2 sentence(s) of scripts whose " \
+           "marks carry meaning (Hiragana 2, Katakana 1; " in result.stdout
     result = subprocess.run(base + ["--runner=FnApiRunner"], capture_output=True, text=True)
     assert result.returncode == 1 and "exists: choose another --output_file or pass --overwrite" in result.stderr
 

@@ -294,8 +294,8 @@ def test_classifier_converts_through_tf1_and_lists_its_head_problems_with_the_en
     with pytest.raises(ValueError, match="label_names has 1 names for num_labels=2"):
         convert("albert_tf", "huggingface", str(tmp_path / "one_name"), str(tmp_path / "hf"))
     write_model_dir(AlbertSpanLabeler(SMALL), tmp_path / "span")
-    with pytest.raises(ValueError, match="a 'span_labeler' model; only encoder, pretrainer, classifier, "
-                                         "squad_v2_span_labeler models convert"):
+    with pytest.raises(ValueError, match="a 'span_labeler' model; albert-convert does not write it as transformers' "
+                                         "AlbertForQuestionAnswering"):
         convert("albert_tf", "huggingface", str(tmp_path / "span"), str(tmp_path / "hf"))
     assert not (tmp_path / "bad").exists() and not (tmp_path / "hf").exists()
 
@@ -316,3 +316,209 @@ def test_a_full_disk_while_writing_hugging_face_weights_is_one_line_and_writes_n
                                       r"I/O error: No space left on device"):
         convert("albert_tf", "huggingface", model, str(tmp_path / "hf"))
     assert sorted(os.listdir(tmp_path)) == ["model"]
+
+
+def _random_head(names_and_shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return {name: rng.normal(0.0, 0.5, shape).astype(np.float32) for name, shape in names_and_shapes.items()}
+
+
+def _encoder_inputs(rng, shape):
+    ids = rng.integers(5, SMALL.vocab_size, shape).astype(np.int32)
+    return {"input_word_ids": ids, "input_mask": np.ones(shape, np.int32),
+            "input_type_ids": (np.arange(shape[-1]) >= shape[-1] // 2).astype(np.int32) * np.ones(shape, np.int32)}
+
+
+def test_the_originals_squad_v1_head_converts_and_gives_its_logits(tmp_path, tf1_tensors):
+    """run_squad_v1's head (squad_utils.create_v1_model): logits = sequence_output @ cls/squad/output_weights^T +
+    output_bias, start and end unstacked from the last axis."""
+    from albert_tf.models.model_io import load_model
+
+    encoder = {name: value for name, value in tf1_tensors.items() if not name.startswith("cls/")}
+    head = _random_head({"cls/squad/output_weights": (2, 16), "cls/squad/output_bias": (2,)})
+    summary = convert("tf1", "albert_tf", write_tf1(tmp_path, {**encoder, **head}), str(tmp_path / "ours"))
+    labeler, metadata = load_model(str(tmp_path / "ours"))
+    assert summary["kind"] == metadata["model"] == "span_labeler"
+
+    inputs = _encoder_inputs(np.random.default_rng(1), (3, 12))
+    sequence_output = np.asarray(labeler.encoder(inputs)["sequence_output"])
+    logits = sequence_output @ head["cls/squad/output_weights"].T + head["cls/squad/output_bias"]
+    outputs = labeler(inputs)
+    np.testing.assert_allclose(np.asarray(outputs["start_logits"]), logits[..., 0], atol=1e-5)
+    np.testing.assert_allclose(np.asarray(outputs["end_logits"]), logits[..., 1], atol=1e-5)
+
+    convert("albert_tf", "tf1", str(tmp_path / "ours"), str(tmp_path / "back"))
+    reader = tf.train.load_checkpoint(str(tmp_path / "back" / "model.ckpt"))
+    assert set(reader.get_variable_to_shape_map()) == set(encoder) | set(head)
+    for name, value in head.items():
+        np.testing.assert_array_equal(reader.get_tensor(name), value, err_msg=name)
+    with pytest.raises(ValueError, match="a 'span_labeler' model; albert-convert does not write it as transformers' "
+                                         "AlbertForQuestionAnswering: convert it to tf1 or albert_tf"):
+        convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
+
+    # A head of the wrong width is listed as the classifier's is.
+    head["cls/squad/output_weights"] = np.zeros((3, 16), np.float32)
+    with pytest.raises(CheckpointMismatchError, match=r"shape mismatches \(1\): cls/squad/output_weights \(source "
+                                                      r"\(3, 16\), model \(2, 16\)\)"):
+        convert("tf1", "albert_tf", write_tf1(tmp_path, {**encoder, **head}), str(tmp_path / "bad"))
+    assert not (tmp_path / "hf").exists() and not (tmp_path / "bad").exists()
+
+
+def test_the_originals_race_head_converts_as_a_multiple_choice_model_and_gives_its_logits(tmp_path, tf1_tensors):
+    """run_race's head (race_utils.create_model): each choice's pooled output @ output_weights^T [1, H] +
+    output_bias [1], reshaped to [batch, choices]. The names are a one-output classifier's: model_kind says which."""
+    from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
+    from albert_tf.models.model_io import load_model
+
+    encoder = {name: value for name, value in tf1_tensors.items() if not name.startswith("cls/")}
+    head = _random_head({"output_weights": (1, 16), "output_bias": (1,)})
+    source = write_tf1(tmp_path, {**encoder, **head})
+    summary = convert("tf1", "albert_tf", source, str(tmp_path / "ours"), model_kind="multiple_choice")
+    model, metadata = load_model(str(tmp_path / "ours"))
+    assert summary["kind"] == metadata["model"] == "multiple_choice" and isinstance(model, AlbertMultipleChoice)
+    assert metadata["num_choices"] == 4  # the original RACE's
+
+    inputs = _encoder_inputs(np.random.default_rng(2), (2, 4, 10))
+    flat = {name: value.reshape(8, 10) for name, value in inputs.items()}
+    pooled = np.asarray(model.encoder(flat)["pooled_output"])
+    logits = (pooled @ head["output_weights"].T + head["output_bias"]).reshape(2, 4)
+    np.testing.assert_allclose(np.asarray(model(inputs)["logits"]), logits, atol=1e-5)
+
+    convert("albert_tf", "tf1", str(tmp_path / "ours"), str(tmp_path / "back"))  # the kind is the record's
+    reader = tf.train.load_checkpoint(str(tmp_path / "back" / "model.ckpt"))
+    assert set(reader.get_variable_to_shape_map()) == set(encoder) | set(head)
+    for name, value in head.items():
+        np.testing.assert_array_equal(reader.get_tensor(name), value, err_msg=name)
+    with pytest.raises(ValueError, match="AlbertForMultipleChoice: convert it to tf1 or albert_tf"):
+        convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
+    encoder_dir = write_model_dir(model.encoder, tmp_path / "encoder")
+    with pytest.raises(ValueError, match="model_kind=multiple_choice, but the albert_tf.json of .*encoder records an? "
+                                         "'encoder' model: leave the setting out"):
+        convert("albert_tf", "tf1", encoder_dir, str(tmp_path / "x"), model_kind="multiple_choice")
+    # Without model_kind the same names are run_classifier's one-output head; a head of two outputs does not fit.
+    assert convert("tf1", "albert_tf", source, str(tmp_path / "classifier"))["kind"] == "classifier"
+    head["output_weights"], head["output_bias"] = np.zeros((2, 16), np.float32), np.zeros(2, np.float32)
+    with pytest.raises(CheckpointMismatchError, match=r"output_bias \(source \(2,\), model \(1,\)\), output_weights "
+                                                      r"\(source \(2, 16\), model \(1, 16\)\)"):
+        convert("tf1", "albert_tf", write_tf1(tmp_path, {**encoder, **head}), str(tmp_path / "bad"),
+                model_kind="multiple_choice")
+    assert not (tmp_path / "hf").exists() and not (tmp_path / "bad").exists()
+
+
+def huggingface_shards(tmp_path, tf1_tensors, directory):
+    """`directory`: a Hugging Face directory whose weights are one shard that model.safetensors.index.json lists;
+    returns the index's path and its weight_map."""
+    convert("tf1", "huggingface", write_tf1(tmp_path, tf1_tensors), str(directory))
+    (directory / "model.safetensors").rename(directory / "model-00001-of-00001.safetensors")
+    from safetensors.numpy import load_file
+
+    names = load_file(directory / "model-00001-of-00001.safetensors")
+    weight_map = dict.fromkeys(names, "model-00001-of-00001.safetensors")
+    index = directory / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    return index, weight_map
+
+
+@pytest.mark.parametrize("entry", ["../outside.safetensors", "{outside}", "sub/../../outside.safetensors",
+                                   "link.safetensors"])
+def test_a_shard_index_naming_a_file_outside_its_directory_is_refused(tmp_path, tf1_tensors, entry):
+    index, weight_map = huggingface_shards(tmp_path, tf1_tensors, tmp_path / "hf")
+    outside = tmp_path / "outside.safetensors"  # weights that would convert: only the path is wrong
+    outside.write_bytes((tmp_path / "hf" / "model-00001-of-00001.safetensors").read_bytes())
+    (tmp_path / "hf" / "link.safetensors").symlink_to(outside)
+    entry = entry.format(outside=outside)
+    last = sorted(weight_map)[-1]
+    index.write_text(json.dumps({"weight_map": {**weight_map, last: entry}}))
+    with pytest.raises(ValueError, match=f"^{re.escape(str(index))}: its weight_map names {re.escape(repr(entry))}, "
+                                         "which is not a file of"):
+        convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_shard_index_of_its_own_files_converts_from_a_cache_snapshot_too(tmp_path, tf1_tensors):
+    """A Hugging Face cache snapshot links every file into its repository's blobs/: those links lead out of
+    the snapshot's directory, to where the cache keeps the files."""
+    repository = tmp_path / "models--someone--albert"
+    snapshot = repository / "snapshots" / "0123abc"
+    snapshot.mkdir(parents=True)
+    huggingface_shards(tmp_path, tf1_tensors, tmp_path / "hf")
+    convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "plain"))
+    (repository / "blobs").mkdir()
+    for number, path in enumerate(sorted((tmp_path / "hf").iterdir())):
+        path.rename(repository / "blobs" / f"blob{number}")
+        (snapshot / path.name).symlink_to(f"../../blobs/blob{number}")
+    convert("huggingface", "albert_tf", str(snapshot), str(tmp_path / "cached"))
+    for cached, plain in zip(load_pretrainer(str(tmp_path / "cached")).weights,
+                             load_pretrainer(str(tmp_path / "plain")).weights, strict=True):
+        np.testing.assert_array_equal(cached.numpy(), plain.numpy(), err_msg=cached.path)
+
+
+def test_a_pickle_torch_refuses_is_one_line_saying_to_use_safetensors(tmp_path, capsys):
+    """A pytorch_model.bin that runs code when unpickled (here it would only print): torch.load(weights_only=True)
+    refuses it, and convert says so in one line naming the file."""
+    import torch
+
+    from albert_tf.checkpoints.huggingface_format import albert_config_to_huggingface
+
+    class RunsCode:
+        def __reduce__(self):
+            return print, ("unpickled: this pickle ran code",)
+
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    (hf / "config.json").write_text(json.dumps(albert_config_to_huggingface(SMALL, with_heads=False)))
+    torch.save({"embeddings.word_embeddings.weight": torch.zeros(50, 8), "payload": RunsCode()},
+               hf / "pytorch_model.bin")
+    with pytest.raises(ValueError) as refused:
+        convert("huggingface", "albert_tf", str(hf), str(tmp_path / "out"))
+    message = str(refused.value)
+    assert message.startswith(f"{hf / 'pytorch_model.bin'}: a pickle that holds more than tensors (Unsupported "
+                              "global: GLOBAL print was not an allowed global by default)")
+    assert "model.safetensors" in message and "\n" not in message
+    assert "ran code" not in capsys.readouterr().out and not (tmp_path / "out").exists()
+
+
+def test_a_tokenizer_config_that_contradicts_the_vocabulary_is_refused(tmp_path, spm_model):
+    """do_lower_case false beside a lowercase spiece.model would record cased text, whose every capital the
+    vocabulary cannot encode: refused, naming both files, as the data tools refuse it."""
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+
+    encoder = AlbertEncoder(dataclasses.replace(SMALL, vocab_size=AlbertTokenizer(spm_model).vocab_size))
+    write_model_dir(encoder, tmp_path / "ours", files={"spm.model": spm_model})
+    convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))
+    tokenizer_config = tmp_path / "hf" / "tokenizer_config.json"
+    tokenizer_config.write_text(json.dumps({**json.loads(tokenizer_config.read_text()), "do_lower_case": False}))
+    vocabulary = tmp_path / "hf" / "spiece.model"
+    with pytest.raises(ValueError, match=re.escape(
+            f"{tokenizer_config} (do_lower_case=False) keeps the text's capitals, but {vocabulary} is a lowercase "
+            "vocabulary (none of its pieces has a capital letter)") + ".*correct the record, or pass "
+            "do_lower_case=True with force"):
+        convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "cased"))
+    assert not (tmp_path / "cased").exists()
+    convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "forced"), do_lower_case=True, force=True)
+    assert read_metadata(str(tmp_path / "forced"))["lower_case"] is True
+
+
+def test_a_cased_vocabulary_is_not_converted_as_lowercased_text(tmp_path_factory, tmp_path, tf1_tensors):
+    """A TF1 checkpoint records no casing: the default (lowercased, as Google's models are) must suit the
+    vocabulary given with it."""
+    cased = str(train_small_spm(tmp_path_factory, "cased", lower_case=False))
+    source = write_tf1(tmp_path, tf1_tensors)
+    with pytest.raises(ValueError, match=re.escape(f"the default do_lower_case=True lowercases the text, but {cased} "
+                                                   "is a cased vocabulary") + ".*; pass do_lower_case=False$"):
+        convert("tf1", "albert_tf", source, str(tmp_path / "lowercased"), spm_model_file=cased)
+    convert("tf1", "albert_tf", source, str(tmp_path / "cased"), spm_model_file=cased, do_lower_case=False)
+    assert read_metadata(str(tmp_path / "cased"))["lower_case"] is False
+
+
+def test_a_python_conversion_onto_its_own_input_is_refused_and_leaves_it(tmp_path):
+    """Only the command line used to check: convert(X, X, overwrite=True) from Python replaced X by its output."""
+    source = tmp_path / "model"
+    source.mkdir()
+    (source / "albert_tf.json").write_text("{}")
+    for output, relation in ((source, "is"), (source / "hf", "lies inside"), (tmp_path, "contains")):
+        with pytest.raises(ValueError, match=f"^output_dir={output} {relation} input_path={source}, which this run "
+                                             "reads"):
+            convert("albert_tf", "huggingface", str(source), str(output), overwrite=True)
+    assert sorted(os.listdir(tmp_path)) == ["model"] and os.listdir(source) == ["albert_tf.json"]
+    assert (source / "albert_tf.json").read_text() == "{}"

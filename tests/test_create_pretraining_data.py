@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ import tensorflow as tf
 
 from albert_tf.data.local_runner import create_pretraining_data
 from albert_tf.data import pretraining_data_job as job
-from albert_tf.data.corpus_reader import expand_input_patterns
+from albert_tf.data.corpus_reader import CorpusStats, expand_input_patterns
 from albert_tf.data.masking import MaskingConfig
 from albert_tf.data.pretraining_data_job import CreationConfig
 from albert_tf.data.pretraining_dataset import expand_data_files, feature_spec, to_model_inputs
@@ -143,6 +144,62 @@ def test_bad_inputs_are_skipped_and_counted(tmp_path, spm_model):
     assert metadata["statistics"]["instances"] > 0
 
 
+def test_a_truncated_gzip_corpus_is_one_line_naming_the_file_and_the_line_reached(tmp_path, corpus, spm_model):
+    import gzip
+
+    packed = gzip.compress((corpus / "a.txt").read_bytes())
+    (tmp_path / "a.txt.gz").write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(ValueError, match=r"^.*a\.txt\.gz: the gzip data breaks off after line [1-9]\d* \([\d,]+ "
+                                         r"bytes of text\): Compressed file ended .*; the file is truncated or "
+                                         r"corrupt: restore it or leave it out of the input$"):
+        create_pretraining_data([str(tmp_path / "a.txt.gz")], str(tmp_path / "d"), spm_model, SMALL, progress=False)
+    (tmp_path / "b.txt.gz").write_bytes(b"plain text named .gz")
+    stats = CorpusStats()
+    assert list(job.iter_file(str(tmp_path / "b.txt.gz"), 0, SMALL, stats)) == []
+    assert stats.skipped_files == {str(tmp_path / "b.txt.gz"): "not gzip data (the name ends in .gz)"}
+
+
+def test_progress_on_gzip_input_compares_like_with_like(tmp_path, corpus, spm_model, monkeypatch):
+    """The progress line once read "0.4/0.1 MB": text read against the compressed files' size. Both are now the
+    files' bytes as stored."""
+    import functools
+    import gzip
+
+    from albert_tf.progress import Progress
+
+    (tmp_path / "a.txt.gz").write_bytes(gzip.compress((corpus / "a.txt").read_bytes()))
+    paths = [str(tmp_path / "a.txt.gz"), str(corpus / "b.txt")]
+    shown = []
+    monkeypatch.setattr(Progress, "update", lambda meter, done, force=False: shown.append((done, meter.total)))
+    monkeypatch.setattr(job, "group_into_units", functools.partial(job.group_into_units, unit_bytes=4000))
+    create_pretraining_data(paths, str(tmp_path / "d"), spm_model, SMALL, num_workers=1)
+    total = sum(os.path.getsize(path) for path in paths)
+    done = [done for done, _ in shown]
+    assert {shown_total for _, shown_total in shown} == {total} and len(done) > 5
+    assert done == sorted(done) and done[-2] == total  # the last unit's update, then finish()
+
+
+def test_the_data_tools_say_when_accent_stripping_rewrites_kana_or_hangul(tmp_path):
+    """が becomes か, Hangul syllables become jamo: one line with the fix; Latin accents are what stripping is
+    for, and keep_accents keeps every mark (the tool's summary: test_cli_writes_data_and_a_summary)."""
+    import dataclasses
+
+    (tmp_path / "ja_ko.txt").write_text("ゲームです。\n한국어.\n")
+    (tmp_path / "latin.txt").write_text("Café déjà vu, naïve coöperation.\n")
+
+    def problems(name, keep_accents=False):
+        stats = CorpusStats()
+        config = dataclasses.replace(SMALL, keep_accents=keep_accents)
+        list(job.iter_file(str(tmp_path / name), 0, config, stats))
+        return CorpusStats.from_json(stats.to_json()).problems()  # as the metadata records it
+
+    [line] = problems("ja_ko.txt")
+    assert line.startswith("accent stripping (the original's rule) rewrote 5 character(s) in 2 sentence(s) of "
+                           "scripts whose marks carry meaning (Hangul 3, Hiragana 1, Katakana 1; ")
+    assert line.endswith("pass --keep_accents to train_sentencepiece and create_pretraining_data alike to keep them")
+    assert problems("ja_ko.txt", keep_accents=True) == [] and problems("latin.txt") == []
+
+
 def test_nothing_usable_is_an_error_and_leaves_nothing(tmp_path, spm_model):
     (tmp_path / "empty.txt").write_text("")
     with pytest.raises(ValueError, match="no instances could be made.*skipped file .*empty.txt: empty"):
@@ -172,6 +229,25 @@ def test_existing_outputs_are_kept_unless_overwrite(tmp_path, corpus, spm_model)
     one_shard = CreationConfig(**{**SMALL.__dict__, "num_output_shards": 1})
     create_pretraining_data(paths, prefix, spm_model, one_shard, progress=False, overwrite=True)
     assert list(shard_bytes(prefix)) == ["d-00000-of-00001.tfrecord"]  # the old 3 shards are gone
+
+
+def test_readers_refuse_a_stopped_writers_temporary_files_beside_a_data_set(tmp_path, corpus, spm_model):
+    """A killed Beam driver's *.beam-temp-* shards stayed beside the rerun's output and were read as more
+    training data (every instance twice): a file whose name continues a shard's is named and refused."""
+    from albert_tf.data.data_set_files import IncompleteDataSetError
+
+    prefix = str(tmp_path / "d")
+    create_pretraining_data([str(corpus / "a.txt")], prefix, spm_model, SMALL, progress=False)
+    shards = expand_data_files(prefix)
+    for stray, pattern in ((f"{shards[0]}.beam-temp-0f1e2d", prefix), (f"{shards[1]}.orig", prefix),
+                           (f"{prefix}.metadata.json.beam-temp", f"{prefix}*")):
+        with open(stray, "wb") as f:
+            f.write(open(shards[0], "rb").read())
+        refusal = f"^{re.escape(stray)}: not a shard of the data set {re.escape(prefix)} .*; remove it"
+        with pytest.raises(IncompleteDataSetError, match=refusal):
+            expand_data_files(pattern)
+        os.remove(stray)
+    assert expand_data_files(prefix) == shards
 
 
 def test_a_failure_while_writing_leaves_no_partial_output(tmp_path, corpus, spm_model, monkeypatch):
@@ -223,6 +299,9 @@ def test_cli_writes_data_and_a_summary(tmp_path, corpus, spm_model):
     assert result.returncode == 0, result.stderr
     assert "instances" in result.stdout and "into 2 shard(s)" in result.stdout
     assert "[100.0%]" in result.stderr  # progress
+    # a.txt holds 東京と大阪は日本の都市です。, whose で accent stripping turns into て: said in one line.
+    assert "\n  accent stripping (the original's rule) rewrote 1 character(s) in 1 sentence(s) of scripts whose " \
+           "marks carry meaning (Hiragana 1; " in result.stdout
     assert len(expand_data_files(str(tmp_path / "d"))) == 2
     result = subprocess.run([sys.executable, "-m", "albert_tf.create_pretraining_data",
                              f"--input_file={tmp_path / 'none.txt'}", f"--output_file={tmp_path / 'x'}",

@@ -307,15 +307,30 @@ OFFSET_TEXTS = [
     "he said ``hello'' to me", "x``y''z ''' ``` `` ''", "``Café'' ``naïve''",
     "a ☃☃ b", "x☃y", "a \u200b b", "\x17ﬀ ends", "w\x16\x04\x1d\x0f", "Ǉﬄ\r\x15", "ľ̑ and l\u030c\u0311",
     "x ¨ y", "\u202bﷺ\u200f٠١", "２，３, 1,000,", "ǅ͌ z", "가나 다", "ΟΔΟΣ ΣΟΦΙΑ",
+    "\x00", "The\x00River rose", "ab\x00", "\x00ab", "a \x00 b", "\x00\x01\x02\x7f\x1b", "A\x00B\x01C\x7fD\x1bE",
 ]
+
+
+def control_character_texts(count, seed):
+    """Seeded texts of every C0 control (NUL included), DEL and every C1 control, alone, in runs and
+    among words, spaces and quotes."""
+    rng = random.Random(seed)
+    controls = [chr(code) for code in [*range(0x20), 0x7F, *range(0x80, 0xA0)]]
+    words = ["the", "River", "café", "``", "''", "½", " ", "  ", "1,000,"]
+
+    def part():
+        return rng.choice(controls) * rng.randint(1, 3) if rng.random() < 0.5 else rng.choice(words)
+
+    return ["".join(part() for _ in range(rng.randint(1, 8))) for _ in range(count)]
 
 
 @pytest.mark.parametrize("lower_case, keep_accents, rewrite_quotes",
                          [(True, False, False), (True, False, True), (False, True, False), (True, True, True)])
 def test_token_offsets_match_the_python_alignment(exported, lower_case, keep_accents, rewrite_quotes):
     """On unknown characters and their runs, removed and space-making characters, NFKC's expansions and
-    compositions (`½`, `ﬄ`, `l` + caron), final sigmas, digit-comma splits of full-width forms, and a
-    Unicode fuzz set."""
+    compositions (`½`, `ﬄ`, `l` + caron), final sigmas, digit-comma splits of full-width forms, control
+    characters (a NUL once cut the lowercased text short: every later offset moved), and a Unicode fuzz
+    set."""
     from albert_tf.export_lib.token_offsets import tokenize_with_offsets
     from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
     from test_tokenization import unicode_fuzz
@@ -323,7 +338,8 @@ def test_token_offsets_match_the_python_alignment(exported, lower_case, keep_acc
     model_proto = exported["tokenizer"].model_proto
     switches = {"lower_case": lower_case, "keep_accents": keep_accents, "rewrite_quotes": rewrite_quotes}
     check_offsets(AlbertTokenizer(model_proto=model_proto, **switches), TFAlbertTokenizer(model_proto, **switches),
-                  sample_texts() + OFFSET_TEXTS + unicode_fuzz(300, seed=11), tokenize_with_offsets)
+                  sample_texts() + OFFSET_TEXTS + control_character_texts(60, seed=3) + unicode_fuzz(300, seed=11),
+                  tokenize_with_offsets)
 
 
 def test_token_offsets_keep_the_trained_ids_on_ties(shared_data):
@@ -593,6 +609,69 @@ def test_serving_requests_are_well_formed(exported):
         rest_predict_body(["a", "b"], ["c"])
 
 
+def tf_serving_inputs(signature, body=None, grpc_inputs=None):
+    """{input name: numpy array}: what TF Serving feeds `signature` (a SignatureDef) for a REST predict
+    `body` (util/json_tensor.cc: each instance, or the `inputs` object, must name every input of the
+    signature) or for gRPC PredictRequest inputs (saved_model/util.cc's GetInputValues: an input left
+    out takes the signature's default). Raises ValueError with TF Serving's message where it refuses."""
+    import tensorflow as tf
+
+    names = set(signature.inputs)
+    if body is not None and "instances" in body:
+        rows = body["instances"]
+        if not isinstance(rows[0], dict):  # a plain list, for a signature of one input
+            rows = [{next(iter(names)): row} for row in rows]
+        for index, row in enumerate(rows):
+            if set(row) != names:
+                raise ValueError(f"Failed to process element: {index} of 'instances' list. JSON object: {row} keys "
+                                 f"must be equal to: {','.join(sorted(names))}")
+        return {name: np.array([row[name] for row in rows], object) for name in names}
+    if body is not None:
+        missing = sorted(names - set(body["inputs"]))
+        if missing:
+            raise ValueError(f"Missing named input: {missing[0]} in 'inputs' object.")
+        return {name: np.array(body["inputs"][name], object) for name in names}
+    return {name: tf.make_ndarray(grpc_inputs[name] if name in grpc_inputs else signature.defaults[name])
+            for name in names}
+
+
+def test_the_documented_rest_bodies_and_a_grpc_request_without_text_b(exported):
+    """Every REST body docs/pipeline.md shows, decoded as TF Serving decodes it and fed to its signature,
+    answers as the direct call; the same pairs without text_b are refused over REST; over gRPC a request
+    to serving_default without text_b is answered as single texts (the signature's default)."""
+    import re
+
+    import tensorflow as tf
+
+    signatures = signature_defs(exported["serving"])
+    serving = tf.saved_model.load(exported["serving"])
+    docs = (REPO_ROOT / "docs" / "pipeline.md").read_text(encoding="utf-8")
+    bodies = [json.loads(body) for body in re.findall(r"curl -d '(.*?)'", docs)]
+    assert {body["signature_name"] for body in bodies} == {"serve_text", "serving_default"}
+    assert {"instances", "inputs"} <= {key for body in bodies for key in body}
+
+    def served(name, inputs):
+        return serving.signatures[name](**{key: tf.constant(value, tf.string) for key, value in inputs.items()})
+
+    for body in bodies:
+        inputs = tf_serving_inputs(signatures[body["signature_name"]], body=body)
+        direct = serving.serve(tf.constant(inputs["text"], tf.string), tf.constant(inputs.get("text_b", []), tf.string))
+        np.testing.assert_allclose(served(body["signature_name"], inputs)["embedding"], direct["embedding"], atol=1e-6)
+
+    pairs = next(body for body in bodies if "instances" in body and body["signature_name"] == "serving_default")
+    texts = [row["text"] for row in pairs["instances"]]
+    with pytest.raises(ValueError, match="keys must be equal to: text,text_b"):
+        tf_serving_inputs(signatures["serving_default"], body={"instances": [{"text": text} for text in texts]})
+    with pytest.raises(ValueError, match="Missing named input: text_b in 'inputs' object"):
+        tf_serving_inputs(signatures["serving_default"], body={"inputs": {"text": texts}})
+
+    inputs = tf_serving_inputs(signatures["serving_default"],
+                               grpc_inputs={"text": tf.make_tensor_proto(texts, dtype=tf.string)})
+    assert inputs["text_b"].shape == (0,)  # the signature's default: no second segments
+    np.testing.assert_allclose(served("serving_default", inputs)["embedding"],
+                               served("serve_text", {"text": texts})["embedding"], atol=1e-6)
+
+
 def test_export_cli_errors_and_atomicity(exported, tmp_path, monkeypatch):
     import tensorflow as tf
 
@@ -640,6 +719,23 @@ def test_fill_mask_and_embed_read_exports_and_checkpoints_alike(exported):
                                Embedder(checkpoint, max_seq_length=SEQ).embed(sentences), atol=1e-5)
     with pytest.raises(ValueError, match=r"no \[MASK\]"):
         MaskFiller(checkpoint).fill("nothing to fill")
+
+
+def test_fill_mask_says_how_many_masks_lie_beyond_the_window(exported):
+    """300 masks in a 32-token window: the tool's last line says how many were answered, and why."""
+    from albert_tf.fill_mask import answer_lines
+    from albert_tf.models.mask_filler import MaskFiller
+
+    filler = MaskFiller(exported["checkpoint"])
+    text = "the river [MASK] " * 300
+    lines = answer_lines(filler, text, 1, SEQ)
+    answered = sum(line.startswith("  [MASK] ") for line in lines)
+    # [CLS], then "the river [MASK]" three pieces at a time, cut before [SEP].
+    assert answered == (SEQ - 2) // 3
+    assert lines[-1] == (f"  {answered} of the 300 [MASK]s answered: the other {300 - answered} lie beyond "
+                         f"max_seq_length={SEQ} tokens, where the text is cut (the model takes up to "
+                         f"{exported['model'].albert_config.max_position_embeddings}).")
+    assert answer_lines(filler, "the river [MASK].", 1, SEQ)[-1].startswith("  [MASK] 1: ")
 
 
 LABELS = ["contradiction", "entailment", "neutral"]
@@ -901,11 +997,12 @@ def test_span_labeler_serves_answers_in_the_contexts_own_text(exported, task_exp
     import tensorflow as tf
 
     tokenizer, labeler = exported["tokenizer"], task_exports["labeler"]
-    questions = ["Where is the garden?", "What rose?", "Anything?", "Where?"]
+    questions = ["Where is the garden?", "What rose?", "Anything?", "Where?", "Where is it?"]
     contexts = ["The Garden of the Café is by the River, in the Village.",
                 "Prices rose 3.0, 12, and  1,000,000 units in the ``old'' market.",
                 "",
-                "word " * 20_000]
+                "word " * 20_000,
+                "The\x00Garden\x01 of\x02 the\x7f Café\x1b is by the \x00River, in the Village."]
     serving = task_exports["span_serving"]
     assert "serve_text" not in serving.signatures  # a question alone has nowhere to find its answer
     out = {name: value.numpy() for name, value in serving.signatures["serving_default"](

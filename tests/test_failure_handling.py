@@ -256,12 +256,12 @@ def big_corpus(tmp_path_factory):
         tmp_path_factory, name="big_corpus_spm")
 
 
-def start_creation(corpus, spm, output, *extra):
+def start_creation(corpus, spm, output, *extra, **popen):
     return subprocess.Popen(
         [sys.executable, "-m", "albert_tf.create_pretraining_data", f"--input_file={corpus}",
          f"--output_file={output}", f"--spm_model_file={spm}", "--max_seq_length=64", "--max_predictions_per_seq=10",
          "--dupe_factor=40", "--num_output_shards=2", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(), cwd=REPO_ROOT)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(), cwd=REPO_ROOT, **popen)
 
 
 def wait_for_workers(process, count, timeout=120):
@@ -462,3 +462,86 @@ def test_sigterm_stops_within_a_step_not_at_the_end_of_the_loop(data, tmp_path):
     args[args.index("--num_train_steps=5000")] = f"--num_train_steps={saved[0] + 2}"
     result = run(args)
     assert result.returncode == 0 and f"at step {saved[0]}" in result.stdout, result.stderr
+
+
+# --- 9. Ctrl-C (SIGINT) as SIGTERM ------------------------------------------------------------------
+
+
+class _StopVariable:
+    """What the handler sets: the trainer's stop_requested (a tf.Variable) in a real run."""
+
+    def __init__(self):
+        self.value = False
+
+    def assign(self, value):
+        self.value = value
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_the_preemption_flag_takes_sigterm_and_ctrl_c_while_the_loop_runs_only(stop):
+    from albert_tf.training.training_loop import PreemptionFlag
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    variable = _StopVariable()
+    with PreemptionFlag(variable) as preemption:
+        assert not preemption.raised and preemption.exit_code == 0
+        os.kill(os.getpid(), stop)
+        assert preemption.raised and variable.value
+        assert preemption.signal_name == stop.name and preemption.exit_code == 128 + stop
+    # Afterwards Ctrl-C interrupts as before (a final evaluation, a notebook's next cell).
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_a_second_ctrl_c_ends_the_process_at_once(monkeypatch, capfd):
+    from albert_tf.training.training_loop import PreemptionFlag
+
+    class Exited(Exception):
+        pass
+
+    def exit_now(status):
+        raise Exited(status)
+
+    monkeypatch.setattr(os, "_exit", exit_now)
+    with PreemptionFlag() as preemption:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert preemption.signal_name == "SIGINT"
+        with pytest.raises(Exited, match="130"):
+            os.kill(os.getpid(), signal.SIGINT)
+    assert "SIGINT again: stopped at once, without saving" in capfd.readouterr().err
+
+
+def test_ctrl_c_stops_data_creation_with_one_line_and_no_staging(big_corpus, tmp_path):
+    """Ctrl-C in a terminal signals the whole process group: the tool and its worker processes."""
+    corpus, spm = big_corpus
+    # Far more work than the wait below takes, even on a loaded machine: the signal must land mid-run, not in
+    # the last moments (where a finishing run could exit 0).
+    process = start_creation(corpus, spm, tmp_path / "d", "--num_workers=2", "--dupe_factor=1000",
+                             start_new_session=True)
+    wait_for_workers(process, 2)
+    deadline = time.monotonic() + 120
+    # Both initialized (their spool files open): a worker still starting Python hears Ctrl-C itself.
+    while len({path.name.split("-")[2] for path in tmp_path.glob(".create_pretraining_data-*/spool-*")}) < 2:
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stdout + stderr
+    assert stderr.strip() == "albert_tf.create_pretraining_data: interrupted (Ctrl-C)", stderr
+    assert os.listdir(tmp_path) == [], "no staging, no partial output"
+
+
+# --- 10. what a killed export or conversion leaves ----------------------------------------------------
+
+
+def test_a_killed_writers_staging_directory_is_removed_by_the_next_run(tmp_path):
+    from albert_tf.file_utils import MANIFEST_FILE, staged_directory
+
+    killed = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / ".export.staging-killed"
+    (stale / "encoder").mkdir(parents=True)
+    (stale / "owner").write_text(json.dumps({"pid": int(killed.stdout), "create_time": 0.0}))
+    with staged_directory(str(tmp_path / "export")) as staging:
+        (pathlib.Path(staging) / "albert_tf.json").write_text("{}")
+    assert sorted(os.listdir(tmp_path)) == ["export"]
+    assert sorted(os.listdir(tmp_path / "export")) == [MANIFEST_FILE, "albert_tf.json"]
+    assert "owner" not in json.loads((tmp_path / "export" / MANIFEST_FILE).read_text())["entries"]

@@ -21,7 +21,9 @@ from albert_tf.models.model_io import load_model, write_model_dir
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.tasks import glue
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
+from albert_tf.training.training_loop import save_checkpoint
 from test_glue import tiny_classifier_and_rows, write_task
+from test_pretraining_trainer import summary_counts
 from text_fixtures import SPECIAL_LINES, train_small_spm, write_corpus
 
 TINY_TRAINING = ["--max_seq_length=32", "--train_step=6", "--warmup_step=1", "--train_batch_size=8",
@@ -221,6 +223,31 @@ def test_one_tools_directory_is_refused_by_the_others(run_dir, checkpoint, tmp_p
     # Only the directory lock (which names the last tool that held it) may differ.
     assert {name: data for name, data in tree(run_dir).items() if name != ".lock"} == {
         name: data for name, data in before.items() if name != ".lock"}
+
+
+def test_a_finetuning_output_dir_reads_as_its_best_model_else_its_last(run_dir, tmp_path, capsys):
+    """A fine-tuning run's output directory given where a model directory is asked for (albert-export's
+    --checkpoint, albert-convert's --input, --init_checkpoint, load_model): its best model, else, from a run without
+    --do_eval, its last one, the one the tool named as "the last model"; a note says which."""
+    import shutil
+
+    import numpy as np
+
+    from albert_tf.checkpoints.conversion import convert
+    from albert_tf.models.model_dir_format import RUN_MODELS
+    from albert_tf.training.finetuning_tool import BEST_SUBDIR, CHECKPOINT_SUBDIR
+
+    assert [name for name, _ in RUN_MODELS] == [BEST_SUBDIR, CHECKPOINT_SUBDIR]
+    model, _ = load_model(str(run_dir))
+    for a, b in zip(model.weights, load_model(str(run_dir / "best"))[0].weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert (f"Note: {run_dir} is a training run's output directory; reading its best model, {run_dir / 'best'}."
+            in capsys.readouterr().err.splitlines())
+    shutil.rmtree(run_dir / "best")
+    convert("albert_tf", "huggingface", str(run_dir), str(tmp_path / "hf"))
+    assert (f"Note: {run_dir} is a training run's output directory; reading its last model (a run without do_eval "
+            f"keeps no best one), {run_dir / 'checkpoints'}." in capsys.readouterr().err.splitlines())
+    assert (tmp_path / "hf" / "spiece.model").read_bytes() == (run_dir / "checkpoints" / "spm.model").read_bytes()
 
 
 def test_the_vocabulary_is_compared_by_content_with_the_starting_models(checkpoint, mrpc, tmp_path):
@@ -536,7 +563,7 @@ def test_finetune_resumes_from_the_newest_intact_checkpoint(tmp_path, capfd):
 
     checkpoints = tmp_path / "checkpoints"
     model, config, arrays = tiny_classifier_and_rows()
-    common = dict(checkpoint_dir=str(checkpoints), kind="classifier",
+    common = dict(checkpoint_dir=str(checkpoints), kind="classifier", summary_dir=str(tmp_path / "summaries"),
                   metadata={"num_labels": 2, "label_names": ["0", "1"], "is_regression": False})
     finetune(model, arrays, example_losses, settings(4), **common)
     data_file = next(checkpoints.glob("ckpt-4.data-*"))
@@ -550,3 +577,113 @@ def test_finetune_resumes_from_the_newest_intact_checkpoint(tmp_path, capfd):
     assert "ckpt-4 is unreadable" in capfd.readouterr().err
     assert any(m == f"Resuming from {checkpoints / 'ckpt-2'}" for m in messages), messages
     assert result["status"] == 0 and result["step"] == 6
+    # The steps the resumed run did again (3 and 4) are in TensorBoard once, as the resumed run logged them.
+    counts = summary_counts(tmp_path / "summaries" / "train")
+    assert {step for _, step in counts} == {2, 4, 6} and set(counts.values()) == {1}, counts
+
+
+# --- 8. a checkpoint save that fails says why in one line and leaves nothing half-written -------------
+
+
+@pytest.fixture
+def saving(tmp_path):
+    """A CheckpointManager as the training loops make it, with ckpt-10 saved, and an output directory lock."""
+    import tensorflow as tf
+
+    from albert_tf.file_utils import exclusive_directory_lock
+
+    directory = tmp_path / "run"
+    checkpoint = tf.train.Checkpoint(weights=tf.Variable(tf.zeros([100_000])))  # 400 KB
+    manager = tf.train.CheckpointManager(checkpoint, str(directory), max_to_keep=3, checkpoint_name="ckpt")
+    with exclusive_directory_lock(str(directory), "test"):
+        save_checkpoint(manager, 10)
+        yield manager, directory
+
+
+def test_a_save_beyond_the_file_size_limit_says_so_in_one_line_and_its_staging_goes(saving):
+    """Under `ulimit -f` the save of ckpt-20 fails: one line naming the directory and the cause (not TensorFlow's
+    op), ckpt-10 left as it was, no ckpt-20_temp/; a killed save's ckpt-N_temp/ goes when the next run starts."""
+    import resource
+    import types
+
+    import tensorflow as tf
+
+    from albert_tf.training.training_loop import run_training_loop
+
+    manager, directory = saving
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, hard))  # Python ignores SIGXFSZ: the write gets EFBIG
+    try:
+        with pytest.raises(OSError) as failed:
+            save_checkpoint(manager, 20)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert str(failed.value) == (
+        f"could not save the checkpoint of step 20 in {directory} (File too large). The previous checkpoint "
+        f"({directory / 'ckpt-10'}) is intact: raise the file-size limit (ulimit -f) above the checkpoint's size, "
+        "then rerun the same command to resume from it")
+    assert sorted(os.listdir(directory)) == [".lock", "checkpoint", "ckpt-10.data-00000-of-00001", "ckpt-10.index"]
+
+    (directory / "ckpt-30_temp").mkdir()  # what a save killed halfway leaves
+    (directory / "ckpt-30_temp" / "part-00000-of-00001.index").write_bytes(b"")
+    (directory / "notes_temp").mkdir()  # not a save's
+    trainer = types.SimpleNamespace(objective=None, step=tf.Variable(40))
+    assert run_training_loop(trainer, None, manager, None, None, 40, save_checkpoints_steps=10, iterations_per_loop=1,
+                             max_seconds_per_loop=0, format_metrics=str, diverged=None, log=lambda *a, **k: None) == 0
+    assert not (directory / "ckpt-30_temp").exists() and (directory / "notes_temp").is_dir()
+
+
+def test_an_input_process_failure_says_what_is_left_to_resume_from(saving):
+    """The message once called the last checkpoint intact without looking: so it said of a deleted ckpt-10, and of
+    a deleted output directory's."""
+    import shutil
+
+    from albert_tf.training.training_loop import input_process_error
+
+    manager, directory = saving
+    failure = "an instance builder process (pid 7) stopped with signal 9"
+    advice = "with fewer input processes, or more memory, if the out-of-memory killer stopped the process"
+    assert str(input_process_error(manager, failure)) == (
+        f"{failure}: the input pipeline cannot go on. The last checkpoint ({directory / 'ckpt-10'}) is intact: rerun "
+        f"the same command to resume from it ({advice})")
+    (directory / "ckpt-10.index").unlink()
+    assert str(input_process_error(manager, failure)) == (
+        f"{failure}: the input pipeline cannot go on. No checkpoint of this run is there: rerun the same command to "
+        f"start again ({advice})")
+    shutil.rmtree(directory)
+    assert str(input_process_error(manager, failure)) == (
+        f"{failure}: the input pipeline cannot go on. {directory} is gone (deleted while the run was writing it), "
+        f"and its checkpoints with it: rerun the command to start again in a directory that stays ({advice})")
+
+
+def test_a_save_into_a_deleted_output_dir_says_it_is_gone_not_intact(saving, monkeypatch):
+    """An output directory deleted while its checkpoint was being saved: the message says the directory and its
+    checkpoints are gone, not that the previous checkpoint is intact; so too for a directory the run holds no lock
+    on (fine-tuning's checkpoints/ inside the locked output directory)."""
+    import shutil
+
+    import tensorflow as tf
+
+    def deleted_during_the_save(manager):
+        def save(checkpoint_number):
+            shutil.rmtree(manager.directory)
+            raise tf.errors.NotFoundError(None, None, f"{manager.directory}/ckpt-{checkpoint_number}_temp/part-00000-"
+                                                      "of-00001.index.tempstate1; No such file or directory")
+        monkeypatch.setattr(manager, "save", save)
+
+    manager, directory = saving
+    unlocked = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(1)), str(directory / "checkpoints"),
+                                          max_to_keep=3, checkpoint_name="ckpt")
+    save_checkpoint(unlocked, 10)
+    deleted_during_the_save(unlocked)
+    with pytest.raises(OSError) as failed:
+        save_checkpoint(unlocked, 20)
+    assert str(failed.value) == (
+        f"could not save the checkpoint of step 20: {directory / 'checkpoints'} is gone (deleted while the run was "
+        "writing it), and its checkpoints with it; nothing of this run is saved. Rerun the command to start again in "
+        "a directory that stays")
+
+    deleted_during_the_save(manager)
+    with pytest.raises(OSError, match=f"^{directory} was deleted or replaced while this run was writing it") as failed:
+        save_checkpoint(manager, 20)
+    assert "intact" not in str(failed.value)

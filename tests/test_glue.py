@@ -12,12 +12,10 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.models.model_io import load_model, write_model_dir
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
-from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.tasks import glue
 from albert_tf.tasks.glue_metrics import average_ranks, f1, matthews_corrcoef, pearson, spearman, task_metrics
-from albert_tf.text.albert_tokenizer import AlbertTokenizer
-from text_fixtures import random_sentence, train_small_spm
+from text_fixtures import random_sentence, tiny_pretrained_checkpoint
 
 
 def test_metrics_on_hand_computed_cases():
@@ -98,10 +96,7 @@ def write_task(directory, task, rng, count=24):
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    spm = train_small_spm(tmp_path_factory)
-    config = AlbertConfig.from_preset("albert_tiny", vocab_size=AlbertTokenizer(str(spm)).vocab_size)
-    return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("ckpt") / "pretrained"), "pretrainer",
-                           files={"spm.model": str(spm)})
+    return tiny_pretrained_checkpoint(tmp_path_factory)
 
 
 def test_readers_name_the_file_and_line_of_bad_input(tmp_path):
@@ -267,6 +262,7 @@ def test_task_end_to_end_through_the_cli(task, checkpoint, tmp_path):
     best = max(history, key=lambda h: h[best_key])
     model, metadata = load_model(str(output / "best"))
     assert metadata["model"] == "classifier" and metadata["task_name"] == task
+    assert metadata["takes_pairs"] == (task != "cola")  # what the LiteRT export reads
     assert metadata["best_step"] == best["step"] and metadata["is_regression"] == (task == "sts-b")
     assert metadata["num_labels"] == len(metadata["label_names"]) == {"cola": 2, "sts-b": 1, "mnli": 3}[task]
     assert results == pytest.approx({k: v for k, v in best.items() if k != "step"})  # the kept model was evaluated

@@ -3,7 +3,11 @@ LiteRT runtime has, and refusals that write nothing."""
 
 import json
 import os
+import pathlib
 import random
+import re
+import shutil
+import signal
 import subprocess
 import sys
 
@@ -13,6 +17,7 @@ import pytest
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.export_lib import litert_export, litert_module
 from albert_tf.export_lib.litert_export import LiteRTExportError, audit, export_litert
+from albert_tf.file_utils import make_owned_staging
 from albert_tf.models.lite_model import LiteModel
 from albert_tf.models.model_io import write_model_dir
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
@@ -81,6 +86,37 @@ def test_float32_text_model_answers_as_the_keras_model_on_raw_text(models, pairs
                                                         "encoder_ids.tflite", "model.tflite", "spm.model"]
 
 
+def test_text_file_answers_a_batch_row_by_row(models, pairs_float32):
+    """N texts in one call to the bare interpreter: N rows, each the answer to its text alone (the file once
+    answered one row, for the texts joined with spaces); a text_b per text or the call fails."""
+    from albert_tf.models.lite_model import lite_interpreter
+
+    runner = lite_interpreter(model_path=str(pairs_float32["dir"] / "model.tflite")).get_signature_runner("text")
+    first, second = texts(8, seed=10), texts(8, seed=11)
+    second[::2] = [""] * len(second[::2])
+    batch = runner(text=np.array([text.encode() for text in first], dtype=object),
+                   text_b=np.array([text.encode() for text in second], dtype=object))
+    alone = LiteModel(pairs_float32["dir"])(first, second)
+    assert batch["logits"].shape == (len(first), len(LABELS))
+    np.testing.assert_allclose(batch["logits"], alone["logits"], atol=1e-5)
+    with pytest.raises((RuntimeError, ValueError)):
+        runner(text=np.array([b"a", b"b", b"c"], dtype=object), text_b=np.array([b"d"], dtype=object))
+
+
+def test_the_export_refuses_a_file_whose_batch_rows_are_not_its_single_answers():
+    """What the export checks before writing: a file that answers a batch with one row for all (as files did)
+    is refused."""
+    answers = {"logits": np.array([[0.5, -0.5], [1.5, 0.5]])}
+
+    def one_row_for_all(text):
+        return {"logits": answers["logits"][:1]}
+
+    with pytest.raises(LiteRTExportError, match="model.tflite answers a batch of 2 texts .* away from its answers to "
+                                                "each alone"):
+        litert_export.check_batch(one_row_for_all, [("a", ""), ("b", "")], answers, False, "dynamic_int8")
+    litert_export.check_batch(lambda text: answers, [("a", ""), ("b", "")], answers, False, "float32")
+
+
 def test_tflite_tokenizer_and_packing_give_the_python_ids(models, tmp_path):
     """The TFLite kernel of the tokenizer and the one-request packing, converted alone: the ids of the Python
     tokenizer and packing on sentences, the shared special lines and a seeded Unicode fuzz set."""
@@ -119,6 +155,9 @@ def test_ids_file_holds_builtin_ops_only_and_answers_as_the_text_file(models, pa
         length = int(inputs["input_mask"][row].sum())
         out = runner(**{name: np.asarray(value[row:row + 1, :length], np.int32) for name, value in inputs.items()})
         np.testing.assert_allclose(out["logits"][0], lite["logits"][row], atol=1e-6)
+    # A batch of padded rows: each row's answer.
+    batch = runner(**{name: np.asarray(value, np.int32) for name, value in inputs.items()})
+    np.testing.assert_allclose(batch["logits"], lite["logits"], atol=1e-5)
 
 
 def test_audit_refuses_resource_variables_and_flex_ops(models):
@@ -155,7 +194,22 @@ def test_audit_refuses_resource_variables_and_flex_ops(models):
         audit(converter.convert(), "y.tflite", set())
 
 
-def test_default_dynamic_int8_single_text_classifier_padded_and_bad_input(models, tmp_path):
+def run_documented_app_lines(export_dir, tmp_path, monkeypatch):
+    """Runs the Python block of docs/pipeline.md's "What an app links" as written, with exports/sst2_lite being
+    `export_dir`; returns its variables."""
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "pipeline.md").read_text()
+    section = text[text.index("**What an app links.**"):]
+    block = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    assert "InterpreterWithCustomOps" in block
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "exports").mkdir()
+    (tmp_path / "exports" / "sst2_lite").symlink_to(export_dir)
+    namespace = {}
+    exec(compile(block, "docs/pipeline.md", "exec"), namespace)
+    return namespace
+
+
+def test_default_dynamic_int8_single_text_classifier_padded_and_bad_input(models, tmp_path, monkeypatch):
     output = tmp_path / "sst2"
     result = export_litert(models["single_dir"], str(output), pad_to=SEQ)
     record = result["litert"]
@@ -171,6 +225,10 @@ def test_default_dynamic_int8_single_text_classifier_padded_and_bad_input(models
     assert np.abs(outputs["logits"] - expected).max() <= 0.25 * scale
     # One string is one text; the ids file is padded to the static length.
     assert lite("one text")["logits"].shape == (1, 2)
+    # docs/pipeline.md's "What an app links" runs as written (a batch of two, padded to the static length).
+    namespace = run_documented_app_lines(output, tmp_path, monkeypatch)
+    np.testing.assert_allclose(namespace["outputs"]["probabilities"],
+                               lite(["A delight from start to finish.", "A bore."])["probabilities"], atol=1e-5)
     from albert_tf.models.lite_model import lite_interpreter
 
     ids_interpreter = lite_interpreter(model_path=str(output / "encoder_ids.tflite"))
@@ -230,7 +288,7 @@ def test_full_int8_is_written_only_through_its_accuracy_gate(models, tmp_path, m
         export_litert(models["single_dir"], str(tmp_path / "x"), quantization="int8")
     short = tmp_path / "short.txt"
     short.write_text("one\ntwo\n")
-    with pytest.raises(ValueError, match="2 texts; full int8 needs at least 200"):
+    with pytest.raises(ValueError, match="2 distinct texts; full int8 needs at least 200"):
         export_litert(models["single_dir"], str(tmp_path / "x"), quantization="int8", calibration_file=str(short))
 
 
@@ -269,3 +327,122 @@ def test_span_labelers_are_refused_with_the_route_that_serves_them(models, tmp_p
     with pytest.raises(ValueError, match="'span_labeler' model; this export supports encoder, pretrainer, classifier"):
         export_litert(labeler, str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+
+
+def test_a_single_text_classifier_exports_single_text_after_save_to_preset_and_a_hugging_face_round_trip(
+        models, tmp_path):
+    """Whether a classifier takes pairs is recorded with it (save_to_preset, the Hugging Face config.json both
+    ways), not guessed from a GLUE task name: a single-text model without one exports with `text` alone."""
+    from albert_tf.checkpoints.conversion import convert
+    from albert_tf.models.albert_classifier import AlbertClassifier
+
+    classifier = AlbertClassifier(models["pretrainer"].encoder, 2, takes_pairs=False)
+    saved = classifier.save_to_preset(tmp_path / "saved")
+    assert json.loads((tmp_path / "saved" / "albert_tf.json").read_text())["takes_pairs"] is False
+    spm = os.path.join(models["pairs_dir"], "spm.model")
+    convert("albert_tf", "huggingface", saved, str(tmp_path / "hf"), spm_model_file=spm)
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["takes_pairs"] is False
+    convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "back"))
+    assert json.loads((tmp_path / "back" / "albert_tf.json").read_text())["takes_pairs"] is False
+    result = export_litert(str(tmp_path / "back"), str(tmp_path / "lite"))
+    assert result["litert"]["files"]["model.tflite"]["inputs"] == ["text"]
+
+
+def test_takes_pairs_is_read_from_the_record_and_old_records_keep_the_glue_rule(tmp_path):
+    from albert_tf.models.model_dir_format import read_metadata, recorded_takes_pairs
+
+    assert recorded_takes_pairs({"takes_pairs": False, "task_name": "mrpc"}) is False
+    assert recorded_takes_pairs({"takes_pairs": True, "task_name": "sst-2"}) is True
+    assert recorded_takes_pairs({"task_name": "SST-2"}) is False
+    assert recorded_takes_pairs({"task_name": "cola"}) is False
+    assert recorded_takes_pairs({"task_name": "mrpc"}) is True and recorded_takes_pairs({}) is True
+    record = {"format": "albert_tf", "model": "classifier", "albert_config": AlbertConfig.from_preset(
+        "albert_tiny").to_dict(), "takes_pairs": "no"}
+    (tmp_path / "albert_tf.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match='albert_tf.json: "takes_pairs" must be true or false'):
+        read_metadata(str(tmp_path))
+
+
+def test_a_failed_export_leaves_no_copy_of_the_weights_and_removes_a_killed_ones(models, tmp_path, monkeypatch):
+    """The converter's SavedModel (a copy of the weights) in $TMPDIR goes when the export fails, and a killed
+    export's (its process gone) goes at the next export; a live export's stays."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    live = make_owned_staging(str(scratch), "albert_litert-")  # this process's: alive
+    killed = scratch / "albert_litert-killed"
+    killed.mkdir()
+    (killed / "owner").write_text(json.dumps({"pid": os.getpid(), "create_time": 0.0}))  # a pid reused since
+
+    def failing_converter(saved_model_dir, *args):
+        assert os.path.isdir(saved_model_dir)
+        raise RuntimeError("converter failed")
+
+    monkeypatch.setattr(litert_export, "converter", failing_converter)
+    with pytest.raises(RuntimeError, match="converter failed"):
+        export_litert(models["single_dir"], str(tmp_path / "out"))
+    assert os.listdir(scratch) == [os.path.basename(live)]
+
+
+def test_sigterm_during_the_conversion_removes_its_copy_of_the_weights(tmp_path, monkeypatch):
+    """SIGTERM (a scheduler's stop, `kill`) ends the export with status 143 through its clean-up, where it used to
+    end the process at once and leave the weights in $TMPDIR."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        pytest.skip("a SIGTERM handler is installed already")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    with pytest.raises(SystemExit) as stopped:
+        with litert_export.work_directory() as work:
+            (pathlib.Path(work) / "saved_model").mkdir()
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert stopped.value.code == 143 and os.listdir(tmp_path) == []
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_calibration_file_that_is_not_texts_is_refused_naming_the_line(tmp_path):
+    from albert_tf.export_lib.litert_export import read_calibration_texts
+
+    binary = tmp_path / "binary"
+    binary.write_bytes("a fine text\n".encode() + bytes(range(128, 256)) + b"\n")
+    with pytest.raises(ValueError, match=f"calibration_file={binary}: line 2 is not UTF-8 text"):
+        read_calibration_texts(str(binary), pairs=False)
+    nul = tmp_path / "nul"
+    nul.write_bytes(b"\0\n" * 300)
+    with pytest.raises(ValueError, match=f"calibration_file={nul}: line 1 holds a NUL character"):
+        read_calibration_texts(str(nul), pairs=False)
+    copies = tmp_path / "copies"
+    copies.write_text("the same text\n" * 300 + "another\n")
+    with pytest.raises(ValueError, match="2 distinct texts \\(299 more are copies\\); full int8 needs at least 200"):
+        read_calibration_texts(str(copies), pairs=False)
+    rng = random.Random(12)
+    good = tmp_path / "good"
+    good.write_text("".join(f"{random_sentence(rng, 3, 12)} {i}\t{i}\r\n" for i in range(200)), encoding="utf-8")
+    requests = read_calibration_texts(str(good), pairs=True)
+    assert len(requests) == 200 and requests[7][1] == "7"
+
+
+def test_lite_model_checks_the_record_beside_the_file_and_names_it(pairs_float32, tmp_path):
+    shutil.copy(pairs_float32["dir"] / "model.tflite", tmp_path / "model.tflite")
+    record = json.loads((pairs_float32["dir"] / "albert_tf.json").read_text())
+    (tmp_path / "albert_tf.json").write_text(json.dumps(record)[:-5])
+    with pytest.raises(ValueError, match=f"{tmp_path / 'albert_tf.json'}: not valid JSON"):
+        LiteModel(tmp_path / "model.tflite")
+    (tmp_path / "albert_tf.json").write_text(json.dumps({**record, "label_names": ["only"]}))
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'albert_tf.json'}: records 1 label names for the "
+                                                   f"3 logits of {tmp_path / 'model.tflite'}")):
+        LiteModel(tmp_path / "model.tflite")
+    (tmp_path / "albert_tf.json").write_text(json.dumps({**record, "label_names": None, "num_labels": 2}))
+    with pytest.raises(ValueError, match="records 2 label names"):
+        LiteModel(tmp_path / "model.tflite")
+
+
+def test_a_python_export_onto_its_own_checkpoint_is_refused_and_leaves_it(tmp_path):
+    """Only the command line used to check: export_litert(X, X, overwrite=True) from Python left only the .tflite
+    files."""
+    checkpoint = tmp_path / "best"
+    checkpoint.mkdir()
+    (checkpoint / "albert_tf.json").write_text("{}")
+    for output, relation in ((checkpoint, "is"), (checkpoint / "lite", "lies inside")):
+        with pytest.raises(ValueError, match=f"^output_dir={output} {relation} checkpoint={checkpoint}, which this "
+                                             "run reads"):
+            export_litert(str(checkpoint), str(output), overwrite=True)
+    assert os.listdir(checkpoint) == ["albert_tf.json"] and (checkpoint / "albert_tf.json").read_text() == "{}"

@@ -22,9 +22,18 @@ from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from text_fixtures import train_small_spm
 
 
+# A line of TensorFlow's (or tensorflow-text's) C++ logger: "I0000 00:00:1795814616.963322    5316 port.cc:153] ...".
+CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\]|absl::InitializeLog")
+
+
 def run_tool(tool, *flags):
-    return subprocess.run([sys.executable, "-m", f"albert_tf.{tool}", *flags], capture_output=True, text=True,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
+    """The tool as a user runs it who set TF_CPP_MIN_LOG_LEVEL=2 (hide TensorFlow's INFO and WARNING, as often
+    advised): stderr holds none of the C++ logger's lines, which print before any log level applies."""
+    result = subprocess.run([sys.executable, "-m", f"albert_tf.{tool}", *flags], capture_output=True, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=300)
+    cpp_log = [line for line in result.stderr.splitlines() if CPP_LOG_LINE.search(line)]
+    assert not cpp_log, "TensorFlow's C++ log:\n" + "\n".join(cpp_log)
+    return result
 
 
 def last_error(result):
@@ -133,10 +142,19 @@ def test_glue_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
 
 @pytest.fixture(scope="module")
 def encoder_dir(tmp_path_factory):
+    """An encoder saved with its raw-text preprocessor (as `save_to_preset` saves a model fed raw text): loading it
+    makes the in-graph tokenizer, whose SentencePiece model conversion in tensorflow-text logs through C++."""
     spm = train_small_spm(tmp_path_factory)
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=AlbertTokenizer(str(spm)).vocab_size)
-    return write_model_dir(AlbertEncoder(config), str(tmp_path_factory.mktemp("encoder") / "encoder"),
-                           files={"spm.model": str(spm)})
+    directory = write_model_dir(AlbertEncoder(config), str(tmp_path_factory.mktemp("encoder") / "encoder"),
+                                files={"spm.model": str(spm)})
+    metadata_file = os.path.join(directory, "albert_tf.json")
+    with open(metadata_file) as f:
+        metadata = json.load(f)
+    metadata["preprocessor"] = {"seq_length": 16, "lower_case": True, "keep_accents": False, "rewrite_quotes": False}
+    with open(metadata_file, "w") as f:
+        json.dump(metadata, f)
+    return directory
 
 
 def test_embed_refuses_an_existing_output_and_names_the_file_it_writes(encoder_dir, tmp_path):
@@ -163,3 +181,44 @@ def test_embed_names_the_line_of_an_input_file_that_is_not_utf8(encoder_dir, tmp
     assert result.returncode == 1, result.stderr
     assert last_error(result) == (f"albert_tf.embed: error: {texts}:2: not UTF-8 text (byte 0xe9); convert the file "
                                   "to UTF-8")
+
+
+def test_a_record_that_does_not_parse_is_named_with_its_file_and_number(tmp_path):
+    """A TFRecord whose frames are intact (its checksums hold) but whose 6th record is of another length: the
+    training input fails inside the compiled loop ("Graph execution error:"), and the message names the file and
+    the record instead."""
+    import tensorflow as tf
+
+    from albert_tf.data.pretraining_dataset import make_pretraining_dataset, read_error
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+    def instance(input_ids_length):
+        features = {"input_ids": ints([1] * input_ids_length), "input_mask": ints([1] * 8),
+                    "segment_ids": ints([0] * 8)}
+        features.update(masked_lm_positions=ints([1, 2]), masked_lm_ids=ints([5, 6]), next_sentence_labels=ints([0]),
+                        masked_lm_weights=tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 1.0])))
+        return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+    files = [str(tmp_path / f"train-0000{i}-of-00002.tfrecord") for i in range(2)]
+    for path, bad in zip(files, (None, 5)):
+        with tf.io.TFRecordWriter(path) as writer:
+            for number in range(8):
+                writer.write(instance(7 if number == bad else 8))
+
+    @tf.function
+    def read_all(iterator):
+        for _ in tf.range(16):
+            next(iterator)
+
+    with pytest.raises(tf.errors.InvalidArgumentError) as failed:
+        read_all(iter(make_pretraining_dataset(files, 2, 8, 2, is_training=False)))
+    assert failed.value.message.startswith("Graph execution error:")
+    reason = "Key: input_ids.  Number of int64 values != expected.  Values size: 7 but output shape: [8]"
+    assert str(read_error(files, failed.value, "the training data")) == (
+        f"{files[1]}: record 5 (counted from 0) does not parse as a pretraining instance of the data's lengths "
+        f"({reason}); recreate the file with create_pretraining_data")
+    # Where no file is to blame, the reason still, not TensorFlow's "Graph execution error:".
+    assert str(read_error(files[:1], failed.value, "the training data")) == (
+        f"the training data could not be read ({reason})")

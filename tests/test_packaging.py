@@ -65,6 +65,9 @@ def test_the_wheel_declares_dependencies_extras_and_scripts(wheel):
         assert f"Requires-Dist: {requirement}" in metadata, requirement
     assert 'extra == "beam"' in metadata and 'extra == "plots"' in metadata and 'extra == "hf"' in metadata
     assert "Requires-Dist: google-crc32c" in metadata and "crcmod" not in metadata
+    # The tested majors only (constraints.txt): TensorFlow alone would take protobuf 7, the hf extra transformers 6.
+    assert "Requires-Dist: protobuf<7,>=6.31.1\n" in metadata
+    assert 'Requires-Dist: transformers<6,>=5.23; extra == "hf"' in metadata
     assert not [line for line in metadata.splitlines() if line.startswith("Requires-Dist: torch")]  # the user's choice
     assert "Requires-Python: <3.14,>=3.11" in metadata
     presets = sorted(p.name for p in (REPO_ROOT / "configs").glob("*.json"))
@@ -100,7 +103,7 @@ def test_the_installed_wheel_finds_its_presets_and_runs_its_tools(installed):
 
 CONSOLE_SCRIPTS = ("albert-train-sentencepiece", "albert-create-pretraining-data", "albert-data-stats",
                    "albert-run-pretraining", "albert-export", "albert-convert", "albert-run-classifier",
-                   "albert-run-squad", "albert-run-race", "albert-fill-mask", "albert-embed", "albert-analyze",
+                   "albert-run-text-classifier", "albert-run-squad", "albert-run-race", "albert-fill-mask", "albert-embed", "albert-analyze",
                    "albert-params", "albert-demo")
 
 

@@ -82,8 +82,8 @@ def test_a_directory_that_records_no_quote_rule_keeps_the_quotes_and_says_so(tmp
 @pytest.fixture(scope="module")
 def cased(tmp_path_factory):
     """A pretrainer whose albert_tf.json says: cased text with its accents, `` and '' turned into " (as
-    Hugging Face's tokenizer does), sequences of 32."""
-    spm = train_small_spm(tmp_path_factory)
+    Hugging Face's tokenizer does), sequences of 32; its vocabulary is cased, as convert checks."""
+    spm = train_small_spm(tmp_path_factory, name="cased_spm", lower_case=False, keep_accents=True)
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=AlbertTokenizer(str(spm)).vocab_size,
                                        num_hidden_layers=2)
     return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("cased") / "model"), "pretrainer",

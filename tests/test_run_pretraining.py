@@ -1,4 +1,4 @@
-"""run_pretraining end to end: runs that survive SIGKILL and SIGTERM, bad data, NaN, multi-worker, TPU flag."""
+"""run_pretraining end to end: runs that survive SIGKILL, SIGTERM and Ctrl-C, bad data, NaN, multi-worker, TPU flag."""
 
 import json
 import os
@@ -133,7 +133,10 @@ def test_sigkill_then_restart_ends_with_the_uninterrupted_weights(data, uninterr
 
 
 @pytest.mark.slow
-def test_sigterm_saves_a_checkpoint_and_the_run_resumes_exactly(data, uninterrupted, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_sigterm_or_ctrl_c_saves_a_checkpoint_and_the_run_resumes_exactly(data, uninterrupted, tmp_path, stop):
+    """A preemption notice (SIGTERM, 143) and Ctrl-C (SIGINT, 130) alike: the step saved, one line, no traceback
+    (Ctrl-C used to print two, train on for 20 s and save nothing)."""
     args = command(data, tmp_path)
     args[args.index("--save_checkpoints_steps=10")] = "--save_checkpoints_steps=1000"
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(),
@@ -141,10 +144,10 @@ def test_sigterm_saves_a_checkpoint_and_the_run_resumes_exactly(data, uninterrup
     for line in process.stdout:  # wait until training is under way
         if line.startswith("step "):
             break
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(stop)
     stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 143, stderr
-    assert "SIGTERM: saved a checkpoint" in stdout
+    assert process.returncode == 128 + stop, stderr
+    assert f"{stop.name}: saved a checkpoint" in stdout and "Traceback" not in stderr, stderr
     saved = [p.name for p in tmp_path.glob("ckpt-*.index")]
     assert saved and f"ckpt-{STEPS}.index" not in saved
     result = run(args)

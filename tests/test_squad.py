@@ -120,6 +120,16 @@ def test_v2_best_threshold_search_by_hand():
     assert thresholded["f1"] == pytest.approx(75.0)
 
 
+def test_v2_best_threshold_is_0_when_no_threshold_beats_answering_nothing():
+    """As the official script (and the original's copy of it) reports it."""
+    predictions = {"a": "London", "b": "Mars", "c": "Venus", "d": "dolphin"}
+    null_odds = {"a": -3.0, "b": 2.0, "c": 1.0, "d": 0.5}
+    # Every question "": b and c right (2/4); letting any prediction through gains nothing.
+    result = evaluate(v2_articles(), predictions, na_probs=null_odds, na_prob_thresh=math.inf)
+    assert (result["best_exact"], result["best_exact_thresh"]) == (50.0, 0.0)
+    assert (result["best_f1"], result["best_f1_thresh"]) == (50.0, 0.0)
+
+
 # ----------------------------------------------------------------------------
 # Reader
 
@@ -210,6 +220,8 @@ ALIGNMENT_CASES = [
     ("Prices rose 3.0, 12, 1,000,000, and 7,5 units in 1,999 years.", ["1,000,000", "12", "7,5", "1,999 years"]),
     ("Tabs\tand   many   spaces,\u00a0non-breaking  here.", ["many   spaces", "non-breaking  here"]),
     ("  İstanbul ΟΔΟΣ and Ⅻ ﬁne days.", ["İstanbul ΟΔΟΣ", "Ⅻ ﬁne days"]),
+    # Control characters SentencePiece removes, after and inside a piece split at `<digit>,`.
+    ("Counts of 1,000,\x03\x15 and 2,0\x030\x150, rose.", ["1,000", "000", "2,0\x030\x150", "0\x150"]),
 ]
 
 
@@ -358,6 +370,30 @@ def test_best_span_maps_back_to_the_original_context(tokenizer):
     assert len({entry["text"] for entry in entries}) == len(entries) <= 3
 
 
+def whitespace_span_example(tokenizer):
+    """(example, feature, position of a token that spans only whitespace, position of the next word's token):
+    '▁' before an unknown character covers the space before it."""
+    context = "The snowman ☃ stood there."
+    example = squad.SquadExample("q", "Who stood?", context, "", -1)
+    (feature,) = squad.convert_examples_to_features([example], tokenizer, max_seq_length=32, max_query_length=8)
+    positions = sorted(feature.token_spans)
+    space = next(p for p in positions if not context[slice(*feature.token_spans[p])].strip())
+    word = next(p for p in positions if p > space and context[slice(*feature.token_spans[p])].strip())
+    return example, feature, space, word
+
+
+def test_a_span_of_whitespace_only_is_a_candidate_answered_as_empty(tokenizer):
+    """The original keeps it, its text "" (squad_utils' write_predictions_v1): the best answers ""."""
+    example, feature, space, word = whitespace_span_example(tokenizer)
+    starts, ends = span_logits(feature, space, space, 32)
+    starts[word], ends[word] = 9.0, 9.0
+    predictions, nbest, _ = squad.postprocess_predictions([example], [feature], starts[None], ends[None],
+                                                          n_best_size=3)
+    word_text = example.context_text[slice(*feature.token_spans[word])]
+    assert predictions == {"q": ""}
+    assert [entry["text"] for entry in nbest["q"]][:2] == ["", word_text]
+
+
 def test_answer_length_and_max_context_limit_the_candidates(tokenizer):
     example = long_example(tokenizer)
     features = squad.convert_examples_to_features([example], tokenizer, max_seq_length=24, doc_stride=5,
@@ -502,6 +538,28 @@ SMALL_RUN = ["--max_seq_length=64", "--max_query_length=16", "--doc_stride=16", 
              "--learning_rate=1e-3", "--save_checkpoints_steps=20"]
 
 
+@pytest.mark.parametrize("version", squad.VERSIONS)
+def test_training_and_predicting_scores_every_checkpoint_as_the_original(tmp_path, version):
+    """The original's do_predict scores each checkpoint it saved on the predict file and answers with the
+    best: --do_train --do_predict implies --do_eval where the file's questions have answers; without
+    answers nothing can be scored, and the last checkpoint answers."""
+    from albert_tf.tasks.squad_task import SquadConfig, SquadTask
+    from albert_tf.training.finetuning_config import FinetuningConfig
+
+    answered = squad_file(tmp_path, "dev.json", version, V1_QUESTIONS[:2])
+    unanswered = tmp_path / "test.json"
+    unanswered.write_text(json.dumps(squad_json([(CONTEXTS[0], [qa("t0", "Where?")])])), encoding="utf-8")
+
+    def resolved(predict_file, **switches):
+        task = SquadConfig(version=version, predict_file=str(predict_file), squad_v2_head="original"
+                           if version == "2.0" else None)
+        return SquadTask().resolve(FinetuningConfig(task=task, **switches))
+
+    assert resolved(answered, do_train=True, do_predict=True).do_eval
+    assert not resolved(unanswered, do_train=True, do_predict=True).do_eval
+    assert not resolved(answered, do_predict=True).do_eval  # nothing trained: the model given answers
+
+
 @pytest.mark.slow
 def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
     from albert_tf.models.model_io import load_model
@@ -533,8 +591,7 @@ def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
     articles, _ = squad.read_squad(str(train_file), "1.1")
     assert metrics == evaluate(articles, predictions)
 
-    # The training checkpoints are the fine-tuned model (without --do_eval there is no best/).
-    assert not (output / "best").exists()
+    # The training checkpoints are the last fine-tuned model.
     model, metadata = load_model(str(output / "checkpoints"))
     assert isinstance(model, AlbertSpanLabeler) and metadata["squad_version"] == "1.1"
     # The saved model learned its training windows: from about ln(64) (uniform over the window) to well below.
@@ -548,9 +605,11 @@ def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
     assert float(span_loss(arrays["start_positions"], arrays["end_positions"], outputs)) < 0.6 * initial_loss
     assert (output / "checkpoints" / "spm.model").read_bytes() == (encoder_dir / "spm.model").read_bytes()
 
-    # Predicting again from the saved model gives the same answers.
+    # As the original's do_predict, every checkpoint was scored on the predict file and the best answered:
+    # predicting again from it gives the same answers.
+    assert (output / "best").is_dir()
     again = run_squad("--version=1.1", "--do_predict", f"--predict_file={train_file}",
-                      f"--init_checkpoint={output / 'checkpoints'}", f"--output_dir={tmp_path / 'again'}", *SMALL_RUN)
+                      f"--init_checkpoint={output / 'best'}", f"--output_dir={tmp_path / 'again'}", *SMALL_RUN)
     assert again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "again" / "predictions.json").read_text(encoding="utf-8")) == predictions
 

@@ -277,6 +277,19 @@ def test_beam_answers_keep_valid_spans_and_the_smallest_cls_logit_of_a_questions
     assert empty == {"long": ""} and nbest["long"][0]["start_log_prob"] == -1e6
 
 
+def test_a_span_of_whitespace_only_is_a_candidate_answered_as_empty(tokenizer):
+    """The original keeps it, its text "" (squad_utils' write_predictions_v2): the best answers "", before
+    the no-answer decision, and takes one place of the n best."""
+    from test_squad import whitespace_span_example
+
+    example, feature, space, word = whitespace_span_example(tokenizer)
+    outputs = beam_rows([feature], {0: [(space, -0.1, [(space, -0.1)]), (word, -0.2, [(word, -0.3)])]}, [0.0])
+    answers, nbest, _ = squad.postprocess_beam_predictions([example], [feature], outputs, n_best_size=5)
+    assert answers == {"q": ""}
+    assert [entry["text"] for entry in nbest["q"]] == ["", example.context_text[slice(*feature.token_spans[word])]]
+    assert nbest["q"][0]["start_log_prob"] == pytest.approx(-0.1)
+
+
 def v2_articles():
     context = "Paris is the capital of France. The blue whale is the largest animal."
     questions = [("a", ["Paris"]), ("b", []), ("c", []), ("d", ["blue whale"]), ("e", ["France"])]
@@ -286,32 +299,69 @@ def v2_articles():
         for qas_id, answers in questions]}]}]
 
 
+# The beam's answer of each question of v2_articles (b and c have none).
+V2_ANSWERS = {"a": "Paris", "b": "the capital", "c": "the largest", "d": "blue whale", "e": "France"}
+
+
+def beam_answers(monkeypatch, cls_logits, articles, config):
+    """The task's `_answers` on hand-made beam outputs: each question of v2_articles answers V2_ANSWERS, one
+    window per question but "d", which has two (cls_logits: one per window, rows a, b, c, d, d, e)."""
+    from albert_tf.tasks import squad_task
+    from albert_tf.tasks.squad_task import SquadTask
+
+    context = v2_articles()[0]["paragraphs"][0]["context"]
+    examples = [squad.SquadExample(qas_id, "?", context, "", -1) for qas_id in V2_ANSWERS]
+    rows = [0, 1, 2, 3, 3, 4]
+    features = []
+    for row, example_index in enumerate(rows):
+        text = V2_ANSWERS[examples[example_index].qas_id]
+        span = (context.index(text), context.index(text) + len(text))
+        features.append(squad.SquadFeature(row, example_index, 0, [], [], [], {5: span}, {5: True}, None, None,
+                                           False))
+    outputs = beam_rows(features, {row: [(5, -0.1, [(5, -0.1)])] for row in range(len(rows))},
+                        np.array(cls_logits, np.float32), start_n_top=1, end_n_top=1)
+    monkeypatch.setattr(squad_task, "predict_outputs", lambda model, arrays, batch_size, names: outputs)
+    return SquadTask()._answers(None, articles, examples, features, config)
+
+
+def original_evaluate_v2(articles, answers, na_probs):
+    """The original's evaluate_v2 (squad_utils.py), transcribed: the best F1's threshold searched with every
+    question answered (find_best_thresh: 0.0 when none beats answering nothing), "" where a question's
+    na_prob is at or above it (write_predictions_v2), and EM / F1 with na_prob_thresh 1.0 applied
+    (apply_no_ans_threshold). Returns (threshold, predictions, {exact, f1})."""
+    from albert_tf.tasks.squad_evaluation import raw_scores
+
+    has_answer = {qa["id"]: bool(qa["answers"]) for qa in articles[0]["paragraphs"][0]["qas"]}
+    score = best_score = sum(not has for has in has_answer.values())
+    threshold = 0.0
+    f1_raw = raw_scores(articles, answers)[1]
+    for qas_id in sorted(na_probs, key=lambda q: na_probs[q]):
+        score += f1_raw[qas_id] if has_answer[qas_id] else -1 if answers[qas_id] else 0
+        if score > best_score:
+            best_score, threshold = score, na_probs[qas_id]
+    predictions = {q: answers[q] if na_probs[q] < threshold else "" for q in answers}
+
+    def reported(scores):
+        scores = {q: float(not has_answer[q]) if na_probs[q] > 1.0 else value for q, value in scores.items()}
+        return 100.0 * sum(scores.values()) / len(scores)
+
+    exact, f1_scores = raw_scores(articles, predictions)
+    return threshold, predictions, {"exact": reported(exact), "f1": reported(f1_scores)}
+
+
 def test_the_threshold_is_the_one_with_the_best_f1_and_predictions_use_it(monkeypatch):
     """The task's decision on hand-made beam outputs: no-answer scores are each question's smallest
     cls_logits, the threshold maximizes F1 (a brute-force oracle here), and the reported EM/F1 are those of
     the predictions at it, beside those at threshold 0."""
-    from albert_tf.tasks import squad_task
-    from albert_tf.tasks.squad_task import SquadConfig, SquadTask
+    from albert_tf.tasks.squad_task import SquadConfig
     from albert_tf.training.finetuning_config import FinetuningConfig
 
     articles = v2_articles()
-    context = articles[0]["paragraphs"][0]["context"]
-    examples = [squad.SquadExample(qa["id"], "?", context, "", -1) for qa in articles[0]["paragraphs"][0]["qas"]]
-    # One window per question but "d", which has two; its answer window says "no answer" less (min: -2.0).
-    rows = [0, 1, 2, 3, 3, 4]
-    answers = {"a": "Paris", "b": "the capital", "c": "the largest", "d": "blue whale", "e": "France"}
-    features = []
-    for row, example_index in enumerate(rows):
-        text = answers[examples[example_index].qas_id]
-        span = (context.index(text), context.index(text) + len(text))
-        features.append(squad.SquadFeature(row, example_index, 0, [], [], [], {5: span}, {5: True}, None, None,
-                                           False))
-    cls_logits = np.array([-3.0, 0.5, 2.5, 1.0, -2.0, 0.25], np.float32)
-    outputs = beam_rows(features, {row: [(5, -0.1, [(5, -0.1)])] for row in range(len(rows))}, cls_logits,
-                        start_n_top=1, end_n_top=1)
-    monkeypatch.setattr(squad_task, "predict_outputs", lambda model, arrays, batch_size, names: outputs)
+    answers = V2_ANSWERS
+    # "d"'s answer window says "no answer" less (min: -2.0).
+    cls_logits = [-3.0, 0.5, 2.5, 1.0, -2.0, 0.25]
     config = FinetuningConfig(task=SquadConfig(version="2.0"))
-    predictions, _, no_answer_scores, metrics = SquadTask()._answers(None, articles, examples, features, config)
+    predictions, _, no_answer_scores, metrics = beam_answers(monkeypatch, cls_logits, articles, config)
 
     assert no_answer_scores == pytest.approx({"a": -3.0, "b": 0.5, "c": 2.5, "d": -2.0, "e": 0.25})
     golds = {"a": "Paris", "b": "", "c": "", "d": "blue whale", "e": "France"}
@@ -336,10 +386,39 @@ def test_the_threshold_is_the_one_with_the_best_f1_and_predictions_use_it(monkey
 
     # A threshold given is used as it is; a file without answers is answered at 0 unless one is given.
     given = dataclasses.replace(config, task=SquadConfig(version="2.0", null_score_diff_threshold=1.0))
-    predictions, _, _, metrics = SquadTask()._answers(None, articles, examples, features, given)
+    predictions, _, _, metrics = beam_answers(monkeypatch, cls_logits, articles, given)
     assert predictions == f1_at(1.0)[1] and metrics["null_score_diff_threshold"] == 1.0
-    predictions, _, _, metrics = SquadTask()._answers(None, None, examples, features, config)
+    predictions, _, _, metrics = beam_answers(monkeypatch, cls_logits, None, config)
     assert predictions == f1_at(0.0)[1] and metrics is None
+
+
+@pytest.mark.parametrize("cls_logits, threshold", [
+    # The best threshold is 2.0: "d" (1.5) and "e" (2.0) are answered, but the reported EM / F1 count
+    # them as "" (above 1.0), as the original's do.
+    ([-3.0, 3.0, 4.0, 1.5, 1.5, 2.0], 2.0),
+    # No threshold beats answering nothing: 0.0, where "a" and "d" are answered (wrongly, here).
+    ([-3.0, -1.0, -2.0, -0.5, -0.5, 0.5], 0.0),
+])
+def test_the_threshold_and_the_reported_scores_are_the_originals(monkeypatch, cls_logits, threshold):
+    from albert_tf.tasks.squad_task import SquadConfig
+    from albert_tf.training.finetuning_config import FinetuningConfig
+
+    articles = v2_articles()
+    if threshold == 0.0:  # every answer wrong: answering nothing is best
+        articles[0]["paragraphs"][0]["context"] += " Rome. The shark."
+        context = articles[0]["paragraphs"][0]["context"]
+        for qa, text in zip(articles[0]["paragraphs"][0]["qas"], ["Rome", "", "", "The shark", "Rome"]):
+            qa["answers"] = [{"text": text, "answer_start": context.index(text)}] if text else []
+    config = FinetuningConfig(task=SquadConfig(version="2.0"))
+    predictions, _, no_answer_scores, metrics = beam_answers(monkeypatch, cls_logits, articles, config)
+    original_threshold, original_predictions, reported = original_evaluate_v2(articles, V2_ANSWERS,
+                                                                               no_answer_scores)
+    assert metrics["null_score_diff_threshold"] == original_threshold == threshold
+    assert (metrics["exact"], metrics["f1"]) == pytest.approx((reported["exact"], reported["f1"]))
+    # albert_tf answers the question at the threshold (the official rule: "" above it); the original does not.
+    at_threshold = {q for q, score in no_answer_scores.items() if score == threshold}
+    assert {q: a for q, a in predictions.items() if q not in at_threshold} == {
+        q: a for q, a in original_predictions.items() if q not in at_threshold}
 
 
 # ----------------------------------------------------------------------------
@@ -558,7 +637,8 @@ def test_cli_v2_trains_the_original_head_and_predicts_at_the_tuned_threshold(tmp
     train_file = squad_file(tmp_path, "train-v2.0.json", "2.0", questions, unanswerable)
     output = tmp_path / "out"
     common = [f"--predict_file={train_file}", *SMALL_RUN]
-    result = run_squad("--version=2.0", "--do_train", "--do_eval", "--do_predict", f"--train_file={train_file}",
+    # Without --do_eval: as the original's do_predict, every checkpoint is scored and the best (best/) answers.
+    result = run_squad("--version=2.0", "--do_train", "--do_predict", f"--train_file={train_file}",
                        f"--init_checkpoint={encoder_dir}", f"--output_dir={output}", "--num_train_steps=20", *common)
     assert result.returncode == 0, result.stderr
     assert "Fine-tuning on 6 questions: 20 steps of batch 4" in result.stdout
@@ -571,13 +651,14 @@ def test_cli_v2_trains_the_original_head_and_predicts_at_the_tuned_threshold(tmp
     nbest = json.loads((output / "nbest_predictions.json").read_text(encoding="utf-8"))
     metrics = json.loads((output / "eval_results.json").read_text())
     threshold = metrics["null_score_diff_threshold"]
-    assert threshold == metrics["best_f1_thresh"] and metrics["f1"] == pytest.approx(metrics["best_f1"])
+    assert threshold == metrics["best_f1_thresh"]
     assert {"exact_at_threshold_0", "f1_at_threshold_0"} <= set(metrics)
     for qas_id, score in null_odds.items():
         assert set(nbest[qas_id][0]) == {"text", "probability", "start_log_prob", "end_log_prob"}
         assert predictions[qas_id] == ("" if score > threshold else nbest[qas_id][0]["text"])
+    # The official script's scores for predictions.json with null_odds.json as its --na-prob-file.
     articles, _ = squad.read_squad(str(train_file), "2.0")
-    assert metrics["f1"] == pytest.approx(evaluate(articles, predictions)["f1"])
+    assert metrics["f1"] == pytest.approx(evaluate(articles, predictions, na_probs=null_odds)["f1"])
 
     # The fine-tuned model answers again with its own head, without naming it.
     again = run_squad("--version=2.0", "--do_predict", f"--init_checkpoint={output / 'best'}",

@@ -85,12 +85,58 @@ def test_training_is_reproducible_and_atomic(tmp_path, spm_model):
     train([str(tmp_path / "c.txt.gz")], str(tmp_path / "vocab"), vocab_size=300, hard_vocab_limit=False, num_threads=1,
           input_sentence_size=200, seed=7, overwrite=True)
     assert (tmp_path / "vocab.model").read_bytes() == models[0]
+    # A truncated one: the file and the line reached, in the reader's words (not SentencePiece's).
+    (tmp_path / "cut.txt.gz").write_bytes((tmp_path / "c.txt.gz").read_bytes()[:2000])
+    with pytest.raises(ValueError, match=r"^\S*cut\.txt\.gz: the gzip data breaks off after line [1-9]"):
+        train([str(tmp_path / "cut.txt.gz")], str(tmp_path / "cut"), vocab_size=300, num_threads=1)
     with pytest.raises(ValueError, match="too small for vocab_size=50000 .*; pass a smaller vocab_size or "
                                          "hard_vocab_limit=False$") as refused:
         train([str(corpus)], str(tmp_path / "big"), vocab_size=50000, num_threads=1)
     assert "pass a smaller --vocab_size or --hard_vocab_limit=False" in str(refused.value.for_flags())
     assert not list(tmp_path.glob("big*"))
     assert not list(tmp_path.glob(".*staging*"))
+
+
+def test_the_summary_names_the_characters_character_coverage_left_out(tmp_path):
+    """A 3,000-piece vocabulary from a 430 KB corpus once kept only the digits 1 and 8, silently: the summary
+    names what became <unk>, exactly the characters the model cannot spell."""
+    corpus = write_corpus(tmp_path / "c.txt", num_documents=30, seed=1)
+    stats = train([str(corpus)], str(tmp_path / "vocab"), vocab_size=300, hard_vocab_limit=False, num_threads=1,
+                  character_coverage=0.9995)
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(tmp_path / "vocab.model"))
+    dropped = dict(stats.dropped_characters)
+    assert "東" in dropped and len(dropped) > 5
+    assert {char for char in stats.character_counts if processor.unk_id() in processor.encode(char)} == set(dropped)
+    [line] = [line for line in stats.problems() if "character_coverage" in line]
+    assert line.startswith(f"--character_coverage left {len(dropped)} character(s) out of the vocabulary (each "
+                           "becomes <unk>): '東' 1, ")
+    assert line.endswith(f" and {len(dropped) - 5} more; {sum(dropped.values())} of the text's "
+                         f"{stats.characters_counted:,} characters (0.050%)")
+    # Every character kept: nothing to say.
+    kept = train([str(corpus)], str(tmp_path / "vocab"), vocab_size=300, hard_vocab_limit=False, num_threads=1,
+                 character_coverage=1.0, overwrite=True)
+    assert kept.dropped_characters == [] and not any("character_coverage" in line for line in kept.problems())
+
+
+def test_vocabulary_training_says_when_accent_stripping_rewrites_kana_or_hangul(tmp_path):
+    """が becomes か, Hangul syllables become jamo: said in one line with the fix; Latin accents are what
+    stripping is for, and keep_accents keeps every mark."""
+    from albert_tf.data.vocabulary import VocabularyStats, preprocessed_sentences
+
+    (tmp_path / "ja_ko.txt").write_text("がっこうへ行きます。\nゲームです。\n\n한국어 문장입니다.\nplain text\n")
+    (tmp_path / "latin.txt").write_text(SPECIAL_LINES[0] + "\nΆλφα ёлка й\n")
+
+    def problems(name, keep_accents=False):
+        stats = VocabularyStats()
+        list(preprocessed_sentences([str(tmp_path / name)], "sentences", stats, keep_accents=keep_accents))
+        return stats.problems()
+
+    assert problems("ja_ko.txt") == [
+        "accent stripping (the original's rule) rewrote 11 character(s) in 3 sentence(s) of scripts whose marks "
+        "carry meaning (Hangul 8, Hiragana 2, Katakana 1; が becomes か, Hangul syllables become jamo): pass "
+        "--keep_accents to train_sentencepiece and create_pretraining_data alike to keep them"]
+    assert problems("ja_ko.txt", keep_accents=True) == []
+    assert problems("latin.txt") == []
 
 
 def test_foreign_vocabulary_is_refused(tmp_path):

@@ -106,8 +106,14 @@ def test_fit_predict_and_evaluate_take_raw_text_and_compile_with_the_recipe(pret
     assert isinstance(classifier.optimizer, AdamWeightDecay)  # the original AdamW, compiled by fit
     schedule = classifier.optimizer._learning_rate  # the schedule the recipe built: 4 steps of 8 rows, 10% warmup
     assert (schedule.learning_rate, schedule.num_train_steps, schedule.num_warmup_steps) == (DEFAULT_LEARNING_RATE, 4, 0)
+    # A small model's larger rate (default_compile's docstring), the recipe otherwise the same.
+    small_rate = albert_tf.AlbertClassifier.from_preset(pretrained, num_labels=2, max_seq_length=24)
+    small_rate.default_compile(40, learning_rate=1e-4)
+    schedule = small_rate.optimizer._learning_rate
+    assert (schedule.learning_rate, schedule.num_train_steps, schedule.num_warmup_steps) == (1e-4, 40, 4)
     assert set(history.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
     assert any(not np.array_equal(a, b.numpy()) for a, b in zip(before, classifier.trainable_weights))
+    assert classifier.takes_pairs is False  # trained on single texts: recorded by save_to_preset
     logits = classifier.predict(["a good river", "a bad town", "x"], verbose=0)["logits"]
     assert logits.shape == (3, 2)
     preprocessed = classifier.preprocessor(np.array(["a good river", "a bad town", "x"]))
@@ -305,10 +311,46 @@ def test_save_to_preset_writes_a_directory_from_preset_loads_whole(pretrained, t
 
     with pytest.raises(SettingFileExists, match="pass overwrite"):
         classifier.save_to_preset(saved)
+    # What the tools read is recorded at the top, as they record it: no "records no rewrite_quotes" note later.
+    metadata = load_model(saved)[1]
+    assert {key: metadata[key] for key in ("lower_case", "keep_accents", "rewrite_quotes", "max_seq_length")} == {
+        "lower_case": True, "keep_accents": False, "rewrite_quotes": False, "max_seq_length": 24}
+    assert "takes_pairs" not in metadata  # never trained on text: not known
+    # Trained on pairs, it records so, and a model loaded whole takes the record back.
+    classifier.fit(x=(["a good river", "a town"], ["a road", "a bad town"]), y=[1, 0], batch_size=2, verbose=0)
+    assert classifier.takes_pairs is True
+    classifier.save_to_preset(saved, overwrite=True)
+    assert load_model(saved)[1]["takes_pairs"] is True
+    assert albert_tf.AlbertClassifier.from_preset(saved).takes_pairs is True
+    assert albert_tf.AlbertClassifier.from_preset(saved, num_labels=2).takes_pairs is None  # a new head
     choices = albert_tf.AlbertMultipleChoice(classifier.encoder, num_choices=3)  # no call yet: no head variables
     choices.save_to_preset(saved, overwrite=True)
     reloaded = albert_tf.AlbertMultipleChoice.from_preset(saved, num_choices=3)
     np.testing.assert_array_equal(reloaded.scorer.kernel.numpy(), choices.scorer.kernel.numpy())
+
+
+def test_save_to_preset_refuses_a_directory_another_tool_wrote_even_with_overwrite(tmp_path):
+    """overwrite=True once replaced a SavedModel export, or a fine-tuning run's best/, with the saved model."""
+    from albert_tf.file_utils import staged_directory
+    from albert_tf.settings import SettingError
+
+    export_dir = tmp_path / "export"
+    with staged_directory(str(export_dir)) as staging:
+        for entry in ("encoder", "preprocessing", "serving"):
+            os.mkdir(os.path.join(staging, entry))
+    run_dir = tmp_path / "run"
+    with staged_directory(str(run_dir / "best")) as staging:
+        open(os.path.join(staging, "albert_tf.json"), "w").close()
+    (run_dir / "run_config.json").write_text(json.dumps({"tool": "albert_tf.run_classifier", "outputs": ["best"]}))
+    before = sorted(str(path) for path in tmp_path.rglob("*"))
+    choices = albert_tf.AlbertMultipleChoice(albert_tf.AlbertEncoder(AlbertConfig.from_preset("albert_tiny",
+                                                                                              vocab_size=100)))
+    for directory, what in ((export_dir, "a SavedModel export"),
+                            (run_dir / "best", "part of a albert_tf.run_classifier run")):
+        with pytest.raises(SettingError, match=f"^{directory} holds {what} .*AlbertMultipleChoice.save_to_preset "
+                                               "writes into a directory of its own: choose another directory"):
+            choices.save_to_preset(directory, overwrite=True)
+    assert sorted(str(path) for path in tmp_path.rglob("*")) == before
 
 
 def test_embedding_a_single_string_gives_one_vector(pretrained):
@@ -438,8 +480,10 @@ def test_a_preset_takes_the_vocabulary_size_of_the_sentencepiece_model(data, tmp
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"albert_config=albert_tiny with vocab_size {pieces}, the size of spm_model_file" in result.stdout
     assert json.loads((tmp_path / "a" / "albert_tf.json").read_text())["albert_config"]["vocab_size"] == pieces
+    # Without spm_model_file the data's recorded size is taken (the pretraining tests check it); only an
+    # explicit vocab_size that contradicts the data is refused.
     refused = tool("run_pretraining", f"--input_file={data.prefix}", f"--output_dir={tmp_path / 'b'}",
-                   "--albert_config=albert_tiny", f"--max_seq_length={SEQ_LENGTH}",
+                   "--albert_config=albert_tiny", f"--vocab_size={pieces + 1}", f"--max_seq_length={SEQ_LENGTH}",
                    f"--max_predictions_per_seq={PREDICTIONS}", "--num_train_steps=2", "--num_warmup_steps=0")
     assert refused.returncode == 1 and f"pass --vocab_size={pieces}" in refused.stderr.strip().splitlines()[-1]
     explicit = tool("run_pretraining", f"--input_file={data.prefix}", f"--output_dir={tmp_path / 'c'}",

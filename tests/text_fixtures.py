@@ -72,3 +72,17 @@ def corpus_files_and_vocabulary(tmp_path_factory, name):
     (directory / "empty.txt").write_text("")
     return sorted(paths + [str(directory / "empty.txt")]), str(train_small_spm(tmp_path_factory, f"{name}_spm"))
 
+
+
+def tiny_pretrained_checkpoint(tmp_path_factory):
+    """An albert_tiny pretrainer (random weights) over `train_small_spm`'s vocabulary, with its spm.model: the
+    starting model of the fine-tuning tests."""
+    from albert_tf.albert_config import AlbertConfig
+    from albert_tf.models.albert_pretrainer import AlbertPretrainer
+    from albert_tf.models.model_io import write_model_dir
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+
+    spm = train_small_spm(tmp_path_factory)
+    config = AlbertConfig.from_preset("albert_tiny", vocab_size=AlbertTokenizer(str(spm)).vocab_size)
+    return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("ckpt") / "pretrained"), "pretrainer",
+                           files={"spm.model": str(spm)})

@@ -12,9 +12,13 @@ Encoders, pretrainers and the fine-tuned models of `task_heads()` convert. A
 classifier's head goes by the original run_classifier's names (output_weights,
 output_bias); to Hugging Face it becomes AlbertForSequenceClassification, its label
 names (albert_tf.json's label_names) id2label and label2id, a regression head
-problem_type "regression", and back. The original SQuAD 2.0 model's head goes by
-run_squad_v2's names (start_logits/..., end_logits/..., answer_class/...), so a
-checkpoint it fine-tuned converts; Hugging Face has no such model.
+problem_type "regression", and back. The other heads go by the names of the original
+script that fine-tuned them, so its checkpoints convert to albert_tf and back (not to
+Hugging Face): run_squad_v1's cls/squad/output_weights [2, H] and output_bias [2] (a
+span_labeler), run_squad_v2's start_logits/..., end_logits/..., answer_class/... (a
+squad_v2_span_labeler), and run_race's output_weights [1, H] and output_bias [1] (a
+multiple_choice model; the same names as a one-output classifier's, so the caller says
+which: `model_kind`).
 """
 
 import dataclasses
@@ -24,9 +28,10 @@ from collections.abc import Callable
 from albert_tf.settings import SettingError, SettingFileNotFound
 
 FORMATS = ("albert_tf", "huggingface", "tf1")
-CONVERTED_KINDS = ("encoder", "pretrainer", "classifier", "squad_v2_span_labeler")
+CONVERTED_KINDS = ("encoder", "pretrainer", "classifier", "span_labeler", "squad_v2_span_labeler", "multiple_choice")
 # What an albert_tf.json records that travels with the model: the preprocessing, a classifier's labels.
-RECORDED_KEYS = ("lower_case", "keep_accents", "rewrite_quotes", "max_seq_length", "label_names", "is_regression")
+RECORDED_KEYS = ("lower_case", "keep_accents", "rewrite_quotes", "max_seq_length", "label_names", "is_regression",
+                 "problem_type", "multi_label_threshold")
 _SPM_NAMES = {"albert_tf": "spm.model", "huggingface": "spiece.model", "tf1": "30k-clean.model"}
 
 
@@ -35,33 +40,45 @@ class TaskHead:
     """A fine-tuned model's head that converts, as one row of `task_heads()`."""
 
     kind: str  # the model kind (albert_tf.models.registry)
-    marker: str  # an original tensor name only this head has: a source holding it is this kind of model
+    # An original tensor name only this head has: a source holding it is this kind of model. None where the
+    # head's names are another's (RACE's are a one-output classifier's): the kind is then named by the caller.
+    marker: str | None
     variables: Callable  # model -> {original name: MappedVariable} of the head
     saved_arguments: Callable  # {original name: array} -> the model's recorded constructor arguments
     recorded: dict  # what albert_tf.json records of a model of this kind converted from another format
-    huggingface: bool  # whether Hugging Face has a model with this head
+    not_huggingface: str = ""  # why it is not written to Hugging Face; empty where it is
 
 
 def task_heads():
     """The heads of fine-tuned models that convert: the one table `build_checked_model` and `model_tensors`
-    read."""
+    read. The original's names: run_classifier's, run_squad_v1's, run_squad_v2's and run_race's."""
     from albert_tf.checkpoints.huggingface_format import CLASSIFIER_BIAS
-    from albert_tf.checkpoints.original_names import squad_v2_head_variables
+    from albert_tf.checkpoints.original_names import SQUAD_V1_WEIGHTS, squad_v1_head_variables, squad_v2_head_variables
 
     return (
         TaskHead("classifier", CLASSIFIER_BIAS, classifier_head_variables,
-                 lambda tensors: {"num_labels": len(tensors[CLASSIFIER_BIAS])}, {}, huggingface=True),
+                 lambda tensors: {"num_labels": len(tensors[CLASSIFIER_BIAS])}, {}),
+        # No squad_version recorded: albert_tf's SQuAD 2.0 model of BERT's head has these names too.
+        TaskHead("span_labeler", SQUAD_V1_WEIGHTS, squad_v1_head_variables, lambda tensors: {}, {},
+                 not_huggingface="albert-convert does not write it as transformers' AlbertForQuestionAnswering"),
         TaskHead("squad_v2_span_labeler", "answer_class/dense_1/kernel", squad_v2_head_variables,
-                 lambda tensors: {}, {"squad_version": "2.0", "squad_v2_head": "original"}, huggingface=False),
+                 lambda tensors: {}, {"squad_version": "2.0", "squad_v2_head": "original"},
+                 not_huggingface="Hugging Face has no model with its head (transformers' AlbertForQuestionAnswering "
+                                 "is BERT's span head)"),
+        # The original RACE model has 4 choices (the default num_choices); the head does not depend on it.
+        TaskHead("multiple_choice", None, race_head_variables, lambda tensors: {}, {},
+                 not_huggingface="albert-convert does not write it as transformers' AlbertForMultipleChoice"),
     )
 
 
 def read_source(source_format, path, albert_config=None):
-    """(AlbertConfig, {original name: array}, spm model path or None, {recorded}) from any format.
+    """(AlbertConfig, {original name: array}, spm model path or None, {recorded}, model kind or None) from any
+    format; the kind is an albert_tf source's (the other formats' tensor names say it, `build_checked_model`).
 
     Recorded, where the source says them: "lower_case" and "max_seq_length" (albert_tf.json; a Hugging
-    Face tokenizer_config.json's do_lower_case), and a classifier's "label_names" and "is_regression"
-    (albert_tf.json; a Hugging Face config.json's id2label and problem_type). "rewrite_quotes" always
+    Face tokenizer_config.json's do_lower_case), and a classifier's "label_names", "is_regression" and
+    "takes_pairs" (albert_tf.json; a Hugging Face config.json's id2label, problem_type and albert_tf's
+    takes_pairs). "rewrite_quotes" always
     from tf1 (false: the original's rule) and Hugging Face (true, their tokenizer's rule, unless its
     tokenizer_config.json says otherwise, as albert_tf's own conversion writes it); from albert_tf
     where its albert_tf.json records it.
@@ -69,6 +86,7 @@ def read_source(source_format, path, albert_config=None):
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.checkpoints import huggingface_format, tf1_format
     from albert_tf.checkpoints.assign import CheckpointMismatchError
+    from albert_tf.models.model_dir_format import recorded_takes_pairs, resolve_checkpoint
     from albert_tf.models.model_io import load_model
     from albert_tf.text.albert_tokenizer import spm_model_path
 
@@ -77,9 +95,11 @@ def read_source(source_format, path, albert_config=None):
         if metadata["model"] not in CONVERTED_KINDS:
             raise ValueError(f"{path}: a {metadata['model']!r} model; only {', '.join(CONVERTED_KINDS)} models "
                              "convert")
-        directory = path if os.path.isdir(path) else os.path.dirname(path)
+        directory = resolve_checkpoint(path)[0]  # a ckpt-N prefix's directory, a training run's model directory
         recorded = {key: metadata[key] for key in RECORDED_KEYS if key in metadata}
-        return model.albert_config, model_tensors(model), spm_model_path(directory), recorded
+        if metadata["model"] == "classifier":  # an old record's too, from its GLUE task
+            recorded["takes_pairs"] = recorded_takes_pairs(metadata)
+        return model.albert_config, model_tensors(model), spm_model_path(directory), recorded, metadata["model"]
     if source_format == "huggingface":
         config, tensors, unmapped = huggingface_format.read_huggingface_dir(path)
         if unmapped:
@@ -90,22 +110,69 @@ def read_source(source_format, path, albert_config=None):
             num_labels = len(tensors[huggingface_format.CLASSIFIER_BIAS])
             recorded.update(huggingface_format.recorded_labels(path, num_labels))
         # A link (a Hugging Face cache snapshot links into blobs/) is followed and checked when it is copied.
-        return config, tensors, spm if os.path.lexists(spm) else None, recorded
+        return config, tensors, spm if os.path.lexists(spm) else None, recorded, None
     prefix = tf1_format.resolve_tf1_checkpoint(path)
     config_source = albert_config or os.path.join(os.path.dirname(prefix), tf1_format.ORIGINAL_CONFIG_FILE)
     if not albert_config and not os.path.isfile(config_source):
         raise SettingFileNotFound(f"{config_source}: not found; pass <albert_config>=PATH or a preset name")
     return (AlbertConfig.from_name_or_path(config_source), tf1_format.read_tf1_checkpoint(prefix), None,
-            {"rewrite_quotes": False})
+            {"rewrite_quotes": False}, None)
+
+
+def _casing_origin(source_format, input_path, recorded, do_lower_case):
+    """(what says the casing, whether it is the source's record): the setting, the source's file, or the
+    default."""
+    if do_lower_case is not None:
+        return f"<do_lower_case>={bool(do_lower_case)}", False
+    if "lower_case" not in recorded:
+        return "the default <do_lower_case>=True", False
+    if source_format == "huggingface":
+        from albert_tf.checkpoints.huggingface_format import TOKENIZER_CONFIG_FILE
+
+        return f"{os.path.join(input_path, TOKENIZER_CONFIG_FILE)} (do_lower_case={recorded['lower_case']})", True
+    return f"the albert_tf.json of {input_path} (lower_case={recorded['lower_case']})", True
+
+
+def check_casing_against_vocabulary(spm_model_file, lower_case, origin):
+    """SettingError when the casing (`origin`: what says it, and whether that is the source's record)
+    contradicts the vocabulary's pieces (albert_tf.text.albert_tokenizer.vocabulary_casing), as the data tools
+    refuse it: cased text through a lowercase vocabulary turns every capital into <unk>, lowercased text
+    through a cased one never uses its capitalized pieces."""
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer, vocabulary_casing
+
+    casing = vocabulary_casing(AlbertTokenizer(spm_model_file))
+    if casing != ("cased" if lower_case else "lowercase"):
+        return
+    said_by, is_record = origin
+    if lower_case:
+        contradiction = (f"lowercases the text, but {spm_model_file} is a cased vocabulary (its pieces have capital "
+                         "letters): its capitalized pieces would never be used")
+    else:
+        contradiction = (f"keeps the text's capitals, but {spm_model_file} is a lowercase vocabulary (none of its "
+                         "pieces has a capital letter): every capital letter would be an unknown token")
+    fix = f"pass <do_lower_case>={not lower_case}"
+    raise SettingError(f"{said_by} {contradiction}; "
+                       + (f"correct the record, or {fix} with <force>" if is_record else fix))
 
 
 def classifier_head_variables(classifier):
     """{original name: MappedVariable} for an AlbertClassifier's head (a Keras kernel is [H, num_labels])."""
+    return _output_layer_variables(classifier.classifier)
+
+
+def race_head_variables(multiple_choice):
+    """{original name: MappedVariable} for an AlbertMultipleChoice's head: the original run_race's
+    (race_utils.create_model's) output_weights [1, H] and output_bias [1], which score each choice's pooled
+    output; run_classifier's names."""
+    return _output_layer_variables(multiple_choice.scorer)
+
+
+def _output_layer_variables(dense):
     from albert_tf.checkpoints.huggingface_format import CLASSIFIER_BIAS, CLASSIFIER_WEIGHTS
     from albert_tf.checkpoints.original_names import MappedVariable
 
-    return {CLASSIFIER_WEIGHTS: MappedVariable(classifier.classifier.kernel, transposed=True),
-            CLASSIFIER_BIAS: MappedVariable(classifier.classifier.bias)}
+    return {CLASSIFIER_WEIGHTS: MappedVariable(dense.kernel, transposed=True),
+            CLASSIFIER_BIAS: MappedVariable(dense.bias)}
 
 
 def _task_head_of(kind):
@@ -147,15 +214,17 @@ def _check_and_assign_with_head(model, head, tensors, source, init_missing_heads
     return initialized
 
 
-def build_checked_model(config, tensors, source, init_missing_heads=False):
-    """(model, kind, heads left initialized): the model that holds `tensors`, fully checked."""
+def build_checked_model(config, tensors, source, init_missing_heads=False, model_kind=None):
+    """(model, kind, heads left initialized): the model that holds `tensors`, fully checked. `model_kind`: the
+    kind the source records or the caller names, which picks the head where the names do not say it (RACE's);
+    None: the kind the names say."""
     from albert_tf.checkpoints.assign import check_and_assign, has_pretraining_heads
     from albert_tf.models import registry
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.networks.albert_encoder import AlbertEncoder
 
     for task_head in task_heads():
-        if task_head.marker in tensors:
+        if task_head.kind == model_kind or (model_kind is None and task_head.marker in tensors):
             model = registry.build(task_head.kind, config, task_head.saved_arguments(tensors), source=source)
             initialized = _check_and_assign_with_head(model, task_head.variables(model), tensors, source,
                                                       init_missing_heads)
@@ -166,9 +235,27 @@ def build_checked_model(config, tensors, source, init_missing_heads=False):
     return model, "pretrainer" if with_heads else "encoder", initialized
 
 
+def check_output(output_dir, input_path, spm_model_file=None, albert_config=None):
+    """SettingError, before anything is read, when `output_dir` is, lies inside or holds an input (a conversion
+    onto its own input with overwrite used to leave only the output), whatever overwrite says, or is a directory
+    another albert_tf tool wrote (an export, a run, a data set). `albert_config` counts where it is a file."""
+    from albert_tf.file_utils import MODEL_DIRECTORY, check_output_apart, refuse_another_tools_directory
+
+    config_file = albert_config if isinstance(albert_config, (str, os.PathLike)) and os.path.exists(albert_config) \
+        else None
+    check_output_apart({"output|output_dir": output_dir}, {"input|input_path": input_path,
+                                                           "spm_model_file": spm_model_file,
+                                                           "albert_config": config_file})
+    refuse_another_tools_directory(output_dir, "albert_tf.convert", (MODEL_DIRECTORY,), setting="output|output_dir")
+
+
 def convert(source_format, target_format, input_path, output_dir, albert_config=None, spm_model_file=None,
-            init_missing_heads=False, overwrite=False, do_lower_case=None, force=False):
+            init_missing_heads=False, overwrite=False, do_lower_case=None, force=False, model_kind=None):
     """Converts and writes; returns a dict summary. Nothing is written on failure.
+
+    `model_kind`: "multiple_choice" for a checkpoint of the original run_race, whose output_weights [1, H] and
+    output_bias [1] have the names and shapes of run_classifier's one-output head (a classifier, which the names
+    alone give); None: the kind the source records or its tensor names say.
 
     The casing and quote rule (and, from an albert_tf source, the sequence length) travel with the model:
     `do_lower_case` None takes the source's record (albert_tf.models.preprocessing_contract).
@@ -186,8 +273,16 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
     if source_format == target_format:
         raise SettingError(f"<from|source_format> and <to|target_format> are both {source_format!r}; "
                            "nothing to convert")
+    check_output(output_dir, input_path, spm_model_file, albert_config)
     check_replaceable(output_dir, overwrite)
-    config, tensors, source_spm, recorded = read_source(source_format, input_path, albert_config)
+    if model_kind is not None and model_kind not in [head.kind for head in task_heads()]:
+        raise SettingError(f"<model|model_kind>={model_kind!r}: expected one of "
+                           f"{', '.join(head.kind for head in task_heads())}")
+    config, tensors, source_spm, recorded, source_kind = read_source(source_format, input_path, albert_config)
+    if model_kind and source_kind and model_kind != source_kind:
+        raise SettingError(f"<model|model_kind>={model_kind}, but the albert_tf.json of {input_path} records a "
+                           f"{source_kind!r} model: leave the setting out")
+    casing_origin = _casing_origin(source_format, input_path, recorded, do_lower_case)
     preprocessing = resolve_preprocessing({**recorded, "albert_config": config.to_dict()}, do_lower_case, force=force,
                                           source=input_path)
     for warning in preprocessing.warnings:
@@ -201,11 +296,13 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
     spm_model_file = spm_model_file or source_spm
     if spm_model_file:
         read_spm_model(spm_model_file)  # resolved and checked before the weights are converted
-    model, kind, initialized = build_checked_model(config, tensors, input_path, init_missing_heads)
+        check_casing_against_vocabulary(spm_model_file, preprocessing.lower_case, casing_origin)
+    model, kind, initialized = build_checked_model(config, tensors, input_path, init_missing_heads,
+                                                   model_kind or source_kind)
     task_head = _task_head_of(kind)
-    if target_format == "huggingface" and task_head is not None and not task_head.huggingface:
-        raise ValueError(f"{input_path}: a {kind!r} model; Hugging Face has no model with its head (transformers' "
-                         "AlbertForQuestionAnswering is BERT's span head): convert it to tf1 or albert_tf")
+    if target_format == "huggingface" and task_head is not None and task_head.not_huggingface:
+        raise ValueError(f"{input_path}: a {kind!r} model; {task_head.not_huggingface}: convert it to tf1 or "
+                         "albert_tf")
 
     if target_format == "albert_tf":
         files = {SPM_MODEL_FILE: spm_model_file} if spm_model_file else {}
@@ -216,7 +313,9 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
         classifier = None
         if target_format == "huggingface" and kind == "classifier":
             classifier = huggingface_format.classifier_config(model.num_labels, recorded.get("label_names"),
-                                                              recorded.get("is_regression", False))
+                                                              recorded.get("is_regression", False),
+                                                              recorded.get("takes_pairs"),
+                                                              recorded.get("problem_type") == "multi_label")
         with staged_directory(output_dir, overwrite=overwrite) as staging:
             if target_format == "huggingface":
                 huggingface_format.write_huggingface_dir(config, tensors, staging, with_heads=kind == "pretrainer",

@@ -19,6 +19,7 @@ HF_CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
 PYTORCH_FILE = "pytorch_model.bin"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
 # The original run_classifier's (classifier_utils.create_model's) names for a classifier's head.
 CLASSIFIER_WEIGHTS = "output_weights"
@@ -241,10 +242,16 @@ def albert_config_to_huggingface(config, with_heads):
     }
 
 
-def classifier_config(num_labels, label_names=None, is_regression=False):
+# albert_tf's key in a sequence classifier's config.json: whether it answers sentence pairs (text, text_b).
+TAKES_PAIRS_KEY = "takes_pairs"
+
+
+def classifier_config(num_labels, label_names=None, is_regression=False, takes_pairs=None, multi_label=False):
     """What AlbertForSequenceClassification's config.json adds to the encoder's: the architecture,
-    num_labels, id2label/label2id (`label_names`, else Hugging Face's own LABEL_i) and, for a
-    regression head, problem_type "regression"."""
+    num_labels, id2label/label2id (`label_names`, else Hugging Face's own LABEL_i), problem_type
+    "regression" for a regression head and "multi_label_classification" for a multi-label one (Hugging Face's
+    loss then takes each label's sigmoid), and albert_tf's "takes_pairs" where it is known (Hugging Face
+    keeps a key it does not know; a round trip brings it back)."""
     num_labels = int(num_labels)
     names = list(label_names) if label_names else [f"LABEL_{index}" for index in range(num_labels)]
     if len(names) != num_labels:
@@ -258,30 +265,49 @@ def classifier_config(num_labels, label_names=None, is_regression=False):
         if num_labels != 1:
             raise ValueError(f"a regression head has one output, not num_labels={num_labels}")
         config["problem_type"] = "regression"
+    elif multi_label:
+        config["problem_type"] = "multi_label_classification"
+    if takes_pairs is not None:
+        config[TAKES_PAIRS_KEY] = bool(takes_pairs)
     return config
 
 
 def recorded_labels(directory, num_labels):
     """{"label_names": [...]} (names other than Hugging Face's default LABEL_i) or {"is_regression": True}
     from a sequence classifier's config.json; a one-output head without a problem_type is a regression,
-    as Hugging Face's loss takes it."""
+    as Hugging Face's loss takes it. With "takes_pairs" where the file says it (albert_tf writes it)."""
     path = os.path.join(directory, HF_CONFIG_FILE)
     with open(path) as f:
         hf_config = json.load(f)
+    return {**_recorded_labels(hf_config, num_labels, path), **_recorded_pairs(hf_config, path)}
+
+
+def _recorded_pairs(hf_config, path):
+    pairs = hf_config.get(TAKES_PAIRS_KEY)
+    if pairs is None:
+        return {}
+    if not isinstance(pairs, bool):
+        raise ValueError(f'{path}: "{TAKES_PAIRS_KEY}" must be true or false (whether the classifier answers '
+                         f"sentence pairs), got {pairs!r}")
+    return {"takes_pairs": pairs}
+
+
+def _recorded_labels(hf_config, num_labels, path):
     problem_type = hf_config.get("problem_type")
     if problem_type == "regression" or (problem_type is None and num_labels == 1):
         return {"is_regression": True}
-    if problem_type not in (None, "single_label_classification"):
+    if problem_type not in (None, "single_label_classification", "multi_label_classification"):
         raise ValueError(f"{path}: problem_type={problem_type!r}; albert_tf's classifier is single-label "
-                         "(softmax) or a one-output regression")
+                         "(softmax), multi-label (sigmoid) or a one-output regression")
+    multi_label = {"problem_type": "multi_label"} if problem_type == "multi_label_classification" else {}
     try:
         id2label = {int(index): str(name) for index, name in (hf_config.get("id2label") or {}).items()}
     except (ValueError, AttributeError) as error:
         raise ValueError(f"{path}: id2label is not a map of label ids to names ({error})") from None
     names = [id2label.get(index) for index in range(num_labels)]
     if None in names or len(id2label) != num_labels or names == [f"LABEL_{index}" for index in range(num_labels)]:
-        return {"is_regression": False}
-    return {"label_names": names, "is_regression": False}
+        return {"is_regression": False, **multi_label}
+    return {"label_names": names, "is_regression": False, **multi_label}
 
 
 # --- Reading ---------------------------------------------------------------
@@ -298,32 +324,83 @@ def _load_safetensors(path):
         raise ValueError(f"{path}: corrupt or truncated safetensors file ({error})") from None
 
 
+def _is_inside(path, directory):
+    return os.path.commonpath([path, directory]) == directory
+
+
+def _confined_shard(directory, index_path, name):
+    """The path of the shard `name` that the index at `index_path` lists, refused (one line naming the index
+    and the entry) unless it is a file of `directory`: no absolute path, no `..`, no link leading out. A
+    Hugging Face cache snapshot (`.../snapshots/<revision>/`) links every file into its repository's
+    `blobs/`, which is where such a link may lead."""
+    outside = ValueError(f"{index_path}: its weight_map names {name!r}, which is not a file of {directory}; a "
+                         "shard index lists files of its own directory only: restore the index, or ask whoever "
+                         "made the directory")
+    if not isinstance(name, str) or not name or os.path.isabs(name) or os.path.normpath(name).split(os.sep)[0] == "..":
+        raise outside
+    home = os.path.realpath(directory)
+    allowed = [home]
+    if os.path.basename(os.path.dirname(home)) == "snapshots":
+        allowed.append(os.path.join(os.path.dirname(os.path.dirname(home)), "blobs"))
+    resolved = os.path.realpath(os.path.join(directory, name))
+    if not any(_is_inside(resolved, root) for root in allowed):
+        raise outside
+    if not os.path.isfile(resolved):
+        raise FileNotFoundError(f"{index_path}: its weight_map names {name!r}, which is no file in {directory}")
+    return os.path.join(directory, name)
+
+
+def _read_shards(directory, index_path):
+    try:
+        with open(index_path, encoding="utf-8") as f:
+            names = json.load(f)["weight_map"].values()
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{index_path}: not a safetensors index ({error})") from None
+    shards = {_confined_shard(directory, index_path, name) for name in names}
+    state = {}
+    for shard in sorted(shards):
+        state.update(_load_safetensors(shard))
+    return state
+
+
+def _load_pytorch_pickle(path):
+    """The state dict of a pytorch_model.bin, read by torch.load's weights-only unpickler: a pickle holding
+    anything but tensors (code it would run on loading) is refused in one line, as is a damaged file."""
+    import pickle
+
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(
+            f"{path}: reading pytorch_model.bin needs torch (pip install torch==2.13.0), "
+            "or save the model with safetensors"
+        ) from None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        # torch's message is a page that ends by saying how to load the file unsafely; its reason is one line.
+        reason = re.search(r"WeightsUnpickler error:\s*(.+?)(?:\.\s|\n|$)", str(error))
+        raise ValueError(f"{path}: a pickle that holds more than tensors ({reason[1] if reason else 'refused'}); "
+                         "loading it could run code, and torch.load(weights_only=True) refuses it: ask for the "
+                         "model as model.safetensors (save_pretrained(..., safe_serialization=True)) and convert "
+                         "that") from None
+    except (RuntimeError, EOFError) as error:
+        raise ValueError(f"{path}: corrupt or truncated PyTorch file ({str(error).split('. ')[0]})") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{path}: holds a {type(state).__name__}, not a state dict of named tensors")
+    return {name: tensor.float().numpy() for name, tensor in state.items()}
+
+
 def _read_state_dict(directory):
     safetensors_path = os.path.join(directory, SAFETENSORS_FILE)
     index_path = os.path.join(directory, SAFETENSORS_INDEX_FILE)
     pytorch_path = os.path.join(directory, PYTORCH_FILE)
-    if os.path.isfile(safetensors_path) or os.path.isfile(index_path):
-        if os.path.isfile(safetensors_path):
-            return _load_safetensors(safetensors_path)
-        try:
-            with open(index_path) as f:
-                shards = sorted(set(json.load(f)["weight_map"].values()))
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise ValueError(f"{index_path}: not a safetensors index ({error})") from None
-        state = {}
-        for shard in shards:
-            state.update(_load_safetensors(os.path.join(directory, shard)))
-        return state
+    if os.path.isfile(safetensors_path):
+        return _load_safetensors(safetensors_path)
+    if os.path.isfile(index_path):
+        return _read_shards(directory, index_path)
     if os.path.isfile(pytorch_path):
-        try:
-            import torch
-        except ImportError:
-            raise ImportError(
-                f"{pytorch_path}: reading pytorch_model.bin needs torch (pip install torch==2.13.0), "
-                "or save the model with safetensors"
-            ) from None
-        state = torch.load(pytorch_path, map_location="cpu", weights_only=True)
-        return {name: tensor.float().numpy() for name, tensor in state.items()}
+        return _load_pytorch_pickle(pytorch_path)
     raise FileNotFoundError(
         f"{directory}: no {SAFETENSORS_FILE}, {SAFETENSORS_INDEX_FILE} or {PYTORCH_FILE}"
     )
@@ -426,7 +503,7 @@ def recorded_casing(directory):
     """{"lower_case": bool, "keep_accents": bool, "rewrite_quotes": bool} from a Hugging Face directory's
     tokenizer_config.json (its do_lower_case and keep_accents; rewrite_quotes only albert_tf writes, for a model
     whose text kept `` and ''), each where it says it."""
-    path = os.path.join(directory, "tokenizer_config.json")
+    path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
     if not os.path.isfile(path):
         return {}
     try:

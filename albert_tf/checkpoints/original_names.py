@@ -103,6 +103,19 @@ def squad_v2_head_variables(labeler):
     }
 
 
+# The original run_squad_v1's head (squad_utils.create_v1_model): one [2, H] matrix giving each position a start
+# and an end logit.
+SQUAD_V1_WEIGHTS = "cls/squad/output_weights"
+SQUAD_V1_BIAS = "cls/squad/output_bias"
+
+
+def squad_v1_head_variables(labeler):
+    """{original name: MappedVariable} for an `AlbertSpanLabeler`'s head: run_squad_v1's cls/squad/output_weights
+    [2, H] (a Keras kernel is [H, 2]) and cls/squad/output_bias [2]."""
+    return {SQUAD_V1_WEIGHTS: MappedVariable(labeler.span_head.kernel, transposed=True),
+            SQUAD_V1_BIAS: MappedVariable(labeler.span_head.bias)}
+
+
 HEAD_PREFIX = "cls/"
 POOLER_PREFIX = "bert/pooler/"
 

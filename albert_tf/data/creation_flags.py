@@ -20,7 +20,8 @@ def define_data_flags():
     flags.DEFINE_bool("do_lower_case", True, "Lowercase the input, as the original (accents are stripped either "
                       "way, as there). --nodo_lower_case needs a cased vocabulary (train_sentencepiece "
                       "--nodo_lower_case): a vocabulary of the other casing is refused.")
-    flags.DEFINE_bool("keep_accents", False, "Keep accents (the original strips them). Needs a vocabulary trained "
+    flags.DEFINE_bool("keep_accents", False, "Keep accents (the original strips them, which also drops kana's "
+                      "dakuten and splits Hangul into jamo: the summary counts such text). Needs a vocabulary trained "
                       "with train_sentencepiece --keep_accents; recorded, and every later tool keeps them too.")
     flags.DEFINE_integer("max_seq_length", 512, "Tokens per sequence, [CLS] and [SEP]s included (original: 512).")
     flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence at most (original: 20). "

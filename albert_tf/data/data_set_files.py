@@ -15,6 +15,10 @@ Readers (run_pretraining, data_stats, the benchmarks) call `check_complete`:
 every shard of an `-of-N` set must be present, and where the metadata records
 them, the shards' names and sizes must match it. Sizes are cheap to check on
 any file system and catch a truncated or replaced shard without reading it.
+A file whose name continues a shard's or the metadata's name (the Beam
+pipeline's `PREFIX-00000-of-00004.tfrecord.beam-temp-*`, which a stopped run
+leaves, or a copy such as `.tfrecord.orig`) matches a prefix's glob but is no
+shard: it is refused, by name, instead of being read as more training data.
 """
 
 import json
@@ -23,6 +27,8 @@ import re
 
 METADATA_SUFFIX = ".metadata.json"
 _SHARD_NAME = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})(?P<extension>\.tfrecord(?:\.gz)?)?$")
+# A shard's or the metadata's name with more after it (checked on names that are not shard names).
+_CONTINUED_NAME = re.compile(r"^(?P<base>.+?)(?:-\d{5}-of-\d{5}\.tfrecord|" + re.escape(METADATA_SUFFIX) + r").")
 
 
 def _gfile():
@@ -74,7 +80,8 @@ def check_complete(files):
     """Raises IncompleteDataSetError unless every `-of-N` shard set among `files` is whole.
 
     Files that do not follow the shard naming (e.g. the original script's output)
-    are taken as they are.
+    are taken as they are, except those whose name continues a shard's or the
+    metadata's name: a stopped writer's temporary files and copies are no shards.
     """
     sets = {}
     for path in files:
@@ -82,6 +89,8 @@ def check_complete(files):
         if parsed:
             prefix, index, count, extension = parsed
             sets.setdefault((prefix, count, extension), {})[index] = path
+        else:
+            _check_not_left_over(path)
     for (prefix, count, extension), present in sorted(sets.items()):
         missing = [i for i in range(count) if i not in present]
         if missing:
@@ -93,6 +102,16 @@ def check_complete(files):
         metadata = read_metadata(prefix)
         if metadata is not None:
             _check_against_metadata(prefix, metadata, present)
+
+
+def _check_not_left_over(path):
+    continued = _CONTINUED_NAME.match(os.path.basename(path))
+    if continued:
+        prefix = os.path.join(os.path.dirname(path), continued["base"])
+        raise IncompleteDataSetError(
+            f"{path}: not a shard of the data set {prefix} (the name continues a shard's or its metadata's: a "
+            "temporary file of a writer that was stopped, such as the Beam pipeline's *.beam-temp-*, or a copy); "
+            "remove it (rerunning the pipeline removes its own), or name only the shards")
 
 
 def _check_against_metadata(prefix, metadata, present):

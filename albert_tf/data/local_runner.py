@@ -14,6 +14,7 @@ import concurrent.futures
 import multiprocessing
 import os
 import shutil
+import signal
 
 from albert_tf.file_utils import make_owned_staging, remove_stale_staging, write_json_atomically
 from albert_tf.settings import SettingFileExists
@@ -28,6 +29,9 @@ _worker = {}
 def _init_worker(model_proto, config, spool_directory):
     from albert_tf.data.pretraining_data_job import ShardSpool, UnitProcessor
 
+    if multiprocessing.parent_process() is not None:
+        # Ctrl-C in a terminal reaches the workers too: the parent stops the run (and kills them), one line.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker["processor"] = UnitProcessor(model_proto, config)
     _worker["spool"] = ShardSpool(spool_directory, config.num_output_shards, owner=os.getpid())
 
@@ -46,10 +50,6 @@ def _process_unit(unit):
 
 class WorkerDiedError(ChildProcessError):
     """A worker process died (killed by a signal): nothing was written."""
-
-
-def _unit_bytes(unit):
-    return sum(len(sentence) for document in unit for sentence in document.sentences)
 
 
 def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, num_workers=1, overwrite=False,
@@ -74,14 +74,14 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
     os.makedirs(output_dir, exist_ok=True)
     for stale in remove_stale_staging(output_dir, STAGING_PREFIX):
         print(f"Removed {stale}, left by a run that was killed.", flush=True)
+    # Progress compares the input files' bytes read with their sizes, both as stored (compressed, for .gz).
     total_bytes = sum(os.path.getsize(path) for path in input_paths)
     corpus_stats = CorpusStats()
     set_stats = [InstanceStats(), InstanceStats()]  # training set, held-out set
-    done_bytes = 0
 
     def describe(done, elapsed):
         made = sum(stats.instances for stats in set_stats)
-        parts = [f"{done / 1e6:,.1f}/{total_bytes / 1e6:,.1f} MB of text"]
+        parts = [f"{done / 1e6:,.1f}/{total_bytes / 1e6:,.1f} MB of input"]
         if config.output_format == "documents":
             parts.append(f"{set_stats[0].documents:,} documents")
         if made or config.output_format == "instances":
@@ -101,8 +101,7 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
             _init_worker(tokenizer.model_proto, config, staging)
             for unit in units:
                 merge(_process_unit(unit))
-                done_bytes += _unit_bytes(unit)
-                meter and meter.update(done_bytes)
+                meter and meter.update(corpus_stats.file_bytes)
             _worker.pop("spool").close()
         else:
             # concurrent.futures, not multiprocessing.Pool: when a worker dies (SIGKILL, the OOM killer)
@@ -114,16 +113,15 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
             in_flight = []
             try:
                 for unit in units:
-                    in_flight.append((pool.submit(_process_unit, unit), _unit_bytes(unit)))
+                    # A unit is done when its result is merged: the input read up to it is then done.
+                    in_flight.append((pool.submit(_process_unit, unit), corpus_stats.file_bytes))
                     # Bounded: the reader never runs more than two units per worker ahead.
                     while len(in_flight) >= 2 * num_workers:
-                        result, size = in_flight.pop(0)
+                        result, done_bytes = in_flight.pop(0)
                         merge(result.result())
-                        done_bytes += size
                         meter and meter.update(done_bytes)
-                for result, size in in_flight:
+                for result, done_bytes in in_flight:
                     merge(result.result())
-                    done_bytes += size
                     meter and meter.update(done_bytes)
             except concurrent.futures.process.BrokenProcessPool:
                 raise WorkerDiedError(
@@ -202,9 +200,7 @@ def summary_lines(metadata, output_prefix, seconds):
                      f"(instances, once each), for run_pretraining --eval_input_file={heldout}.")
     from albert_tf.data.corpus_reader import CorpusStats
 
-    problems = CorpusStats(skipped_files=corpus["skipped_files"], documents_cut=corpus["documents_cut"])
-    problems.skipped_lines.update(corpus["skipped_lines"])
-    lines += [f"  {problem}" for problem in problems.problems()]
+    lines += [f"  {problem}" for problem in CorpusStats.from_json(corpus).problems()]
     if stats.get("skipped_chunks"):
         lines.append(f"  skipped {stats['skipped_chunks']:,} one-token chunk(s) that cannot form a pair")
     return lines

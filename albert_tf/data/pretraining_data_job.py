@@ -171,9 +171,18 @@ def existing_outputs(output_prefix):
 
 
 def iter_file(path, file_index, config, stats, opener=open_local):
-    """Documents of one input file, with the reading limits of `config`."""
-    return iter_documents(path, file_index, stats, config.input_format, config.max_line_bytes,
-                          config.max_document_sentences, opener)
+    """Documents of one input file, with the reading limits of `config`; where `config` strips accents, the
+    characters that rewrites in scripts whose marks carry meaning are counted into `stats`."""
+    documents = iter_documents(path, file_index, stats, config.input_format, config.max_line_bytes,
+                               config.max_document_sentences, opener)
+    return documents if config.keep_accents else _counting_marked_text(documents, stats)
+
+
+def _counting_marked_text(documents, stats):
+    for document in documents:
+        for sentence in document.sentences:
+            stats.count_marked(sentence)
+        yield document
 
 
 def iter_corpus(paths, config, stats):
@@ -376,15 +385,7 @@ def build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, i
         "vocab_size": vocab_size,
         "spm_model_sha256": hashlib.sha256(model_proto).hexdigest(),
         "inputs": list(input_paths),
-        "corpus": {
-            "files": corpus_stats.files,
-            "bytes": corpus_stats.bytes,
-            "documents": corpus_stats.documents,
-            "sentences": corpus_stats.sentences,
-            "documents_cut": corpus_stats.documents_cut,
-            "skipped_files": dict(sorted(corpus_stats.skipped_files.items())),
-            "skipped_lines": dict(sorted(corpus_stats.skipped_lines.items())),
-        },
+        "corpus": corpus_stats.to_json(),
         "statistics": instance_stats.to_json(),
         "shards": [{"file": os.path.basename(path), ("documents" if config.output_format == "documents" else
                                                      "instances"): count, "bytes": size}

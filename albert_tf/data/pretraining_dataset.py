@@ -13,9 +13,11 @@ them onto the names the model takes:
 """
 
 import glob
+import re
 
 import tensorflow as tf
 
+from albert_tf.cli import tf_error_reason
 from albert_tf.data.data_set_files import METADATA_SUFFIX, check_complete, read_metadata, shard_prefix
 from albert_tf.file_utils import file_sha256
 from albert_tf.settings import SettingError
@@ -180,12 +182,58 @@ def find_unreadable_file(files):
     return None
 
 
+# What ParseExample says of a record beside its reason: its name and index in the batch, its bytes.
+_PARSE_ERROR_NOISE = re.compile(r"Name: [^,]*, |, Index: \d+|, value: .*")
+
+
+def find_unparsable_record(files, spec, batch_size=1024):
+    """(file, record number counted from 0, reason) of the first record that does not parse as `spec`: a
+    record whose frame is intact (its checksums hold) but whose content is no tf.train.Example, or one of
+    other lengths. None when every record parses."""
+    for path in files:
+        batches = tf.data.TFRecordDataset(path, compression_type=compression_of(path)).batch(batch_size)
+        for number, records in enumerate(batches):
+            if _parse_error(records, spec) is None:
+                continue
+            for offset, record in enumerate(records):
+                error = _parse_error(record[tf.newaxis], spec)
+                if error is not None:
+                    return path, number * batch_size + offset, _PARSE_ERROR_NOISE.sub("", tf_error_reason(error))
+    return None
+
+
+def _parse_error(records, spec):
+    try:
+        tf.io.parse_example(records, spec)
+    except tf.errors.InvalidArgumentError as error:
+        return error
+    return None
+
+
 def read_error(files, error, what="the records"):
-    """A ValueError for a TF error met while reading `files`: it names the damaged file when there is one."""
+    """A ValueError for a TF error met while reading `files`: it names the damaged file, and the record that
+    does not parse, when there is one."""
     bad = find_unreadable_file(files)
     if bad:
-        return ValueError(f"{bad[0]}: corrupt or truncated TFRecord file ({bad[1].strip().splitlines()[0]})")
-    return ValueError(f"{what} could not be read ({error.message.strip().splitlines()[0]})")
+        return ValueError(f"{bad[0]}: corrupt or truncated TFRecord file ({tf_error_reason(bad[1])})")
+    from albert_tf.data.pretraining_data_job import INSTANCES_FORMAT
+
+    try:
+        unparsable = (find_unparsable_record(files, feature_spec(*infer_shapes(files)))
+                      if data_set_format(files)[0] == INSTANCES_FORMAT else None)
+    except ValueError as unreadable:  # not pretraining data at all, named by the check that read it
+        return unreadable
+    if unparsable:
+        path, number, reason = unparsable
+        return ValueError(f"{path}: record {number:,} (counted from 0) does not parse as a pretraining instance of "
+                          f"the data's lengths ({reason}); recreate the file with create_pretraining_data")
+    return ValueError(f"{what} could not be read ({_PARSE_ERROR_NOISE.sub('', tf_error_reason(error))})")
+
+
+def count_records(files, limit):
+    """The number of records in `files`, counted up to `limit`."""
+    dataset = tf.data.TFRecordDataset(files, compression_type=compression_of(files[0])).take(limit)
+    return int(dataset.reduce(0, lambda count, _: count + 1))
 
 
 def make_pretraining_dataset(files, batch_size, max_seq_length, max_predictions_per_seq, seed=None,

@@ -9,17 +9,64 @@ the seed makes that sample and the model reproducible. The model appears only
 once complete (trained in a staging directory, then renamed).
 """
 
+import collections
+import dataclasses
 import os
 import shutil
 
+from albert_tf.data.corpus_reader import CorpusStats
 from albert_tf.settings import SettingError, SettingFileExists
 
 # From the ALBERT README's spm_train command for 30k-clean.model.
 ORIGINAL_USER_DEFINED_SYMBOLS = ["(", ")", '"', "-", ".", "–", "£", "€"]
+# The characters counted to find what --character_coverage dropped: the corpus's first 16M (about a second
+# of counting), a sample that bounds the time on big corpora.
+CHARACTER_SAMPLE = 1 << 24
+_DROPPED_SHOWN = 5
+
+
+@dataclasses.dataclass
+class VocabularyStats(CorpusStats):
+    """What vocabulary training read (CorpusStats), and the characters of the text it trained on: counted on
+    the first CHARACTER_SAMPLE, and those of them no piece holds (dropped by character_coverage: <unk>)."""
+
+    character_counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    characters_counted: int = 0
+    dropped_characters: list = dataclasses.field(default_factory=list)  # [(character, count)], most frequent first
+
+    def count_characters(self, text):
+        if self.characters_counted < CHARACTER_SAMPLE:
+            self.character_counts.update(text)
+            self.characters_counted += len(text)
+
+    def find_dropped(self, model):
+        """Notes the counted characters that no piece of `model` (a SentencePieceProcessor) holds, once the
+        model's own normalization has run on them (as it does on the text)."""
+        covered = set("".join(_text_pieces(model)))
+        self.dropped_characters = [
+            (char, count) for char, count in self.character_counts.most_common()
+            if not set(model.normalize(char)) - {"\u2581"} <= covered]  # ▁ is a space, never dropped
+
+    def problems(self):
+        lines = super().problems()
+        if self.dropped_characters:
+            lines.append(self._dropped_line())
+        return lines
+
+    def _dropped_line(self):
+        occurrences = sum(count for _, count in self.dropped_characters)
+        shown = ", ".join(f"{char!r} {count:,}" for char, count in self.dropped_characters[:_DROPPED_SHOWN])
+        more = len(self.dropped_characters) - _DROPPED_SHOWN
+        counted = ("the text's" if self.characters_counted < CHARACTER_SAMPLE else "the first") + \
+            f" {self.characters_counted:,} characters"
+        return (f"--character_coverage left {len(self.dropped_characters):,} character(s) out of the vocabulary "
+                f"(each becomes <unk>): {shown}{f' and {more:,} more' if more > 0 else ''}; {occurrences:,} of "
+                f"{counted} ({occurrences / self.characters_counted:.3%})")
 
 
 def preprocessed_sentences(paths, input_format, stats, lower_case=True, keep_accents=False):
-    """Yields preprocessed, non-empty sentences of `paths`, counting into `stats`."""
+    """Yields preprocessed, non-empty sentences of `paths`, counting into `stats` (a VocabularyStats): where
+    accents are stripped, also the characters that rewrites in scripts whose marks carry meaning."""
     from albert_tf.data.corpus_reader import iter_file_lines
     from albert_tf.text.preprocessing import preprocess_text
     from albert_tf.text.sentence_splitter import split_sentences
@@ -28,10 +75,28 @@ def preprocessed_sentences(paths, input_format, stats, lower_case=True, keep_acc
         for line in iter_file_lines(path, stats):
             units = split_sentences(line) if input_format == "paragraphs" else [line]
             for unit in units:
+                if not keep_accents:
+                    stats.count_marked(unit)
                 text = preprocess_text(unit, lower_case=lower_case, keep_accents=keep_accents)
                 if text:
                     stats.sentences += 1
+                    stats.count_characters(text)
                     yield text
+
+
+def _remembering_errors(sentences, errors):
+    """`sentences`, noting in `errors` what reading them raised (SentencePiece re-raises it as its RuntimeError)."""
+    try:
+        yield from sentences
+    except Exception as error:
+        errors.append(error)
+        raise
+
+
+def _text_pieces(model):
+    """The pieces of a SentencePiece model that text can become (not <unk> nor the control pieces)."""
+    return [model.id_to_piece(i) for i in range(model.get_piece_size())
+            if not (model.is_unknown(i) or model.is_control(i))]
 
 
 def _last_sentence(message):
@@ -42,7 +107,7 @@ def _last_sentence(message):
 def train(paths, output_prefix, vocab_size=30000, input_format="sentences", input_sentence_size=10_000_000,
           character_coverage=0.99995, user_defined_symbols=ORIGINAL_USER_DEFINED_SYMBOLS,
           hard_vocab_limit=True, seed=12345, num_threads=1, overwrite=False, lower_case=True, keep_accents=False):
-    """Trains and writes OUTPUT_PREFIX.{model,vocab}; returns a stats dict.
+    """Trains and writes OUTPUT_PREFIX.{model,vocab}; returns its VocabularyStats.
 
     `lower_case`: train on lowercased text (a lowercase vocabulary, as 30k-clean) or on the text's
     own casing (a cased vocabulary). The pieces themselves record which
@@ -55,14 +120,12 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
     """
     import sentencepiece
 
-    from albert_tf.data.corpus_reader import CorpusStats
-
     existing = [f"{output_prefix}.{extension}" for extension in ("model", "vocab")
                 if os.path.exists(f"{output_prefix}.{extension}")]
     if existing and not overwrite:
         raise SettingFileExists(f"{existing[0]} exists (data made with it would no longer match): choose another "
                                 "<output_prefix> or pass <overwrite>")
-    stats = CorpusStats()
+    stats = VocabularyStats()
     output_dir = os.path.dirname(os.path.abspath(output_prefix))
     os.makedirs(output_dir, exist_ok=True)
     sentencepiece.set_random_generator_seed(seed)
@@ -71,11 +134,13 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
     staging = os.path.join(output_dir, f".{os.path.basename(output_prefix)}.spm-staging")
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
+    reading_errors = []
     try:
         staged_prefix = os.path.join(staging, "spm")
         try:
             sentencepiece.SentencePieceTrainer.train(
-                sentence_iterator=preprocessed_sentences(paths, input_format, stats, lower_case, keep_accents),
+                sentence_iterator=_remembering_errors(
+                    preprocessed_sentences(paths, input_format, stats, lower_case, keep_accents), reading_errors),
                 model_prefix=staged_prefix,
                 model_type="unigram",
                 vocab_size=vocab_size,
@@ -95,6 +160,8 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
                 minloglevel=2,
             )
         except RuntimeError as error:
+            if reading_errors:  # the corpus's own error (a file named), which SentencePiece wraps in its words
+                raise reading_errors[0] from None
             message = str(error).strip()
             if stats.sentences == 0 or "!sentences_.empty()" in message:
                 raise ValueError(f"no text in {', '.join(paths)}: nothing to train a vocabulary on") from None
@@ -110,6 +177,7 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
             raise ValueError(f"SentencePiece training failed: {message}") from None
         if stats.sentences == 0:
             raise ValueError(f"no text in {', '.join(paths)}: nothing to train a vocabulary on")
+        stats.find_dropped(sentencepiece.SentencePieceProcessor(model_file=f"{staged_prefix}.model"))
         for extension in ("model", "vocab"):
             os.replace(f"{staged_prefix}.{extension}", f"{output_prefix}.{extension}")
     finally:

@@ -7,9 +7,10 @@
                              (serving_warmup)
   OUTPUT_DIR/albert_tf.json, spm.model
 
-Everything is checked (the model kind, the serving name, the casing and length against the
-checkpoint's record, the vocabulary) before the export is written, into a staging directory
-that replaces OUTPUT_DIR only once complete.
+Everything is checked (OUTPUT_DIR apart from every input and no other tool's directory, the
+model kind, the serving name, the casing and length against the checkpoint's record, the
+vocabulary) before the export is written, into a staging directory that replaces OUTPUT_DIR
+only once complete.
 """
 
 import os
@@ -17,6 +18,7 @@ import re
 import typing
 
 from albert_tf.export_lib.serving_requests import DEFAULT_MAX_BATCH_SIZE
+from albert_tf.file_utils import LITERT_EXPORT, SAVEDMODEL_EXPORT, check_output_apart, refuse_another_tools_directory
 from albert_tf.settings import SettingError
 
 # Warm-up requests' batch sizes: the small batch buckets (XLA's 1, 2, 4, 8).
@@ -32,6 +34,15 @@ def check_serving_name(name):
     if not isinstance(name, str) or not _SERVING_NAME.fullmatch(name):
         raise SettingError(f"<serving_name>={name!r}: must be one directory name of letters, digits, '.', '_' and "
                            "'-' (not starting with '.' or '-'); the model goes to OUTPUT_DIR/serving/NAME/VERSION")
+
+
+def check_output_dir(output_dir, checkpoint, **inputs):
+    """SettingError, before anything is read, when `output_dir` is, lies inside or holds `checkpoint` or another
+    of the `inputs` ({setting: path}), whatever overwrite says (an export onto its own checkpoint used to leave
+    only the export), or is a directory another albert_tf tool wrote: an export of either format replaces only an
+    export."""
+    check_output_apart({"output_dir": output_dir}, {"checkpoint": checkpoint, **inputs})
+    refuse_another_tools_directory(output_dir, "albert_tf.export", (SAVEDMODEL_EXPORT, LITERT_EXPORT))
 
 
 def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, lower_case=None, serving_name="albert",
@@ -53,6 +64,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
     from albert_tf.file_utils import check_replaceable, staged_directory, write_json_atomically
     from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE
 
+    check_output_dir(output_dir, checkpoint, spm_model_file=spm_model_file)
     check_serving_name(serving_name)
     if not isinstance(serving_version, int) or serving_version < 1:
         raise SettingError(f"<serving_version>={serving_version}: must be a positive integer (TF Serving's version "
@@ -125,6 +137,11 @@ def load_for_export(checkpoint, kinds, spm_model_file=None, max_seq_length=None,
     model, metadata = load_model(checkpoint)
     if metadata["model"] not in kinds:
         raise ValueError(f"{checkpoint}: holds a {metadata['model']!r} model; this export supports {', '.join(kinds)}")
+    if metadata.get("problem_type") == "multi_label":
+        # The served classifiers answer softmax probabilities and one label: a multi-label model's sigmoid
+        # outputs would come out as plausible, wrong numbers.
+        raise ValueError(f"{checkpoint}: a multi-label classifier; the exports serve single-label (softmax) "
+                         "classifiers and regressions only: predict with albert_tf.run_text_classifier --do_predict")
     spm = find_spm_model(checkpoint, spm_model_file)
     if spm_model_file:
         check_spm_model_file(checkpoint, spm_model_file)

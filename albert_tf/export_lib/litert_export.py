@@ -1,20 +1,24 @@
 """`export_litert()`: an albert_tf checkpoint as LiteRT (.tflite) files for phones and other devices.
 
-  OUTPUT_DIR/model.tflite         raw text in: text [1] (and text_b [1] for sentence-pair
-                                  classifiers; "" = none) -> the task's outputs
-                                  (litert_module); ALBERT's tokenizer inside, as
+  OUTPUT_DIR/model.tflite         raw text in: text [N] (and text_b [N] for sentence-pair
+                                  classifiers; "" = none) -> the task's outputs, one row
+                                  per text (litert_module); ALBERT's tokenizer inside, as
                                   tensorflow-text's FastSentencepieceTokenize custom op
   OUTPUT_DIR/encoder_ids.tflite   the same model from token ids (input_word_ids, input_mask,
-                                  input_type_ids [1, n] int32): built-in ops only, for apps
+                                  input_type_ids [N, n] int32): built-in ops only, for apps
                                   that cannot link tensorflow-text's TFLite kernel
   OUTPUT_DIR/albert_tf.json       the checkpoint's record, its preprocessing, and "litert":
                                   the files' inputs, outputs, quantization, ops and checks
   OUTPUT_DIR/spm.model            the vocabulary (to tokenize for encoder_ids.tflite)
 
-Quantization (`quantization`): "dynamic_int8" (default: int8 weights, float activations;
-about a quarter of the float32 file), "float16" (half the size), "float32", or "int8" (weights
-and activations, calibrated on `calibration_texts`; written only when it passes the accuracy
-gate below on those texts, else refused with what was measured).
+Quantization (`quantization`): "dynamic_int8" (default: int8 weights, float activations),
+"float16", "float32", or "int8" (weights and activations, calibrated on `calibration_texts`;
+written only when it passes the accuracy gate below on those texts, else refused with what was
+measured). Only the weight matrices shrink (to a quarter, or half for float16): the tokenizer
+in model.tflite (its SentencePiece model, 0.66 MB for a 30k vocabulary) and the tensors kept
+in float (position embeddings, LayerNorm, biases) do not, so a large model's file comes nearer
+a quarter than a small one's (dynamic_int8 of float32: albert_base 27%, albert_tiny 36% with a
+30k vocabulary and about half with a few hundred pieces).
 
 Before anything is written: the model is converted from a SavedModel made by Keras's
 ExportArchive (which hands the converter the weights' values: a Keras 3 model saved inside a
@@ -22,14 +26,20 @@ plain tf.Module converts to resource-variable ops that a LiteRT interpreter runs
 with no error), each file's ops are audited (no Flex op, which would need the TensorFlow
 runtime on the device; no resource-variable op; no custom op but the tokenizer, and none at
 all in encoder_ids.tflite), and both files are run on a few texts against the float model:
-float32 within 1e-4, the others within their quantization's tolerance, and encoder_ids.tflite
-giving model.tflite's outputs from the same ids. The output directory is staged and replaces
-OUTPUT_DIR only when complete.
+float32 within 1e-4, the others within their quantization's tolerance, encoder_ids.tflite
+giving model.tflite's outputs from the same ids, and model.tflite given them all in one call
+answering each as it did alone. The output directory is staged and replaces OUTPUT_DIR only
+when complete; the converter's scratch copy of the weights in $TMPDIR is removed however the
+export ends (`work_directory`).
 """
 
+import contextlib
 import json
 import os
+import shutil
+import signal
 import tempfile
+import threading
 
 import numpy as np
 
@@ -49,7 +59,14 @@ VARIABLE_OPS = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CAL
 # off by about 100%).
 FLOAT32_TOLERANCE = 1e-4
 RELATIVE_TOLERANCE = {"float16": 0.01, "dynamic_int8": 0.25, "int8": 0.25}
+# How far model.tflite's rows for a batch may be from its answers to each text alone, absolute, scaled by the
+# outputs' magnitude when above 1: padded keys get zero attention weight, so only arithmetic noise remains; but full
+# int8 quantizes the attention mask with the activations, so there a padded key keeps a sliver of weight (0.5% of
+# the largest output measured on albert_tiny): as far as the file may be from the float model.
+BATCH_TOLERANCE = {"float32": 1e-4, "float16": 1e-4, "dynamic_int8": 1e-4, "int8": RELATIVE_TOLERANCE["int8"]}
 MIN_CALIBRATION_TEXTS = 200
+# The scratch directories in $TMPDIR (work_directory).
+WORK_DIRECTORY_PREFIX = "albert_litert-"
 # The texts every export is checked on: ordinary, empty, long (truncated), digits with commas, accents, emoji.
 CHECK_TEXTS = ("The film was a delight from start to finish.", "", "It is not good, not good at all.",
                "In 1998, 2,000 people met in Zürich (Switzerland) for the ``premiere''.",
@@ -131,17 +148,28 @@ def packing_model(tokenizer, max_seq_length):
 
 
 def read_calibration_texts(path, pairs):
-    """[(text, text_b)] from a file of one request per line ("text<TAB>text_b" for sentence pairs)."""
+    """[(text, text_b)] from a UTF-8 file of one request per line ("text<TAB>text_b" for sentence pairs); SettingError
+    naming the file and line for a line that is not text (undecodable, or holding a NUL: a binary file), and for fewer
+    than MIN_CALIBRATION_TEXTS distinct requests (copies measure nothing new)."""
     requests = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\n")
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as error:
+                raise SettingError(f"<calibration_file>={path}: line {number} is not UTF-8 text ({error.reason} at "
+                                   f"byte {error.start}); give texts like the requests, one per line") from None
+            if "\0" in line:
+                raise SettingError(f"<calibration_file>={path}: line {number} holds a NUL character (a binary file?); "
+                                   "give texts like the requests, one per line")
             if not line.strip():
                 continue
             text, _, text_b = line.partition("\t") if pairs else (line, "", "")
             requests.append((text, text_b))
-    if len(requests) < MIN_CALIBRATION_TEXTS:
-        raise SettingError(f"<calibration_file>={path}: {len(requests)} texts; full int8 needs at least "
+    distinct = len(set(requests))
+    if distinct < MIN_CALIBRATION_TEXTS:
+        copies = f" ({len(requests) - distinct} more are copies)" if distinct < len(requests) else ""
+        raise SettingError(f"<calibration_file>={path}: {distinct} distinct texts{copies}; full int8 needs at least "
                            f"{MIN_CALIBRATION_TEXTS} to calibrate on and to measure its accuracy gate")
     return requests
 
@@ -168,6 +196,21 @@ def check_against_float(file_outputs, reference, quantization, file_name):
     return error
 
 
+def check_batch(runner, requests, answers, pairs, quantization):
+    """LiteRTExportError unless model.tflite given every request in one call answers each as it did alone (within
+    BATCH_TOLERANCE)."""
+    inputs = {"text": np.array([text.encode("utf-8") for text, _ in requests], dtype=object)}
+    if pairs:
+        inputs["text_b"] = np.array([text_b.encode("utf-8") for _, text_b in requests], dtype=object)
+    batch = runner(**inputs)
+    error = max(float(np.abs(np.asarray(batch[name]) - answers[name]).max())
+                / max(1.0, float(np.abs(answers[name]).max())) for name in answers)
+    tolerance = BATCH_TOLERANCE[quantization]
+    if not error <= tolerance:
+        raise LiteRTExportError(f"{TEXT_MODEL_FILE} answers a batch of {len(requests)} texts {error:.3g} away from "
+                                f"its answers to each alone (tolerance {tolerance:g}); nothing was written")
+
+
 def check_quantization(quantization, calibration_file=None):
     """SettingError unless `quantization` is one of QUANTIZATIONS with the calibration file it needs (int8) and
     no other."""
@@ -180,6 +223,41 @@ def check_quantization(quantization, calibration_file=None):
                            "requests the model will get, one per line, to calibrate on and to check its accuracy")
 
 
+@contextlib.contextmanager
+def work_directory():
+    """A scratch directory in $TMPDIR for the SavedModel the converter reads (a copy of the weights), removed however
+    the export ends: on an error, on SIGTERM (`sigterm_exits`), and after a SIGKILL by the next export, which removes
+    every one whose process is gone (file_utils.remove_stale_staging: a live export's stays)."""
+    from albert_tf.file_utils import make_owned_staging, remove_stale_staging
+
+    parent = tempfile.gettempdir()
+    remove_stale_staging(parent, WORK_DIRECTORY_PREFIX)
+    work = make_owned_staging(parent, WORK_DIRECTORY_PREFIX)
+    try:
+        with sigterm_exits():
+            yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def sigterm_exits():
+    """Meanwhile SIGTERM raises SystemExit(143), so `finally` blocks run, where it would end the process at once.
+    A handler of the caller's own, or a thread other than the main one (where none can be set), is left alone."""
+
+    def exit_on_signal(signum, frame):
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, exit_on_signal)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad_to=None, spm_model_file=None,
                   max_seq_length=None, lower_case=None, force=False, calibration_file=None, overwrite=False):
     """Writes OUTPUT_DIR (module docstring); returns {"model": path, "encoder_ids": path, "litert": the record}.
@@ -189,13 +267,14 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
     import keras
     import tensorflow as tf
 
-    from albert_tf.export_lib.exporter import load_for_export
-    from albert_tf.export_lib.litert_module import ENCODER_INPUT_NAMES, LITERT_KINDS, LiteRTModule, pack_one_request
+    from albert_tf.export_lib.exporter import check_output_dir, load_for_export
+    from albert_tf.export_lib.litert_module import ENCODER_INPUT_NAMES, LITERT_KINDS, LiteRTModule, pack_requests
     from albert_tf.file_utils import check_replaceable, staged_directory, write_json_atomically
     from albert_tf.models.model_dir_format import METADATA_FILE
     from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE
 
     check_quantization(quantization, calibration_file)
+    check_output_dir(output_dir, checkpoint, spm_model_file=spm_model_file, calibration_file=calibration_file)
     check_replaceable(output_dir, overwrite)
     source = load_for_export(checkpoint, LITERT_KINDS, spm_model_file, max_seq_length, lower_case, force)
     max_seq_length = source.preprocessing.max_seq_length
@@ -212,12 +291,12 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
         for text, text_b in requests:
             ids_a = source.tokenizer(tf.constant([text]))
             ids_b = source.tokenizer(tf.constant([text_b])) if module.pairs else None
-            has_b = tf.constant(bool(module.pairs and text_b))
-            inputs = pack_one_request(ids_a, ids_b, has_b, max_seq_length, pad_to)
+            has_b = tf.constant([bool(module.pairs and text_b)])
+            inputs = pack_requests(ids_a, ids_b, has_b, max_seq_length, pad_to)
             result.append({name: inputs[name].numpy() for name in ENCODER_INPUT_NAMES})
         return result
 
-    with tempfile.TemporaryDirectory(prefix="albert_litert-") as work:
+    with work_directory() as work:
         saved_model = os.path.join(work, "saved_model")
         archive = keras.export.ExportArchive()
         archive.track(module.model)
@@ -238,8 +317,9 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
 
     text_runner = lite_interpreter(text_model).get_signature_runner("text")
     reference = run_on(module.text_function, check_requests, module.pairs)
-    text_error = check_against_float(run_on(text_runner, check_requests, module.pairs), reference, quantization,
-                                     TEXT_MODEL_FILE)
+    text_outputs = run_on(text_runner, check_requests, module.pairs)
+    text_error = check_against_float(text_outputs, reference, quantization, TEXT_MODEL_FILE)
+    check_batch(text_runner, check_requests, text_outputs, module.pairs, quantization)
     # encoder_ids.tflite, given the ids model.tflite makes of the same texts.
     ids_runner = lite_interpreter(ids_model).get_signature_runner("ids")
     ids_outputs = [ids_runner(**inputs) for inputs in packed(check_requests)]

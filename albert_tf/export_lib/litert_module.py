@@ -1,29 +1,29 @@
-"""The functions a LiteRT (.tflite) export converts: one request of raw text, or of token ids, at a time.
+"""The functions a LiteRT (.tflite) export converts: a batch of requests of raw text, or of token ids.
 
-  text model   text [1] (and text_b [1] for sentence pairs: "" = none) -> the task's outputs
-  ids model    input_word_ids, input_mask, input_type_ids [1, n] int32 -> the same outputs,
+  text model   text [N] (and text_b [N] for sentence pairs: "" = none) -> the task's outputs,
+               one row per text
+  ids model    input_word_ids, input_mask, input_type_ids [N, n] int32 -> the same outputs,
                built-in ops only (for apps that tokenize themselves and cannot link
                tensorflow-text's TFLite kernel)
 
-Outputs by model kind: classifier: logits and probabilities [1, labels] (regression: score
-[1]); encoder and pretrainer: pooled_output [1, H] (a pretrainer's heads stay out).
+Outputs by model kind: classifier: logits and probabilities [N, labels] (regression: score
+[N]); encoder and pretrainer: pooled_output [N, H] (a pretrainer's heads stay out).
 
-One request is one row, so the packing below needs no ragged ops (TensorFlow Lite has no
-built-in kernel for RaggedRange or RaggedTensorToTensor): the tokenizer's flat ids and row
-splits are sliced directly. The sequence is as long as the text ([CLS] A [SEP] (B [SEP]),
-pairs truncated longest-first as `albert_tf.text.packing`), capped at max_seq_length; with
-`pad_to` it is padded to that static length for runtimes that need static shapes (padded
-keys get exactly zero attention weight, so the outputs are the unpadded ones).
+The packing needs no ragged ops (TensorFlow Lite has no built-in kernel for RaggedRange or
+RaggedTensorToTensor): each row's ids are gathered by position from the tokenizer's flat ids
+and row splits. A sequence is as long as its text ([CLS] A [SEP] (B [SEP]), pairs truncated
+longest-first as `albert_tf.text.packing`), capped at max_seq_length; the rows of a batch are
+padded to the longest, or with `pad_to` to that static length for runtimes that need static
+shapes (padded keys get exactly zero attention weight, so each row is its text's answer alone).
 """
 
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.models.model_dir_format import recorded_takes_pairs
 from albert_tf.text.packing import CLS_ID, SEP_ID
 from albert_tf.text.tf_packing import truncated_lengths
 
-# GLUE tasks whose examples are single sentences: their classifiers take no text_b.
-SINGLE_SENTENCE_TASKS = frozenset({"cola", "sst-2"})
 ENCODER_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # Full int8's gate on the calibration texts (litert_export): classifiers keep the float model's label on this
 # share of them; encoders' pooled outputs and regression scores stay this close (mean cosine / relative error).
@@ -39,7 +39,7 @@ def relative_error(outputs, reference):
 
 
 class EmbeddingRequests:
-    """Encoders and pretrainers: pooled_output [1, H] of one text (a pretrainer's heads stay out)."""
+    """Encoders and pretrainers: pooled_output [N, H] of N texts (a pretrainer's heads stay out)."""
 
     takes_pairs = False
 
@@ -62,13 +62,14 @@ class EmbeddingRequests:
 
 
 class ClassifierRequests:
-    """Classifiers: logits and probabilities [1, labels] (regression: score [1]). Sentence-pair classifiers take
-    text_b too: all but those fine-tuned on a single-sentence GLUE task."""
+    """Classifiers: logits and probabilities [N, labels] (regression: score [N]). Sentence-pair classifiers take
+    text_b too: those whose albert_tf.json records takes_pairs true (a record without it: all but those
+    fine-tuned on a single-sentence GLUE task)."""
 
     def __init__(self, model, metadata):
         self.model = model
         self.is_regression = bool(metadata.get("is_regression", False))
-        self.takes_pairs = str(metadata.get("task_name") or "").lower() not in SINGLE_SENTENCE_TASKS
+        self.takes_pairs = recorded_takes_pairs(metadata)
 
     def output_names(self):
         return ["score"] if self.is_regression else ["logits", "probabilities"]
@@ -99,28 +100,56 @@ REQUESTS_BY_KIND = {"encoder": EmbeddingRequests, "pretrainer": EmbeddingRequest
 LITERT_KINDS = tuple(REQUESTS_BY_KIND)
 
 
-def pack_one_request(ids_a, ids_b, has_b, max_seq_length, pad_to=None):
-    """Token ids of one request -> the encoder's int32 inputs [1, length].
+def pack_requests(ids_a, ids_b, has_b, max_seq_length, pad_to=None):
+    """Token ids of N requests -> the encoder's int32 inputs [N, length], `length` the longest request's (or `pad_to`).
 
-    `ids_a`, `ids_b`: the tokenizer's ids of the text and of the second text, one row each (ragged; `ids_b`
-    None for single texts); `has_b`: scalar bool, whether the second text is a segment. The ids equal
-    `tf_packing.pack`'s row without its padding. (Each text is tokenized on its own: TensorFlow Lite has no
-    built-in kernel that concatenates strings.)
+    `ids_a`, `ids_b`: the tokenizer's ids of the texts and of the second texts, one row per request (ragged;
+    `ids_b` None for single texts); `has_b`: bool [N], whether each second text is a segment. Each row equals
+    `tf_packing.pack`'s with the padding cut to `length`. (Each text is tokenized on its own: TensorFlow Lite has
+    no built-in kernel that concatenates strings. The rows are gathered from the flat ids by position: it has
+    none for RaggedRange or RaggedTensorToTensor either.)
     """
-    values_a = tf.cast(ids_a.flat_values, tf.int32)
-    values_b = tf.zeros([0], tf.int32) if ids_b is None else tf.cast(ids_b.flat_values, tf.int32)
-    length_a = tf.shape(values_a)[0]
-    length_b = tf.where(has_b, tf.shape(values_b)[0], 0)
+    values_a, starts_a, length_a = _flat_rows(ids_a)
+    if ids_b is None:
+        values_b, starts_b, length_b = tf.zeros([0], tf.int32), tf.zeros_like(starts_a), tf.zeros_like(length_a)
+    else:
+        values_b, starts_b, length_b = _flat_rows(ids_b)
+    length_b = tf.where(has_b, length_b, 0)
     budget = tf.where(has_b, max_seq_length - 3, max_seq_length - 2)
     keep_a, keep_b = truncated_lengths(length_a, length_b, budget)
-    n_b = tf.cast(has_b, tf.int32)
-    word_ids = tf.concat([[CLS_ID], values_a[:keep_a], [SEP_ID], values_b[:keep_b], tf.fill([n_b], SEP_ID)], axis=0)
-    type_ids = tf.concat([tf.zeros([keep_a + 2], tf.int32), tf.ones([(keep_b + 1) * n_b], tf.int32)], axis=0)
-    inputs = {"input_word_ids": word_ids, "input_mask": tf.ones_like(word_ids), "input_type_ids": type_ids}
-    if pad_to is not None:
-        padding = pad_to - tf.shape(word_ids)[0]
-        inputs = {name: tf.reshape(tf.pad(value, [[0, padding]]), [pad_to]) for name, value in inputs.items()}
-    return {name: value[None, :] for name, value in inputs.items()}
+    lengths = keep_a + 2 + tf.where(has_b, keep_b + 1, 0)
+    positions = tf.range(tf.reduce_max(lengths) if pad_to is None else pad_to)[None, :]
+    keep_a, keep_b, has_b, lengths = keep_a[:, None], keep_b[:, None], has_b[:, None], lengths[:, None]
+    b_start = keep_a + 2
+    in_a = (positions >= 1) & (positions <= keep_a)
+    in_b = has_b & (positions >= b_start) & (positions < b_start + keep_b)
+    in_sequence = positions < lengths
+    ids_at_a = _gather_rows(values_a, starts_a[:, None] + positions - 1)  # a[p - 1] at p
+    ids_at_b = _gather_rows(values_b, starts_b[:, None] + positions - b_start)  # b[p - b_start] at p
+    word_ids = tf.where(positions == 0, CLS_ID, tf.where(in_a, ids_at_a, tf.where(
+        in_b, ids_at_b, tf.where(in_sequence, SEP_ID, 0))))
+    # tf.where, not a cast: the converter folds the encoder's negative-index check of a cast bool into a ZEROS_LIKE
+    # of bools, which no LiteRT kernel takes.
+    return {"input_word_ids": word_ids, "input_mask": tf.where(in_sequence, 1, 0),
+            "input_type_ids": tf.where(has_b & (positions >= b_start) & in_sequence, 1, 0)}
+
+
+def one_per_text(text, text_b):
+    """`text_b` as it is when it holds one string per text; otherwise the request fails (a RESHAPE that cannot
+    hold it: LiteRT has no Assert kernel), where a single text_b would broadcast to every text unnoticed."""
+    return tf.reshape(text_b, tf.shape(text))
+
+
+def _flat_rows(ids):
+    """(flat int32 ids, each row's start in them, each row's length) of the tokenizer's ragged [N, (n)] ids."""
+    splits = tf.cast(ids.row_splits, tf.int32)
+    return tf.cast(ids.flat_values, tf.int32), splits[:-1], splits[1:] - splits[:-1]
+
+
+def _gather_rows(values, index):
+    """values[index], with any index outside `values` reading a 0 (the positions it lands on are masked)."""
+    padded = tf.concat([values, [0]], axis=0)  # so an empty `values` has something to read
+    return tf.gather(padded, tf.clip_by_value(index, 0, tf.size(values)))
 
 
 class LiteRTModule(tf.Module):
@@ -146,23 +175,23 @@ class LiteRTModule(tf.Module):
         self.pad_to = pad_to
         self.text_function = tf.function(
             self._respond_to_pair if self.pairs else self._respond_to_text,
-            input_signature=[tf.TensorSpec([1], tf.string, name="text")]
-            + ([tf.TensorSpec([1], tf.string, name="text_b")] if self.pairs else []))
+            input_signature=[tf.TensorSpec([None], tf.string, name="text")]
+            + ([tf.TensorSpec([None], tf.string, name="text_b")] if self.pairs else []))
         self.ids_function = tf.function(
             self._respond_to_ids,
-            input_signature=[tf.TensorSpec([1, pad_to], tf.int32, name=name) for name in ENCODER_INPUT_NAMES])
+            input_signature=[tf.TensorSpec([None, pad_to], tf.int32, name=name) for name in ENCODER_INPUT_NAMES])
 
     def output_names(self):
         return self.requests.output_names()
 
     def _respond_to_text(self, text):
-        return self.requests.outputs(pack_one_request(self.tokenizer(text), None, tf.constant(False),
-                                                      self.max_seq_length, self.pad_to))
+        return self.requests.outputs(pack_requests(self.tokenizer(text), None, tf.zeros_like(text, tf.bool),
+                                                   self.max_seq_length, self.pad_to))
 
     def _respond_to_pair(self, text, text_b):
-        has_b = tf.not_equal(text_b[0], "")
-        return self.requests.outputs(pack_one_request(self.tokenizer(text), self.tokenizer(text_b), has_b,
-                                                      self.max_seq_length, self.pad_to))
+        text_b = one_per_text(text, text_b)
+        return self.requests.outputs(pack_requests(self.tokenizer(text), self.tokenizer(text_b),
+                                                   tf.not_equal(text_b, ""), self.max_seq_length, self.pad_to))
 
     def _respond_to_ids(self, input_word_ids, input_mask, input_type_ids):
         return self.requests.outputs({"input_word_ids": input_word_ids, "input_mask": input_mask,
@@ -170,8 +199,8 @@ class LiteRTModule(tf.Module):
 
 
 class PackingModule(tf.Module):
-    """model.tflite's tokenizer and packing alone: text [1] and text_b [1] ("" = none) -> the three int32 inputs
-    [1, n]. Converted on its own, it shows in LiteRT which ids a text model sees (tests and benchmarks compare
+    """model.tflite's tokenizer and packing alone: text [N] and text_b [N] ("" = none) -> the three int32 inputs
+    [N, n]. Converted on its own, it shows in LiteRT which ids a text model sees (tests and benchmarks compare
     them with the Python tokenizer's)."""
 
     def __init__(self, tokenizer, max_seq_length):
@@ -179,8 +208,9 @@ class PackingModule(tf.Module):
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
 
-    @tf.function(input_signature=[tf.TensorSpec([1], tf.string, name="text"),
-                                  tf.TensorSpec([1], tf.string, name="text_b")])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"),
+                                  tf.TensorSpec([None], tf.string, name="text_b")])
     def text(self, text, text_b):
-        return pack_one_request(self.tokenizer(text), self.tokenizer(text_b), tf.not_equal(text_b[0], ""),
-                                self.max_seq_length)
+        text_b = one_per_text(text, text_b)
+        return pack_requests(self.tokenizer(text), self.tokenizer(text_b), tf.not_equal(text_b, ""),
+                             self.max_seq_length)

@@ -5,8 +5,9 @@
   pairs = rest_predict_body(["A man plays."], ["Someone makes music."])
 
 Single texts address the `serve_text` signature (text), pairs `serving_default`
-(text, text_b): each request names every input of its signature, so it needs no
-server that fills in signature defaults.
+(text, text_b): each request names every input of its signature, as TF Serving's
+REST reader requires (it fills in no signature default; only a gRPC request may
+leave `text_b` out, and is then answered as single texts).
 """
 
 # The raw-text signatures of the serving SavedModel (serving_module).

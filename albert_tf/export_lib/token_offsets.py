@@ -96,8 +96,20 @@ def _preprocess(tokenizer, texts):
     if not tokenizer.keep_accents:
         texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFKD"), re2_class(combining_codepoints()), "")
     if tokenizer.lower_case:
-        texts = tf.strings.lower(texts, encoding="utf-8")
+        texts = _lower(texts)
     return texts
+
+
+def _lower(texts):
+    """Python's `str.lower` of each text. TensorFlow's UTF-8 lowercasing ends a text at its first NUL (it
+    would drop the rest, and every later offset would move), so the pieces between NULs are lowercased
+    apart: a NUL is no cased letter, so no final sigma changes."""
+    parts = tf.strings.split(texts, sep="\x00").with_row_splits_dtype(tf.int64)
+    lowered = tf.strings.lower(parts.flat_values, encoding="utf-8")
+    index = tf.range(tf.size(lowered, out_type=tf.int64))
+    last = tf.equal(index, tf.gather(parts.row_limits(), parts.value_rowids()) - 1)
+    lowered = tf.where(last, lowered, tf.strings.join([lowered, "\x00"]))
+    return tf.strings.reduce_join(parts.with_flat_values(lowered), axis=1)
 
 
 def _split_digit_commas_on_axis(tokenizer, pieces, piece_ids, begins, ends):

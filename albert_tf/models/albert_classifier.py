@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.layers.initializers import truncated_normal
+from albert_tf.models.model_dir_format import recorded_takes_pairs
 from albert_tf.models.task_model import AlbertTaskModel
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
 from albert_tf.settings import DROPOUT_RATE, POSITIVE_INTEGER, merge_synonyms
@@ -26,7 +27,8 @@ from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 
 MODEL_KIND = "classifier"
 # The default compile: the original fine-tuning AdamW at the rate of the GLUE recipes for MRPC and
-# STS-B (the middle of the table's 1e-5..5e-5), warming up over the first 10% of the steps.
+# STS-B (the middle of the table's 1e-5..5e-5, set for albert_base and larger), warming up over the
+# first 10% of the steps. Small models need more (`default_compile`).
 DEFAULT_LEARNING_RATE = 2e-5
 DEFAULT_WARMUP_PROPORTION = 0.1
 DEFAULT_BATCH_SIZE = 32
@@ -41,15 +43,20 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
     (a regression task such as STS-B has num_labels 1: the logit is the score).
     """
 
-    CONFIG_ATTRIBUTES = {"num_labels": "num_labels", "dropout": "dropout_rate", "seq_length": "seq_length"}
+    CONFIG_ATTRIBUTES = {"num_labels": "num_labels", "dropout": "dropout_rate", "seq_length": "seq_length",
+                         "takes_pairs": "takes_pairs"}
     ARGUMENT_SYNONYMS = {"num_classes": "num_labels"}
     preprocessor = None
 
     def __init__(self, encoder: AlbertEncoder | AlbertConfig | None = None, num_labels: int | None = None,
                  dropout: float = 0.1, config: AlbertConfig | None = None, seq_length: int | None = None,
-                 preprocessor: AlbertPreprocessor | dict | None = None, *, num_classes: int | None = None, **kwargs):
+                 preprocessor: AlbertPreprocessor | dict | None = None, takes_pairs: bool | None = None, *,
+                 num_classes: int | None = None, **kwargs):
         """`num_labels` (default 2; `num_classes` is KerasHub's name for it): the head's outputs, 1 for a
-        regression score. Any keyword besides these and keras.Model's `name`/`trainable` is a TypeError."""
+        regression score. `takes_pairs`: whether the model answers sentence pairs (text, text_b) or single
+        texts; None (not known) until `fit` trains it on raw text, which sets it. `save_to_preset` records it
+        and the LiteRT export follows it (a second input, text_b, or none). Any keyword besides these and
+        keras.Model's `name`/`trainable` is a TypeError."""
         self.refuse_unknown_arguments(kwargs)
         num_labels = merge_synonyms("AlbertClassifier", {"num_labels": num_labels, "num_classes": num_classes},
                                     self.ARGUMENT_SYNONYMS)["num_labels"]
@@ -72,6 +79,9 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
         self.num_labels = num_labels
         self.dropout_rate = dropout
         self.seq_length = seq_length
+        if takes_pairs is not None and not isinstance(takes_pairs, bool):
+            raise ValueError(f"AlbertClassifier: takes_pairs={takes_pairs!r} must be True, False or None (not known)")
+        self.takes_pairs = takes_pairs
         if isinstance(preprocessor, dict):
             preprocessor = keras.saving.deserialize_keras_object(preprocessor)
         if preprocessor is not None:
@@ -82,6 +92,16 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
                                                         training=training)
         return {"logits": self.classifier(self.dropout(pooled, training=training))}
 
+    def adopt_record(self, metadata):
+        """A classifier's record whose head this model loaded whole gives it the `takes_pairs` it records."""
+        same_head = metadata["model"] == MODEL_KIND and metadata.get("num_labels") == self.num_labels
+        if self.takes_pairs is None and same_head:
+            self.takes_pairs = recorded_takes_pairs(metadata)
+
+    def recorded_settings(self):
+        return {**super().recorded_settings(),
+                **({"takes_pairs": self.takes_pairs} if self.takes_pairs is not None else {})}
+
     def get_config(self):
         config = super().get_config()
         if self.preprocessor is not None:
@@ -90,13 +110,22 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
 
     # --- raw text in fit, evaluate and predict ---------------------------------------------------
 
-    def default_compile(self, num_train_steps):
+    def default_compile(self, num_train_steps, learning_rate=DEFAULT_LEARNING_RATE):
         """Compiles with the original fine-tuning recipe: AdamW (no bias correction, LayerNorm and biases
-        excluded from decay, global norm 1.0) at DEFAULT_LEARNING_RATE, 10% warmup and the original's linear
-        decay (measured from step 0); cross-entropy and accuracy (mean squared error for a regression head)."""
+        excluded from decay, global norm 1.0) at `learning_rate`, 10% warmup and the original's linear
+        decay (measured from step 0); cross-entropy and accuracy (mean squared error for a regression head).
+
+        The default rate, 2e-5, is the original's for albert_base and larger: a small model (albert_tiny,
+        albert_small, or one pretrained on your own corpus at such a size) barely moves at it in a few epochs.
+        Call this before `fit` with a larger one there, 1e-4 to 3e-4 (albert_tf's benchmarks fine-tune its
+        small models at 1e-4):
+
+        >>> classifier.default_compile(num_train_steps=3 * len(texts) // 32, learning_rate=1e-4)  # doctest: +SKIP
+        >>> classifier.fit(x=texts, y=labels, batch_size=32, epochs=3)                            # doctest: +SKIP
+        """
         from albert_tf.optimization import create_optimizer
 
-        optimizer = create_optimizer(DEFAULT_LEARNING_RATE, num_train_steps,
+        optimizer = create_optimizer(learning_rate, num_train_steps,
                                      int(num_train_steps * DEFAULT_WARMUP_PROPORTION), optimizer="adamw")
         if self.num_labels == 1:
             self.compile(optimizer=optimizer, loss={"logits": keras.losses.MeanSquaredError()})
@@ -106,7 +135,9 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, sample_weight=None, validation_data=None, shuffle=True,
             steps_per_epoch=None, **kwargs):
-        """keras.Model.fit, also on raw strings (with a preprocessor) and compiling itself when uncompiled.
+        """keras.Model.fit, also on raw strings (with a preprocessor) and compiling itself when uncompiled
+        (`default_compile`, at lr 2e-5, albert_base's rate: for a small model call `default_compile` first with
+        a larger one).
 
         Before any training, labels a classification head cannot take (outside 0..num_labels-1, fractional,
         strings) and scores a regression head cannot (NaN, infinite) are refused, as are a missing or empty `x`,
@@ -123,6 +154,9 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
         if isinstance(validation_data, (tuple, list)) and self._is_text(validation_data[0]):
             texts, labels, *weights = validation_data
             validation_data = self._text_dataset(texts, labels, weights[0] if weights else None, batch_size, False)[0]
+        pairs = _text_pairs(x)
+        if pairs is not None:  # what the model learns to answer, recorded with it (save_to_preset)
+            self.takes_pairs = pairs
         x, y, sample_weight, batch_size = self._text_dataset(x, y, sample_weight, batch_size, shuffle)
         # A dataset made here is shuffled already; Keras leaves any dataset's order to the dataset.
         shuffle = shuffle and not isinstance(x, tf.data.Dataset)
@@ -258,6 +292,16 @@ def _is_pair(x):
 
 def _is_text(x):
     return _is_pair(x) or _is_strings(x) or (isinstance(x, tuple) and all(isinstance(p, (str, bytes)) for p in x))
+
+
+def _text_pairs(x):
+    """Whether raw text `x` (lists, arrays, or a dataset of strings) holds sentence pairs; None for other inputs."""
+    if isinstance(x, tf.data.Dataset):
+        if not _yields_text(x):
+            return None
+        spec = x.element_spec
+        return isinstance(spec[0] if isinstance(spec, tuple) else spec, tuple)
+    return _is_pair(x) if _is_text(x) else None
 
 
 def _yields_text(dataset):

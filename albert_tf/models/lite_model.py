@@ -8,10 +8,11 @@
 The interpreter is ai-edge-litert's (`pip install 'albert_tf[litert]'`) when it is installed,
 else TensorFlow's own `tf.lite.Interpreter`; either way tensorflow-text registers the
 tokenizer's kernel (FastSentencepieceTokenize), which model.tflite holds as a custom op.
-Each text is one request (the files take a batch of one, as a phone's app calls them).
+model.tflite takes a batch (text [N]: N rows, each its text's answer alone, the rows padded to
+the longest); `LiteModel` calls it once per text, as a phone's app does, which pads nothing
+and suits files exported before batches worked (their text [N] answered one row for all).
 """
 
-import json
 import os
 
 import numpy as np
@@ -72,11 +73,12 @@ class LiteModel:
         if not os.path.isfile(model_path):
             raise FileNotFoundError(f"{path}: no LiteRT model (a directory from albert-export --format=litert, or "
                                     "its model.tflite)")
-        metadata_path = os.path.join(os.path.dirname(model_path), METADATA_FILE)
+        directory = os.path.dirname(model_path)
         self.metadata = {}
-        if os.path.isfile(metadata_path):
-            with open(metadata_path, encoding="utf-8") as f:
-                self.metadata = json.load(f)
+        if os.path.isfile(os.path.join(directory, METADATA_FILE)):
+            from albert_tf.models.model_dir_format import read_metadata
+
+            self.metadata = read_metadata(directory)
         self.interpreter = lite_interpreter(model_path=model_path, num_threads=num_threads, runtime=runtime)
         signatures = self.interpreter.get_signature_list()
         if "text" not in signatures:
@@ -86,9 +88,21 @@ class LiteModel:
         self.output_names = signatures["text"]["outputs"]
         self.takes_pairs = "text_b" in self.input_names
         self._runner = self.interpreter.get_signature_runner("text")
-        self.label_names = self.metadata.get("label_names") if "logits" in self.output_names else None
-        if self.label_names is None and "logits" in self.output_names and self.metadata.get("num_labels"):
-            self.label_names = [str(i) for i in range(int(self.metadata["num_labels"]))]
+        self.label_names = None
+        if "logits" in self.output_names:
+            self.label_names = self._recorded_label_names(os.path.join(directory, METADATA_FILE), model_path)
+
+    def _recorded_label_names(self, metadata_path, model_path):
+        """The label names albert_tf.json records (else "0", "1", ... for its num_labels; None without either);
+        ValueError naming both files when they are not one per logit of the model."""
+        logits = int(self._runner.get_output_details()["logits"]["shape"][-1])
+        names = self.metadata.get("label_names")
+        if names is None and self.metadata.get("num_labels"):
+            names = [str(i) for i in range(self.metadata["num_labels"])]
+        if names is not None and len(names) != logits:
+            raise ValueError(f"{metadata_path}: records {len(names)} label names for the {logits} logits of "
+                             f"{model_path}; it belongs to another model: export it again")
+        return names
 
     def __call__(self, texts, texts_b=None):
         texts = _text_list(texts, "texts")

@@ -9,7 +9,9 @@ The answer for one text is a list per [MASK] of its candidates, best first, each
 as Hugging Face's fill-mask pipeline gives them: `score` (probability), `token`
 (the piece id), `token_str` (the piece as a word) and `sequence` (the text with
 that [MASK] filled in; other [MASK]s stay). A list of texts gives a list of such
-answers. Each [MASK] stands for one SentencePiece piece. The model is an albert_tf
+answers. Each [MASK] stands for one SentencePiece piece. A text is cut at
+max_seq_length tokens: a [MASK] beyond the cut gets no list (`unanswered_note`
+says how many). The model is an albert_tf
 model directory with pretraining heads (run_pretraining's output, or a converted
 Google or Hugging Face checkpoint), or an `albert_tf.export` directory (its encoder
 SavedModel's `mlm` signature).
@@ -85,6 +87,17 @@ class MaskFiller:
                  for token, probability in candidates]
                 for index, (_, candidates) in enumerate(self._top(text, top_k, max_seq_length))])
         return answers[0] if single else answers
+
+    def unanswered_note(self, text, answer, max_seq_length=None):
+        """One line saying how many of `text`'s [MASK]s `answer` (this filler's answer for it, at
+        `max_seq_length`) leaves out and why; None when it answers them all."""
+        masks = text.count(MASK)
+        if len(answer) == masks:
+            return None
+        length = max_seq_length or self.preprocessing.max_seq_length
+        positions = self.opened.metadata["albert_config"]["max_position_embeddings"]
+        return (f"{len(answer)} of the {masks} [MASK]s answered: the other {masks - len(answer)} lie beyond "
+                f"max_seq_length={length} tokens, where the text is cut (the model takes up to {positions})")
 
     def best_sequence(self, text, answer):
         """`text` with every [MASK] filled with its best candidate in `answer` (this filler's answer for it)."""

@@ -34,6 +34,8 @@ METADATA_FILE = "albert_tf.json"
 # What a Hugging Face save_pretrained directory holds instead (albert_tf.convert reads it).
 _HUGGINGFACE_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 WEIGHTS_PREFIX = "weights"
+# GLUE tasks of single sentences: their classifiers take no text_b (`recorded_takes_pairs` of an old record).
+SINGLE_SENTENCE_GLUE_TASKS = frozenset({"cola", "sst-2"})
 FORMAT_VERSION = 1
 
 
@@ -73,11 +75,14 @@ _OBJECT = (lambda value: isinstance(value, dict), "a JSON object")
 _METADATA_TYPES = {
     "format_version": _INTEGER,
     "model": (_STRING[0], "a string (the model kind)"),
+    # A classifier's head: which loss it was trained with, so which outputs it answers.
+    "problem_type": (lambda value: value in ("single_label", "multi_label", "regression"),
+                     '"single_label", "multi_label" or "regression"'),
     "albert_config": _OBJECT,
     # A task model's head sizes (models.registry's saved arguments) and the recorded preprocessing.
     **dict.fromkeys(("num_labels", "num_choices", "start_n_top", "end_n_top", "max_seq_length",
                      "max_predictions_per_seq", "max_qa_length"), _POSITIVE),
-    **dict.fromkeys(("lower_case", "keep_accents", "rewrite_quotes", "is_regression"), _BOOLEAN),
+    **dict.fromkeys(("lower_case", "keep_accents", "rewrite_quotes", "is_regression", "takes_pairs"), _BOOLEAN),
     **dict.fromkeys(("task_name", "squad_version", "squad_v2_head"), _STRING),
     "label_names": (_is_string_list, "a list of strings"),
     "preprocessor": _OBJECT,
@@ -103,6 +108,15 @@ def _check_metadata_types(metadata, path):
             continue
         if not is_valid(value):
             raise ValueError(f'{path}: "{key}" must be {expected}, got {describe_json_value(value)}')
+
+
+def recorded_takes_pairs(metadata):
+    """Whether the classifier of `metadata` (an albert_tf.json) answers sentence pairs (text, text_b): its
+    "takes_pairs", which every writer of a classifier records; a record made before that key: true unless it
+    was fine-tuned on a single-sentence GLUE task."""
+    if metadata.get("takes_pairs") is not None:
+        return metadata["takes_pairs"]
+    return str(metadata.get("task_name") or "").lower() not in SINGLE_SENTENCE_GLUE_TASKS
 
 
 def read_metadata(directory):
@@ -151,7 +165,8 @@ def find_spm_model(path=None, spm_model_file=None):
 
 
 def resolve_checkpoint(path):
-    """(directory, checkpoint prefix) for a checkpoint directory or a `ckpt-N` prefix."""
+    """(directory, checkpoint prefix) for a checkpoint directory, a `ckpt-N` prefix, or a training run's output
+    directory (the model `run_model_dir` takes from it)."""
     if tf.io.gfile.exists(path + ".index"):
         return os.path.dirname(path) or ".", path
     if not tf.io.gfile.isdir(path):
@@ -161,11 +176,36 @@ def resolve_checkpoint(path):
         return path, weights
     candidates = checkpoints_newest_first(path)
     if not candidates:
+        run_model = run_model_dir(path)
+        if run_model:
+            return resolve_checkpoint(run_model)
         if any(tf.io.gfile.exists(os.path.join(path, name)) for name in _HUGGINGFACE_WEIGHTS):
             raise FileNotFoundError(f"{path}: a Hugging Face checkpoint, not an albert_tf one; convert it first: "
                                     f"albert-convert --from=huggingface --input={path} --output=NEW_DIR")
         raise FileNotFoundError(f"{path}: holds no checkpoint ({WEIGHTS_PREFIX}.index or ckpt-N)")
     return path, candidates[0]
+
+
+# Where a fine-tuning tool's output directory keeps its models, in the order one is taken when the output
+# directory is given as a model: the best evaluated one (with do_eval), else the last one
+# (albert_tf.training.finetuning_tool's BEST_SUBDIR and CHECKPOINT_SUBDIR).
+RUN_MODELS = (("best", "its best model"),
+              ("checkpoints", "its last model (a run without do_eval keeps no best one)"))
+_RUN_MODELS_SAID = set()
+
+
+def run_model_dir(path):
+    """The model directory inside the training run's output directory `path`: its best model, else its last;
+    None when `path` holds neither. Which one is said on stderr, once per model in a process."""
+    for name, what in RUN_MODELS:
+        directory = os.path.join(path, name)
+        if tf.io.gfile.exists(os.path.join(directory, METADATA_FILE)):
+            if directory not in _RUN_MODELS_SAID:
+                _RUN_MODELS_SAID.add(directory)
+                print(f"Note: {path} is a training run's output directory; reading {what}, {directory}.",
+                      file=sys.stderr, flush=True)
+            return directory
+    return None
 
 
 def checkpoints_newest_first(directory):

@@ -10,6 +10,7 @@ gave a 2-label model).
 import inspect
 import os
 
+from albert_tf.models.model_dir_format import model_metadata
 from albert_tf.models.model_io import model_from_preset, write_model_dir
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS
 from albert_tf.settings import KERAS_ARGUMENTS, refuse_unknown_keywords
@@ -87,13 +88,34 @@ class AlbertTaskModel:
         """
         if max_seq_length is not None:  # model_from_preset would read 0 as "the default" and let NaN through
             check_sequence_length(max_seq_length)
-        return model_from_preset(cls, preset, max_seq_length=max_seq_length, spm_model_file=spm_model_file, **kwargs)
+        model = model_from_preset(cls, preset, max_seq_length=max_seq_length, spm_model_file=spm_model_file, **kwargs)
+        if os.path.isdir(preset):
+            model.adopt_record(model_metadata(preset))
+        return model
+
+    def adopt_record(self, metadata):
+        """Takes from `metadata` (the albert_tf.json `from_preset` loaded) what the model keeps besides its weights
+        and constructor arguments; a head that keeps nothing more takes nothing."""
 
     def save_to_preset(self, directory: str | os.PathLike, overwrite: bool = False) -> str:
         """Writes this model to `directory` as an albert_tf model directory (weights, the head's
         arguments, and a classifier's preprocessor settings with its spm.model), which
         `from_preset(directory)` loads back whole, as KerasHub's `save_to_preset`. An existing
-        `directory` is refused unless `overwrite`. Returns its absolute path."""
+        `directory` is refused unless `overwrite`, and even with it when another albert_tf tool wrote it
+        (an export, a run or a run's best/, a data set). Returns its absolute path."""
+        from albert_tf.file_utils import MODEL_DIRECTORY, refuse_another_tools_directory
+
+        refuse_another_tools_directory(os.fspath(directory), f"{type(self).__name__}.save_to_preset",
+                                       (MODEL_DIRECTORY,), setting="directory")
         if hasattr(self, "build_variables") and not self.built:  # a subclassed head exists after its first call
             self.build_variables()
-        return write_model_dir(self, directory, overwrite=overwrite)
+        return write_model_dir(self, directory, overwrite=overwrite, **self.recorded_settings())
+
+    def recorded_settings(self) -> dict:
+        """What albert_tf.json records beside the head's arguments, for the tools that read the model: its
+        preprocessor's casing, quotes rule and length (where it has one), as every albert_tf tool records them."""
+        preprocessor = getattr(self, "preprocessor", None)
+        if preprocessor is None:
+            return {}
+        return {"lower_case": preprocessor.lower_case, "keep_accents": preprocessor.keep_accents,
+                "rewrite_quotes": preprocessor.rewrite_quotes, "max_seq_length": preprocessor.seq_length}

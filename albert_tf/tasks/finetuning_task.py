@@ -94,6 +94,11 @@ class FinetuningTask:
         up, at least 1."""
         return max(1, math.ceil(size * epochs / batch_size))
 
+    def checkpoint_steps(self, config, steps) -> int:
+        """Steps between checkpoints (each evaluated on dev with do_eval) of a run of `steps` steps, where
+        save_checkpoints_steps is unset: the recipe's interval by default."""
+        return self.recipe(config).save_checkpoints_steps
+
     def kind(self, config) -> str:
         """The kind of model this run fine-tunes and evaluates: `model_kind`, unless the settings choose
         among several heads (SQuAD 2.0)."""
@@ -106,6 +111,11 @@ class FinetuningTask:
     def task_name(self, config):
         """The name a fine-tuned model must record to be evaluated by this task (None: any of the kind)."""
         return None
+
+    def continues(self, metadata, config) -> bool:
+        """Whether a starting model recording `metadata` (its albert_tf.json) is already this run's task
+        model, which then trains on with its own head: one of `kind` fine-tuned for `task_name`."""
+        return metadata["model"] == self.kind(config) and metadata.get("task_name") == self.task_name(config)
 
     def build_model(self, encoder, config):
         """The task model: `encoder` under a fresh head."""
@@ -141,6 +151,11 @@ class FinetuningTask:
     def best_metric(self, config) -> str:
         """The `evaluate` metric whose highest value picks the best checkpoint."""
         raise NotImplementedError
+
+    def write_evaluation_report(self, evaluation, config, output_dir) -> list:
+        """Writes files that show the final do_eval metrics `evaluation` into `output_dir` (named in
+        `output_files`); returns their paths. The default writes none (eval_results.json has the metrics)."""
+        return []
 
     def output_files(self, config) -> list:
         """Names of the files --do_predict writes into the output directory (replaced by --overwrite)."""

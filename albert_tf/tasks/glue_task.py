@@ -86,7 +86,8 @@ class GlueTask(FinetuningTask):
         regression = glue.is_regression(task)
         labels = glue.task_spec(task).labels
         return {"num_labels": 1 if regression else len(labels), "label_names": ["score"] if regression else list(labels),
-                "is_regression": regression, "task_name": task, "max_seq_length": config.max_seq_length}
+                "is_regression": regression, "task_name": task, "max_seq_length": config.max_seq_length,
+                "takes_pairs": glue.task_spec(task).text_b is not None}
 
     def build_model(self, encoder, config):
         from albert_tf.models.albert_classifier import AlbertClassifier

@@ -256,27 +256,34 @@ def tokenize_with_alignment(tokenizer, text):
     encoded = tokenizer.sp.encode(preprocessed, return_type="offset_mapping")
 
     # Pieces the tokenizer splits (`<digit>,`) become several ids covering the
-    # piece's characters, ',' the last one; the others share the rest from the end.
+    # piece's characters, ',' the last one; the others share the rest from the end,
+    # each its own text's length in SentencePiece's normalized text. A boundary there
+    # maps to where normalization took that text from, so the characters it removed
+    # (controls) stay with the id before them, as with a whole piece.
     piece_spans = []  # (begin, end) in `preprocessed`, one per id
+    normalized_sources = None  # per normalized character, its position in `preprocessed`
+    normalized_end = 0
     next_id = 0
     for piece_id, piece, (begin, end) in zip(encoded["ids"], encoded["pieces"], encoded["offsets"]):
+        normalized_end += len(piece)
         if ids[next_id] == piece_id:
             piece_spans.append((begin, end))
             next_id += 1
             continue
+        if normalized_sources is None:
+            normalized_sources = tokenizer.sp.normalize(preprocessed, with_offsets=True)[1]
         target_length = len(_piece_text(piece))
         sub_ids, length = [], 0
         while length < target_length:
             sub_ids.append(ids[next_id + len(sub_ids)])
             length += len(_piece_text(tokenizer.id_to_piece(sub_ids[-1])))
-        sub_spans = []
-        sub_end = end
+        boundaries = []
+        boundary = normalized_end
         for sub_id in reversed(sub_ids[1:]):
-            sub_begin = max(begin, sub_end - len(_piece_text(tokenizer.id_to_piece(sub_id))))
-            sub_spans.append((sub_begin, sub_end))
-            sub_end = sub_begin
-        sub_spans.append((begin, sub_end))
-        piece_spans.extend(reversed(sub_spans))
+            boundary -= len(_piece_text(tokenizer.id_to_piece(sub_id)))
+            boundaries.insert(0, max(begin, normalized_sources[boundary]))
+        edges = [begin, *boundaries, end]
+        piece_spans.extend(zip(edges[:-1], edges[1:]))
         next_id += len(sub_ids)
     if next_id != len(ids):
         raise RuntimeError(f"piece alignment diverged from the tokenizer's ids on {text[:80]!r}")
@@ -464,7 +471,8 @@ def postprocess_predictions(examples, features, start_logits, end_logits, n_best
     one window, start <= end, at most max_answer_length tokens, and its start
     token has its maximal context in that window; its score is start + end logit.
 
-    predictions: {question id: answer text from the original context}.
+    predictions: {question id: answer text from the original context}: v1.1's best candidate ("" where
+      it spans only whitespace, as the original's), v2's best non-empty one unless the null score wins.
     nbest: {question id: up to n_best_size [{text, probability, start_logit,
       end_logit}], best first}, probabilities a softmax over those scores.
     null_odds: {question id: score_null - best span score} (v2; empty for v1.1).
@@ -490,10 +498,9 @@ def postprocess_predictions(examples, features, start_logits, end_logits, n_best
                 for end in _top_positions(ends, context_positions, n_best_size):
                     if end < start or end - start + 1 > max_answer_length:
                         continue
+                    # A span of whitespace only stays a candidate, with the text "" (the original's rule).
                     text = example.context_text[feature.token_spans[start][0] : feature.token_spans[end][1]].strip()
-                    if text:
-                        candidates.append((float(starts[start] + ends[end]), float(starts[start]), float(ends[end]),
-                                           text))
+                    candidates.append((float(starts[start] + ends[end]), float(starts[start]), float(ends[end]), text))
         if version_2_with_negative and null_score is not None:
             candidates.append((null_score, null_start, null_end, ""))
         candidates.sort(key=lambda candidate: candidate[0], reverse=True)
@@ -519,7 +526,7 @@ def postprocess_predictions(examples, features, start_logits, end_logits, n_best
             null_odds[example.qas_id] = score_diff
             predictions[example.qas_id] = "" if score_diff > null_score_diff_threshold else best_span["text"]
         else:
-            predictions[example.qas_id] = best_span["text"] if best_span else ""
+            predictions[example.qas_id] = nbest[0]["text"]
         nbest_json[example.qas_id] = [
             {key: entry[key] for key in ("text", "probability", "start_logit", "end_logit")} for entry in nbest
         ]
@@ -541,7 +548,8 @@ def postprocess_beam_predictions(examples, features, outputs, n_best_size=20, ma
     its score is start_log_prob + end_log_prob.
 
     answers: {question id: the best candidate's text from the original context}, before the no-answer
-      decision (`decide_no_answer`); "" when no candidate of any window is valid.
+      decision (`decide_no_answer`); "" when no candidate of any window is valid, or when the best spans
+      only whitespace (the original keeps such a candidate, its text "").
     nbest: {question id: up to n_best_size [{text, probability, start_log_prob, end_log_prob}], best
       first, one per text}, probabilities a softmax over their scores.
     no_answer_scores: {question id: the smallest cls_logits of its windows} (null_odds.json).
@@ -569,10 +577,10 @@ def postprocess_beam_predictions(examples, features, outputs, n_best_size=20, ma
                     end = int(end_indexes[row, j])
                     if end not in feature.token_spans or end < start or end - start + 1 > max_answer_length:
                         continue
+                    # A span of whitespace only stays a candidate, with the text "" (the original's rule).
                     text = example.context_text[feature.token_spans[start][0] : feature.token_spans[end][1]].strip()
-                    if text:
-                        start_log_prob, end_log_prob = float(start_log_probs[row, k]), float(end_log_probs[row, j])
-                        candidates.append((start_log_prob + end_log_prob, start_log_prob, end_log_prob, text))
+                    start_log_prob, end_log_prob = float(start_log_probs[row, k]), float(end_log_probs[row, j])
+                    candidates.append((start_log_prob + end_log_prob, start_log_prob, end_log_prob, text))
         candidates.sort(key=lambda candidate: candidate[0], reverse=True)  # stable: ties keep the beam's order
 
         nbest, seen = [], set()

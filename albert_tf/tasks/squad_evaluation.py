@@ -89,9 +89,11 @@ def _percent(scores, ids):
 def best_threshold(scores, na_probs, has_answer, predicted):
     """(best score in %, threshold): the score when "" is predicted wherever na_prob > threshold.
 
-    The search starts below every na_prob (every question answered "": the
-    unanswerable ones score 1), then lets the predictions through in increasing
-    na_prob, a group of equal values at a time.
+    The search starts from every question answered "" (the unanswerable ones
+    score 1), then lets the predictions through in increasing na_prob, a group
+    of equal values at a time. When none beats answering nothing, the threshold
+    is 0.0, as the official script (and the original ALBERT's) reports it,
+    though at 0.0 the questions with a na_prob at or below 0 are answered.
     """
     if not scores:
         return 0.0, 0.0
@@ -99,7 +101,7 @@ def best_threshold(scores, na_probs, has_answer, predicted):
     for qas_id in scores:
         by_probability[na_probs.get(qas_id, 0.0)].append(qas_id)
     score = float(sum(not has_answer[qas_id] for qas_id in scores))
-    best_score, best = score, min(by_probability) - 1.0
+    best_score, best = score, 0.0
     for probability in sorted(by_probability):
         for qas_id in by_probability[probability]:
             if has_answer[qas_id]:

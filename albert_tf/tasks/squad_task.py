@@ -24,11 +24,18 @@ that does not name one uses it.
 and scores them (eval_results.json) when the file's questions have answers; for
 v2.0 also the best no-answer threshold. The original head answers "" where the
 no-answer score exceeds null_score_diff_threshold, by default the threshold with
-the best F1 on the scored file (the original's best_f1_thresh): its EM and F1
-are those at that threshold, exact_at_threshold_0 and f1_at_threshold_0 those
-at 0; on a file without answers the default is 0. --do_eval scores every
+the best F1 on the scored file (the original's best_f1_thresh; 0 when none beats
+answering nothing): its EM and F1 are those at that threshold, scored as the
+original reports them, with the official evaluation's --na-prob-thresh 1.0: a
+question whose no-answer score exceeds 1.0 counts as answered "" even where a
+threshold above 1.0 answers it (what the official script gives for
+predictions.json with null_odds.json as --na-prob-file). exact_at_threshold_0
+and f1_at_threshold_0 are those at 0; on a file without answers the default is
+0. --do_eval scores every
 training checkpoint on --predict_file and keeps the one with the best F1 in
-OUTPUT_DIR/best.
+OUTPUT_DIR/best. A run that trains and predicts does so too (as the original's
+do_predict does) when the predict file's questions have answers, and answers
+with the best; without answers it answers with the last checkpoint.
 """
 
 import dataclasses
@@ -45,6 +52,8 @@ V2_MODEL_KINDS = {"original": "squad_v2_span_labeler", "null_score": "span_label
 # The outputs of the original SQuAD 2.0 head that its predictions read.
 BEAM_OUTPUTS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index", "cls_logits")
 BEST_THRESHOLD_KEYS = ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh")
+# The official SQuAD 2.0 evaluation's default --na-prob-thresh, which the original applies to its reported EM / F1.
+OFFICIAL_NA_PROB_THRESH = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +85,9 @@ class SquadTask(FinetuningTask):
                    "int(questions / batch * epochs) steps; 10% warmup).")
     do_eval_help = ("Score every training checkpoint on --predict_file (official F1; its questions need answers) "
                     "and keep the best in OUTPUT_DIR/best.")
-    do_predict_help = "Answer the questions of --predict_file (scored with the official EM/F1 when they have answers)."
+    do_predict_help = ("Answer the questions of --predict_file (scored with the official EM/F1 when they have "
+                       "answers). With --do_train and answers in the file, as the original: every checkpoint is scored "
+                       "on it and the best answers (--do_eval implied); without answers, the last checkpoint answers.")
 
     config_class = SquadConfig
 
@@ -107,6 +118,11 @@ class SquadTask(FinetuningTask):
 
     def resolve(self, config):
         task = config.task
+        if config.do_train and config.do_predict and not config.do_eval and _answered(
+                squad.read_squad(task.predict_file, task.version, labeled=False)[1]):
+            # The original's do_predict scores every checkpoint it saved on the predict file and answers with
+            # the best (the v2 recipe saves steps 5000 and 5429): --do_eval does that.
+            config = dataclasses.replace(config, do_eval=True)
         if task.version != "2.0" or task.squad_v2_head is not None:
             return config
         head = recorded_v2_head(config.init_checkpoint) or "original"
@@ -114,7 +130,7 @@ class SquadTask(FinetuningTask):
 
     def recipe(self, config):
         # A checkpoint every 5000 steps, as the original README runs run_squad_v1/v2.py: on the real data
-        # (3,649 steps) only the final one.
+        # SQuAD 1.1 saves only its final one (3,649 steps), SQuAD 2.0 steps 5000 and 5429.
         return Recipe(DEFAULT_LEARNING_RATES[config.task.version], 48, num_train_epochs=2.0, warmup_proportion=0.1,
                       save_checkpoints_steps=5000)
 
@@ -220,7 +236,10 @@ class SquadTask(FinetuningTask):
             threshold = searched["best_f1_thresh"]
         predictions = squad.decide_no_answer(answers, no_answer_scores, threshold)
         at_zero = evaluate(articles, squad.decide_no_answer(answers, no_answer_scores, 0.0))
-        metrics = {**evaluate(articles, predictions), **{key: searched[key] for key in BEST_THRESHOLD_KEYS},
+        # Scored as the original reports them: also "" wherever the no-answer score exceeds the official
+        # script's na_prob_thresh 1.0 (what that script gives for predictions.json with null_odds.json).
+        scored = evaluate(articles, predictions, na_probs=no_answer_scores, na_prob_thresh=OFFICIAL_NA_PROB_THRESH)
+        metrics = {**scored, **{key: searched[key] for key in BEST_THRESHOLD_KEYS},
                    "null_score_diff_threshold": threshold, "exact_at_threshold_0": at_zero["exact"],
                    "f1_at_threshold_0": at_zero["f1"]}
         return predictions, nbest, no_answer_scores, metrics
@@ -244,7 +263,8 @@ class SquadTask(FinetuningTask):
                                           null_odds if config.task.version == "2.0" else None)
         print(f"Answered {len(examples)} questions ({len(features)} windows): " + ", ".join(written), flush=True)
         if not answered:
-            print(f"{config.task.predict_file} has questions without answers: not scored.", flush=True)
+            last = " Answered with the last checkpoint: none could be scored on it." if config.do_train else ""
+            print(f"{config.task.predict_file} has questions without answers: not scored.{last}", flush=True)
             if v2_head(config) == "original" and config.task.null_score_diff_threshold is None:
                 print("No answer where the no-answer score exceeds 0; a threshold tuned on dev (the "
                       "null_score_diff_threshold of a scored run's eval_results.json) is passed as "

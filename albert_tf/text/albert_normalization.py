@@ -40,7 +40,12 @@ apostrophes, dots... between an ASCII one and the sigma). At the start of a text
 puts the space of the dummy prefix before the map runs, so that case is covered too.
 It still differs from Python where other case-ignorable characters (a combining mark, a
 skin-tone modifier, a second apostrophe) stand between the sigma and what decides it;
-and with keep_accents, on a sigma followed by a decomposed letter with two or more marks.
+with keep_accents, on a sigma followed by a decomposed letter with two or more marks;
+and on a capital sigma right after a NUL (U+0000), which Python lowercases to "σ" (a
+NUL is not cased) and the map to "ς": no key of SentencePiece's map can hold a NUL,
+so none sees it before the sigma (on "ΟΔΟΣ", NUL, "Σ", with a vocabulary that has "ς"
+but not "σ", Python's ids end in one `<unk>` for the NUL and "σ", the op's in `<unk>`
+and "ς").
 Without keep_accents, a combining mark between two characters that compose (Hangul
 jamo, the halves of some Indic vowel signs) is dropped by the preprocessing and the two
 then compose; the map drops it but cannot join what it separated. None of these changes

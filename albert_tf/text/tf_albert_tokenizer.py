@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from albert_tf.cli import quiet_native_logs
 from albert_tf.text.albert_normalization import albert_model_proto
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 
@@ -78,8 +79,9 @@ class TFAlbertTokenizer(keras.layers.Layer):
         self.rewrite_quotes = rewrite_quotes
         self.vocab_size = python_tokenizer.vocab_size
         self.model_proto = model_proto
-        self.sentencepiece = tf_text.FastSentencepieceTokenizer(
-            albert_model_proto(model_proto, lower_case, keep_accents, rewrite_quotes))
+        with quiet_native_logs():  # tensorflow-text's model conversion logs each normalizer it builds
+            self.sentencepiece = tf_text.FastSentencepieceTokenizer(
+                albert_model_proto(model_proto, lower_case, keep_accents, rewrite_quotes))
         # The rows of the pieces the fix-up changes (141 of 30k-clean's 30,000) and, per piece, a small index
         # into them (0: unchanged): one gather per piece, as fast as a [vocab, K] int32 table and an eighth of
         # its size, which a LiteRT file carries.

@@ -27,7 +27,7 @@
   loop, the divergence check (`albert_tf.training.divergence`: a failing loop
   stops the run with `TrainingDivergedError` naming the last good checkpoint,
   and no checkpoint is saved, evaluated or kept as the best unless its weights
-  are finite too), SIGTERM saves and returns status 143.
+  are finite too), SIGTERM or Ctrl-C (SIGINT) saves and returns status 143 or 130.
 - Checkpoints (model, optimizer, step) every `save_checkpoints_steps` and at the
   end in `checkpoint_dir` (with albert_tf.json and the SentencePiece model, so
   `load_model` reads it as a model directory); rerunning resumes from the latest.
@@ -54,6 +54,7 @@ from albert_tf.settings import SettingError
 from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, copy_spm_model
 from albert_tf.training import TrainingDivergedError
 from albert_tf.training.random_state import restore_training_checkpoint, training_checkpoint
+from albert_tf.training.summary_files import drop_summaries_after
 from albert_tf.training.training_loop import LoopHooks, PreemptionFlag, run_training_loop, stops_every_step
 
 EVALUATIONS_FILE = "evaluations.json"
@@ -63,8 +64,9 @@ SUMMARY_SUBDIRS = ("train", "eval")  # in summary_dir: the per-loop and the per-
 def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metadata=None, evaluate=None,
              best_metric=None, best_dir=None, spm_model_file=None, variables=None, summary_dir=None, strategy=None,
              chief=True, restore_dir=None, log=print):
-    """Trains `model` (built inside `strategy.scope()`) in place; returns {"status": 0 or 143 (SIGTERM),
-    "step": the last step, "loss": the last loop's loss, "evaluations": [...], "best": {...} or None}.
+    """Trains `model` (built inside `strategy.scope()`) in place; returns {"status": 0, or 143 after SIGTERM and
+    130 after Ctrl-C (SIGINT), "signal": the signal's name or None, "step": the last step, "loss": the last
+    loop's loss, "evaluations": [...], "best": {...} or None}.
 
     `config`: a `FinetuningConfig`; what trains is its schedule and distribution fields
     (`check_schedule`: steps, global batch, learning rate, warmup, checkpoints, seed, accumulation,
@@ -109,6 +111,9 @@ def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metada
     # So that checkpoint_dir alone is a complete model directory.
     if spm_model_file and not (os.path.exists(spm_copy) and os.path.samefile(spm_model_file, spm_copy)):
         copy_spm_model(spm_model_file, spm_copy)
+    if summary_dir and chief:  # what a stopped run logged past its checkpoint is done again
+        for name in SUMMARY_SUBDIRS:
+            drop_summaries_after(os.path.join(summary_dir, name), int(trainer.step.numpy()))
     train_writer, eval_writer = (
         (tf.summary.create_file_writer(os.path.join(summary_dir, name)) for name in SUMMARY_SUBDIRS)
         if summary_dir and chief else (tf.summary.create_noop_writer(), tf.summary.create_noop_writer()))
@@ -128,17 +133,16 @@ def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metada
     def diverged(problem, steps, last_good):
         return TrainingDivergedError(f"{problem} in {steps}; stopped without saving", last_good=last_good)
 
-    preemption = PreemptionFlag(trainer.stop_requested if stops_every_step(strategy) else None)
-    preemption.install()
-    status = run_training_loop(
-        trainer, iter(dataset), manager, train_writer, preemption, settings.num_train_steps,
-        save_checkpoints_steps=settings.save_checkpoints_steps, iterations_per_loop=settings.iterations_per_loop,
-        max_seconds_per_loop=settings.max_seconds_per_loop, format_metrics=lambda m: f"loss {m['loss']:.4f}",
-        diverged=diverged, examples_name="examples", rate_label="examples/s",
-        hooks=evaluations, log=log)
+    with PreemptionFlag(trainer.stop_requested if stops_every_step(strategy) else None) as preemption:
+        status = run_training_loop(
+            trainer, iter(dataset), manager, train_writer, preemption, settings.num_train_steps,
+            save_checkpoints_steps=settings.save_checkpoints_steps, iterations_per_loop=settings.iterations_per_loop,
+            max_seconds_per_loop=settings.max_seconds_per_loop, format_metrics=lambda m: f"loss {m['loss']:.4f}",
+            diverged=diverged, examples_name="examples", rate_label="examples/s",
+            hooks=evaluations, log=log)
     train_writer.flush()
-    return {"status": status, "step": int(trainer.step.numpy()), "loss": evaluations.last_loss,
-            "evaluations": evaluations.history, "best": evaluations.best()}
+    return {"status": status, "signal": preemption.signal_name, "step": int(trainer.step.numpy()),
+            "loss": evaluations.last_loss, "evaluations": evaluations.history, "best": evaluations.best()}
 
 
 class _CheckpointEvaluations(LoopHooks):

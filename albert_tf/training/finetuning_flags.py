@@ -74,8 +74,8 @@ def define_flags(task, define_task_flags):
                        f"--num_warmup_steps is not set; the rate then decays linearly to 0. {note}")
     flags.DEFINE_integer("save_checkpoints_steps", default("save_checkpoints_steps"),
                          "Checkpoint (and evaluate, keeping the best on dev) every this many steps. Default: the "
-                         "task's recipe, the original's interval (GLUE and RACE 100, QNLI 200, SQuAD 5000: there "
-                         "only the final checkpoint on the real data).")
+                         "task's recipe, the original's interval (GLUE and RACE 100, QNLI 200, SQuAD 5000: on the "
+                         "real data SQuAD 1.1 saves only its final checkpoint, SQuAD 2.0 steps 5000 and 5429).")
     flags.DEFINE_integer("keep_checkpoint_max", task.keep_checkpoint_max, "Training checkpoints kept (default "
                          f"{task.keep_checkpoint_max}); the best is kept apart in OUTPUT_DIR/best.")
     flags.DEFINE_integer("seed", default("seed"), "Seed of the head's initialization (and of the encoder for a random "

@@ -55,8 +55,12 @@ MANY_EPOCHS = 50
 
 def checked_config(task, config):
     """`config` checked (SettingError naming the setting), with the casing and length the starting model
-    records filled in; then the task's own checks, and its settings filled in from that record."""
+    records filled in; then the task's own checks, and its settings filled in from that record. An output_dir
+    that another albert_tf tool wrote (an export, a conversion, a data set, another tool's run) is refused first."""
+    from albert_tf.file_utils import refuse_another_tools_directory, run_kind
+
     config.check()
+    refuse_another_tools_directory(config.output_dir, task.tool, (run_kind(task.tool),))
     if config.keep_checkpoint_max is None:
         config = dataclasses.replace(config, keep_checkpoint_max=task.keep_checkpoint_max)
     config = resolve_preprocessing_settings(task, config)
@@ -156,7 +160,7 @@ def starting_model(task, config):
     init = config.init_checkpoint
     if init and not exported_encoder_dir(init):
         metadata = read_metadata(resolve_checkpoint(init)[0])
-        if metadata["model"] == task.kind(config) and metadata.get("task_name") == task.task_name(config):
+        if task.continues(metadata, config):
             print(f"Continuing to fine-tune the {task.kind(config)} of {init} with its head.", flush=True)
             return load_model(init)[0]
     return task.build_model(starting_encoder(init, config.albert_config, config.seed), config)
@@ -216,7 +220,7 @@ def output_names(task, config):
 
 def run_finetuning(task, config):
     """Runs the fine-tuning `config` describes for `task`; returns the tool's exit status (0, or 143 after
-    SIGTERM). Raises SettingError naming a setting that cannot run."""
+    SIGTERM and 130 after Ctrl-C, with a checkpoint saved). Raises SettingError naming a setting that cannot run."""
     import keras
 
     from albert_tf.file_utils import exclusive_directory_lock
@@ -262,8 +266,7 @@ def _run(task, config, strategy, chief=True):
     from albert_tf.networks.memory_estimate import check_training_fits, weight_bytes
     from albert_tf.training.finetuning import finetune, model_for_evaluation, report_best
     from albert_tf.training.run_directory import (RUN_CONFIG_FILE, foreign_outputs, next_record, read_run_config,
-                                                  refuse_another_tools_directory, resume_conflicts, run_outputs)
-    from albert_tf.training.training_loop import PREEMPTED_EXIT_CODE
+                                                  resume_conflicts, run_outputs)
 
     output_dir = config.output_dir
     # Everything is read and checked before anything in output_dir changes.
@@ -274,7 +277,6 @@ def _run(task, config, strategy, chief=True):
     eval_data = task.read_eval(tokenizer, config) if config.do_eval else None
     # The chief checks the directory; the other workers write nothing there (and might read it mid-write).
     record = read_run_config(output_dir) if chief else None
-    refuse_another_tools_directory(output_dir, record, task.tool)
     names = output_names(task, config)
     foreign = foreign_outputs(output_dir, names, record) if chief else []
     if foreign:
@@ -330,7 +332,7 @@ def _run(task, config, strategy, chief=True):
             schedule = dataclasses.replace(
                 config, num_train_steps=steps, train_batch_size=batch_size, learning_rate=learning_rate,
                 num_warmup_steps=warmup,
-                save_checkpoints_steps=config.save_checkpoints_steps or task.recipe(config).save_checkpoints_steps)
+                save_checkpoints_steps=config.save_checkpoints_steps or task.checkpoint_steps(config, steps))
             # A worker that is not the chief resumes from the chief's checkpoints (a shared file system).
             restore_dir = os.path.join(output_dir, CHECKPOINT_SUBDIR) if not (chief or config.overwrite) else None
             try:
@@ -345,12 +347,13 @@ def _run(task, config, strategy, chief=True):
                     restore_dir=restore_dir)
             except TrainingDivergedError as error:
                 raise _divergence_advice(error, config) from None
-            if result["status"] == PREEMPTED_EXIT_CODE:
+            if result["status"]:
                 resume = " without --overwrite" if config.overwrite else ""
-                print(f"{task.title(config)}: stopped by SIGTERM after step {result['step']}; rerun the same command"
-                      f"{resume} to resume from its checkpoint in {os.path.join(output_dir, CHECKPOINT_SUBDIR)}.",
-                      flush=True)
-                return PREEMPTED_EXIT_CODE
+                stopped_by = result["signal"] or "another worker's signal"
+                checkpoints = os.path.join(output_dir, CHECKPOINT_SUBDIR)
+                print(f"{task.title(config)}: stopped by {stopped_by} after step {result['step']}; rerun the same "
+                      f"command{resume} to resume from its checkpoint in {checkpoints}.", flush=True)
+                return result["status"]
             report_best(result, best_metric, final_best_dir)
             last_model = os.path.join(output_dir, CHECKPOINT_SUBDIR)
             summary.append(f"fine-tuned for {steps} steps (the last model: {last_model})")
@@ -365,6 +368,11 @@ def _run(task, config, strategy, chief=True):
                 prediction, written = task.predict(model, tokenizer, config, run_dir)
         if evaluation is not None:
             print("dev: " + task.summary(evaluation), flush=True)
+            if chief:
+                reports = task.write_evaluation_report(evaluation, config, run_dir)
+                if reports:
+                    summary.append("the evaluation shown in " + ", ".join(
+                        os.path.join(output_dir, os.path.relpath(path, run_dir)) for path in reports))
         if config.do_predict:
             summary.append("predictions in " + ", ".join(os.path.join(output_dir, os.path.relpath(path, run_dir))
                                                          for path in written))

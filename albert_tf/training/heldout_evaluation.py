@@ -10,7 +10,9 @@ uninterrupted run does. With `do_eval`, `evaluate_once` evaluates the model as
 the run leaves it and writes OUTPUT_DIR/eval_results.txt.
 
 Both read the same records the same way (`eval_dataset`) and print the metrics
-as the training progress line does (`format_metrics`).
+as the training progress line does (`format_metrics`). When the run starts,
+`check_heldout_size` says in one line when they would read too few sequences
+for their figures to be more than noise (MIN_HELDOUT_SEQUENCES).
 """
 
 import json
@@ -23,8 +25,13 @@ from albert_tf.data import pretraining_dataset as data
 from albert_tf.settings import SettingError
 from albert_tf.tasks.pretraining_losses import SUM_KEYS, metrics_from_sums
 from albert_tf.training.learning_phase import TREND_EVALUATIONS, Phase, learning_phase
+from albert_tf.training.summary_files import logged_steps
 
 EVAL_HISTORY_FILE = "eval_history.jsonl"
+# Below this many sequences an evaluation's figures are noise beside what they are read for: an accuracy over n
+# sequences has a standard error of up to 0.5 / sqrt(n), 0.025 at 400, a quarter of the SOP gap that marks
+# memorizing (learning_phase.MEMORIZING_SOP_GAP, 0.10).
+MIN_HELDOUT_SEQUENCES = 400
 
 
 def format_metrics(metrics):
@@ -47,6 +54,27 @@ def eval_dataset(settings, strategy, eval_files):
         raise SettingError(f"<eval_batch_size>={settings.eval_batch_size} must be divisible by the number of replicas "
                          f"({strategy.num_replicas_in_sync})")
     return strategy.distribute_datasets_from_function(eval_dataset_fn)
+
+
+def check_heldout_size(settings, eval_files):
+    """Refuses a held-out set of less than one batch; says in one line what the evaluations' figures are worth
+    when they would read fewer than MIN_HELDOUT_SEQUENCES sequences."""
+    batch, limit = settings.eval_batch_size, settings.max_eval_steps * settings.eval_batch_size
+    count = data.count_records(eval_files, MIN_HELDOUT_SEQUENCES)
+    evaluated = min(count, limit) // batch * batch  # full batches only
+    if evaluated == 0:
+        raise SettingError(f"{settings.eval_input_file}: fewer than <eval_batch_size>={batch} records")
+    if evaluated >= MIN_HELDOUT_SEQUENCES:
+        return
+    noise = f"an accuracy over {evaluated} sequences has a standard error of up to {0.5 / evaluated ** 0.5:.2f}"
+    if count < MIN_HELDOUT_SEQUENCES:
+        print(f"Warning: the held-out set {settings.eval_input_file} holds {count} instances, {evaluated} evaluated "
+              f"(full batches of {batch}): below about {MIN_HELDOUT_SEQUENCES} its figures are noise ({noise}); hold "
+              "out more documents (create_pretraining_data --heldout_every).", flush=True)
+    else:
+        print(f"Warning: the held-out evaluation reads {evaluated} sequences (max_eval_steps={settings.max_eval_steps} "
+              f"batches of {batch}): below about {MIN_HELDOUT_SEQUENCES} its figures are noise ({noise}); raise "
+              "max_eval_steps.", flush=True)
 
 
 class HeldoutEvaluation:
@@ -127,7 +155,7 @@ class HeldoutEvaluation:
                 tf.summary.scalar(name, value)
             tf.summary.scalar("phase", self.phase.index)
             tf.summary.scalar("frequent_piece_level", self.level)
-            tf.summary.text("phase", f"{self.phase.name}: {self.phase.reason}")
+            tf.summary.text("phase_reason", f"{self.phase.name}: {self.phase.reason}")  # "phase" is the number
         self.writer.flush()
         if self.chief:
             record = {"step": step, "elapsed_seconds": round(elapsed, 1), "heldout": heldout, "training": training,
@@ -154,7 +182,11 @@ def evaluate_once(settings, trainer, strategy, eval_files, output_dir, chief):
             for name in sorted(metrics):
                 f.write(f"{name} = {metrics[name]}\n")
             f.write(f"global_step = {step}\n")
-        with tf.summary.create_file_writer(os.path.join(output_dir, "eval")).as_default(step=step):
-            for name, value in metrics.items():
-                tf.summary.scalar(name, value)
+        eval_dir = os.path.join(output_dir, "eval")
+        # Unless the held-out evaluation every eval_every_steps, or an earlier run's do_eval, logged this step
+        # (the same model on the same records): TensorBoard would show it twice.
+        if step not in logged_steps(eval_dir, "masked_lm_loss"):
+            with tf.summary.create_file_writer(eval_dir).as_default(step=step):
+                for name, value in metrics.items():
+                    tf.summary.scalar(name, value)
     return metrics

@@ -14,9 +14,10 @@ warmup, precision). The time budget adds its plan to the record
 Beside it the run writes albert_tf.json (the model config and the preprocessing
 contract, albert_tf.models.preprocessing_contract) and a copy of spm.model,
 which a resumed run's spm_model_file must match (`check_spm_model_file`). An
-output directory another tool's run records as its own is refused before
-anything is read or written (`refuse_another_tools_output_dir`); fine-tuning's
-own record is albert_tf.training.run_directory's.
+output directory another albert_tf tool wrote (a fine-tuning run, an export, a
+conversion, a data set: albert_tf.file_utils.written_as) is refused before
+anything is read or written; fine-tuning's own record is
+albert_tf.training.run_directory's.
 """
 
 import json
@@ -24,12 +25,11 @@ import os
 
 import tensorflow as tf
 
-from albert_tf.file_utils import file_sha256, write_json
+from albert_tf.file_utils import PRETRAINING_TOOL, RUN_CONFIG_FILE, file_sha256, write_json
 from albert_tf.models import model_dir_format
 from albert_tf.models.preprocessing_contract import recorded_rewrite_quotes
 from albert_tf.settings import SettingError
 from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, copy_spm_model
-from albert_tf.training.run_directory import PRETRAINING_TOOL, RUN_CONFIG_FILE, refuse_another_tools_directory
 
 # Flags a resumed run must share with the run that wrote the checkpoints.
 _RESUME_INVARIANTS = ("albert_config", "train_batch_size", "max_seq_length", "max_predictions_per_seq", "optimizer",
@@ -41,20 +41,6 @@ _INVARIANT_DEFAULTS = {"sentence_loss_weight": 1.0, "train_budget_hours": 0.0, "
 # Settings a resumed run may change (the schedule and the arithmetic go on from the checkpoint's step),
 # said in one line each so that a changed flag is never taken silently.
 _NOTED_ON_RESUME = ("learning_rate", "num_train_steps", "num_warmup_steps", "mixed_precision")
-
-
-def refuse_another_tools_output_dir(output_dir):
-    """Before anything is read or written: an output directory another tool's run (a fine-tuned model, say)
-    records as its own is refused, its record untouched."""
-    path = os.path.join(output_dir, RUN_CONFIG_FILE)
-    if not tf.io.gfile.exists(path):
-        return
-    try:
-        with tf.io.gfile.GFile(path) as f:
-            record = json.load(f)
-    except ValueError as error:
-        raise SettingError(f"{path}: not valid JSON ({error}); restore it, or choose another <output_dir>") from None
-    refuse_another_tools_directory(output_dir, record if isinstance(record, dict) else None, PRETRAINING_TOOL)
 
 
 def _run_config(settings, config, training_data):

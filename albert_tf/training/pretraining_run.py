@@ -16,9 +16,9 @@ fingerprint at the end. What a run adds around it lives in a module each:
   - train_budget: `train_budget_hours` turned into a step count and schedule.
 
 Resuming: the newest intact `ckpt-N` restores model, optimizer, step and input
-position, after the record has checked the settings. SIGTERM stops after the
-current step, saves and exits with status 143
-(`training_loop.PREEMPTED_EXIT_CODE`).
+position, after the record has checked the settings. SIGTERM or Ctrl-C (SIGINT)
+stops after the current step, saves and exits with status 143 or 130
+(`training_loop.PreemptionFlag`).
 """
 
 import hashlib
@@ -46,13 +46,15 @@ from albert_tf.training import TrainingDivergedError
 from albert_tf.training.distribution_config import PRECISIONS
 from albert_tf.networks.memory_estimate import check_training_fits
 from albert_tf.training.divergence import rerun_advice
-from albert_tf.training.heldout_evaluation import HeldoutEvaluation, evaluate_once, format_metrics
+from albert_tf.training.heldout_evaluation import (HeldoutEvaluation, check_heldout_size, evaluate_once,
+                                                  format_metrics)
 from albert_tf.training.pretraining_config import PAPER_TRAIN_STEPS, PAPER_WARMUP_STEPS
 from albert_tf.training.pretraining_record import (RUN_CONFIG_FILE, check_or_write_run_config, check_spm_model_file,
-                                                   refuse_another_tools_output_dir, write_model_metadata)
+                                                   write_model_metadata)
 from albert_tf.training.random_state import restore_training_checkpoint, training_checkpoint
 from albert_tf.tasks.pretraining_losses import PretrainingObjective
 from albert_tf.training.strategies import worker_layout
+from albert_tf.training.summary_files import drop_summaries_after
 from albert_tf.training.train_budget import BudgetKeeper, recorded_budget_plan
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.training_loop import LoopHooks, PreemptionFlag, run_training_loop, stops_every_step
@@ -104,21 +106,23 @@ def run(settings):
     import contextlib
     import dataclasses
 
-    from albert_tf.file_utils import exclusive_directory_lock
+    from albert_tf.file_utils import (PRETRAINING_TOOL, exclusive_directory_lock, refuse_another_tools_directory,
+                                      run_kind)
     from albert_tf.training.distribution_flags import create_strategy_for
     from albert_tf.training.strategies import is_chief
 
     settings = _with_warmup_steps(settings.check())
-    refuse_another_tools_output_dir(settings.output_dir)
-    config = _model_config(settings)
+    # Before anything is read or written: an export, a data set, another tool's run are no place for checkpoints.
+    refuse_another_tools_directory(settings.output_dir, PRETRAINING_TOOL, (run_kind(PRETRAINING_TOOL),))
     train_files = data.expand_data_files(settings.input_file)
+    training_data = TrainingData.read(train_files)
+    config = _model_config(settings, training_data.metadata)
     if settings.max_seq_length is None or settings.max_predictions_per_seq is None:
         seq_length, predictions = data.infer_shapes(train_files)
         settings = dataclasses.replace(settings, max_seq_length=settings.max_seq_length or seq_length,
                                        max_predictions_per_seq=settings.max_predictions_per_seq or predictions)
     data.check_pretraining_files(train_files, settings.max_seq_length, settings.max_predictions_per_seq,
                                  config.vocab_size, spm_model_file=settings.spm_model_file)
-    training_data = TrainingData.read(train_files)
     if training_data.is_documents and not settings.spm_model_file:
         raise SettingError(f"{settings.input_file} holds tokenized documents, made into instances while training: "
                            "pass <spm_model_file>, the SentencePiece model the data was made with (its word "
@@ -137,6 +141,10 @@ def run(settings):
                            f"({config.max_position_embeddings})")
 
     strategy = create_strategy_for(settings)
+    if eval_files:
+        # Counting reads the records with tf.data, which starts TensorFlow's runtime: only after the strategy,
+        # since a multi-worker strategy must configure the runtime's collectives first.
+        check_heldout_size(settings, eval_files)
     chief = is_chief(strategy)
     output_dir = settings.output_dir
     tf.io.gfile.makedirs(output_dir)
@@ -164,18 +172,22 @@ def _with_warmup_steps(settings):
     return settings
 
 
-def _model_config(settings):
-    """albert_config with vocab_size, or a preset's vocabulary size replaced by spm_model_file's."""
+def _model_config(settings, data_metadata=None):
+    """albert_config with vocab_size; a preset's vocabulary size replaced by spm_model_file's, else by the one the
+    training data's metadata (`data_metadata`) records, said in one line. Only an explicit vocab_size (or a
+    config file's) can contradict the data, and the data check refuses that."""
     from albert_tf.albert_config import AlbertConfig, preset_names
 
     config = AlbertConfig.from_name_or_path(settings.albert_config)
     vocab_size = settings.vocab_size
-    if vocab_size is None and settings.spm_model_file and settings.albert_config in preset_names():
-        pieces = AlbertTokenizer(settings.spm_model_file).vocab_size
-        if pieces != config.vocab_size:
-            print(f"albert_config={settings.albert_config} with vocab_size {pieces}, the size of spm_model_file "
-                  f"(the preset has {config.vocab_size}).", flush=True)
-            vocab_size = pieces
+    if vocab_size is None and settings.albert_config in preset_names():
+        if settings.spm_model_file:
+            vocab_size, source = AlbertTokenizer(settings.spm_model_file).vocab_size, "the size of spm_model_file"
+        elif data_metadata:
+            vocab_size, source = data_metadata["vocab_size"], f"the vocabulary size {settings.input_file} records"
+        if vocab_size is not None and vocab_size != config.vocab_size:
+            print(f"albert_config={settings.albert_config} with vocab_size {vocab_size}, {source} (the preset has "
+                  f"{config.vocab_size}).", flush=True)
     if vocab_size is None or vocab_size == config.vocab_size:
         return config
     return AlbertConfig.from_dict({**config.to_dict(), "vocab_size": vocab_size},
@@ -237,11 +249,11 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, training_d
                                          step_counter=trainer.step, checkpoint_name="ckpt")
     if chief:
         write_model_metadata(settings, output_dir, config, training_data)
+        for summaries in ("train", "eval"):  # what a stopped run logged past its checkpoint is done again
+            drop_summaries_after(os.path.join(output_dir, summaries), int(trainer.step.numpy()))
 
     writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train")) if chief
               else tf.summary.create_noop_writer())
-    preemption = PreemptionFlag(trainer.stop_requested if stops_every_step(strategy) else None)
-    preemption.install()
     status = 0
     try:
         if settings.do_train:
@@ -249,8 +261,9 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, training_d
                        if settings.eval_every_steps else None)
             budget = (BudgetKeeper(settings, schedule_steps, output_dir, chief, budget_plan, strategy)
                       if settings.train_budget_hours else None)
-            status = _train(settings, trainer, iterator, manager, writer, preemption, training_data.files, heldout,
-                            budget)
+            with PreemptionFlag(trainer.stop_requested if stops_every_step(strategy) else None) as preemption:
+                status = _train(settings, trainer, iterator, manager, writer, preemption, training_data.files,
+                                heldout, budget)
         if status == 0 and settings.do_eval:
             evaluate_once(settings, trainer, strategy, eval_files, output_dir, chief)
     finally:

@@ -28,11 +28,9 @@ import json
 import os
 import shutil
 
-from albert_tf.file_utils import make_owned_staging, remove_stale_staging, write_json_atomically
+from albert_tf.file_utils import RUN_CONFIG_FILE, make_owned_staging, remove_stale_staging, write_json_atomically
 from albert_tf.settings import SettingError
 
-RUN_CONFIG_FILE = "run_config.json"
-PRETRAINING_TOOL = "albert_tf.run_pretraining"
 STAGING_PREFIX = ".overwrite-staging-"
 _RETIRED_PREFIX = ".overwritten-"
 # Settings that --learning_rate's purpose after a divergence stop allows to change.
@@ -62,25 +60,6 @@ def read_run_config(output_dir):
         raise SettingError(f"{path}: lists {outside[0]!r} among the run's outputs, which is not an entry of "
                            f"{output_dir}; restore the record, or choose another <output_dir>")
     return record
-
-
-def recorded_tool(record):
-    """The tool whose run a run_config.json records: its `tool`; run_pretraining for a record that names
-    none but holds pretraining's input files (written before pretraining named itself); else None."""
-    if not record:
-        return None
-    if "tool" in record:
-        return record["tool"]
-    return PRETRAINING_TOOL if "input_files" in record else None
-
-
-def refuse_another_tools_directory(output_dir, record, tool):
-    """SettingError when `output_dir`'s record (`read_run_config`) is another tool's: one tool's checkpoints,
-    best model and record mean nothing to another, and writing there would replace that run's record."""
-    writer = recorded_tool(record)
-    if writer is not None and writer != tool:
-        raise SettingError(f"{output_dir} holds a {writer} run (its {RUN_CONFIG_FILE} says so); {tool} writes into "
-                           "a directory of its own: choose another <output_dir>, or move that run away first")
 
 
 def resume_conflicts(previous, current):

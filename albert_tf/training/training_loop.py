@@ -7,16 +7,19 @@ every checkpoint and keeping the best for fine-tuning).
 
 Each pass runs one compiled loop of up to `iterations_per_loop` steps, ending
 early at a checkpoint or hook boundary, after `max_seconds_per_loop` seconds or
-on SIGTERM; then, on the host: the divergence check on the loop's loss and
+on SIGTERM or SIGINT; then, on the host: the divergence check on the loop's loss and
 gradient norm (`albert_tf.training.divergence`), one progress line with the
 metrics since the last line, ETA and the run's clock, TensorBoard scalars in
 the `writer`, the hooks, and a checkpoint every `save_checkpoints_steps` steps
 and at the end (refused when the weights are no longer finite). The clock
-continues across resumes (`training_time`). SIGTERM ends the running loop after
-its current step, saves and returns PREEMPTED_EXIT_CODE.
+continues across resumes (`training_time`). SIGTERM or SIGINT (Ctrl-C) ends the
+running loop after its current step, saves and returns 128 + the signal's number
+(143, 130), as a shell reports a process the signal stopped; a second Ctrl-C
+stops at once, without saving.
 """
 
 import concurrent.futures
+import os
 import re
 import signal
 import threading
@@ -24,32 +27,63 @@ import time
 
 import tensorflow as tf
 
+from albert_tf.cli import tf_error_reason
 from albert_tf.file_utils import check_held_directories
 from albert_tf.progress import format_duration
 from albert_tf.training.divergence import DivergenceGuard
 from albert_tf.training.training_time import record_seconds, recorded_seconds
 
-PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM, what schedulers expect of a terminated job
+# The signals that stop a run after its current step with a checkpoint: a scheduler's preemption notice
+# and Ctrl-C. The exit status then is 128 + the signal's number, what schedulers expect of a stopped job.
+STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+PREEMPTED_EXIT_CODE = 128 + signal.SIGTERM
 
 
 class PreemptionFlag:
-    """Set by SIGTERM; the running loop stops after its current step, saves a checkpoint and exits.
+    """While its `with` block runs, SIGTERM and SIGINT (Ctrl-C) stop the running loop after its current step;
+    the loop saves a checkpoint and returns `exit_code`. The handlers in place before come back afterwards,
+    so Ctrl-C interrupts what follows (a final evaluation, a notebook's next cell) as usual.
 
     A TPU preemption notice leaves about 30 s, less than a loop of --iterations_per_loop
     steps may take, so the handler also sets the trainer's `stop_requested`, which the
     compiled loop reads before every step. (Multi-worker runs stop at loop boundaries:
-    all workers must run the same steps.)
+    all workers must run the same steps.) A second Ctrl-C ends the process at once, without
+    saving: the way out when the step, an evaluation or the save itself takes too long.
     """
 
     def __init__(self, stop_variable=None):
-        self.raised = False
+        self.signal_number = None
         self.stop_variable = stop_variable
+        self._previous = {}
 
-    def install(self):
-        signal.signal(signal.SIGTERM, self._handle)
+    @property
+    def raised(self):
+        return self.signal_number is not None
+
+    @property
+    def signal_name(self):
+        return signal.Signals(self.signal_number).name if self.raised else None
+
+    @property
+    def exit_code(self):
+        return 128 + self.signal_number if self.raised else 0
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():  # Python runs handlers in the main thread only
+            self._previous = {number: signal.signal(number, self._handle) for number in STOPPING_SIGNALS}
+        return self
+
+    def __exit__(self, *exc_info):
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous = {}
 
     def _handle(self, signum, frame):
-        self.raised = True
+        if signum == signal.SIGINT and self.signal_number == signal.SIGINT:
+            os.write(2, b"\nSIGINT again: stopped at once, without saving this step (the last checkpoint stays).\n")
+            os._exit(128 + signum)
+        if not self.raised:
+            self.signal_number = signum
         if self.stop_variable is not None:
             self.stop_variable.assign(True)
 
@@ -83,7 +117,7 @@ def call_interruptibly(function):
     """Runs `function` in a thread so that signal handlers run meanwhile, and returns its result.
 
     Python runs signal handlers in the main thread between bytecodes; a main thread
-    blocked in a long TF call would hear SIGTERM only after the whole loop.
+    blocked in a long TF call would hear SIGTERM or Ctrl-C only after the whole loop.
     """
     with concurrent.futures.ThreadPoolExecutor(1) as executor:
         future = executor.submit(function)
@@ -95,7 +129,7 @@ def call_interruptibly(function):
 
 
 def any_worker_preempted(strategy, preemption):
-    """Whether any worker got SIGTERM: all must stop at the same step."""
+    """Whether any worker got SIGTERM or SIGINT: all must stop at the same step."""
     if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         flag = strategy.run(lambda: tf.constant(1.0 if preemption.raised else 0.0))
         return float(strategy.reduce(tf.distribute.ReduceOp.SUM, flag, axis=None)) > 0
@@ -103,7 +137,7 @@ def any_worker_preempted(strategy, preemption):
 
 
 def stops_every_step(strategy):
-    """Whether SIGTERM and the loop timer may end a compiled loop after any step: not under
+    """Whether a stopping signal and the loop timer may end a compiled loop after any step: not under
     MultiWorkerMirroredStrategy, where every worker must run the same steps."""
     return not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
@@ -134,30 +168,90 @@ def input_process_failure(error):
     return match.group(0).rstrip(":") if match else None
 
 
+# A save writes its shards into `ckpt-N_temp/` and then merges them into ckpt-N's files; a save that failed or
+# was killed leaves that directory behind. (Both training loops name their checkpoints `ckpt`.)
+_SAVE_STAGING = re.compile(r"/ckpt-\d+_temp$")
+# The operating system's words for why a save could not write, and what to do about each.
+_SAVE_ADVICE = {
+    "File too large": "raise the file-size limit (ulimit -f) above the checkpoint's size",
+    "No space left on device": "free space on the disk",
+    "Disk quota exceeded": "free space within the quota, or raise it",
+    "Permission denied": "make the directory writable",
+    "Read-only file system": "choose a writable output directory",
+}
+
+
+def remove_save_staging(directory):
+    """Removes the `ckpt-N_temp` directories that failed or killed checkpoint saves left in `directory`."""
+    for path in tf.io.gfile.glob(os.path.join(directory, "ckpt-*_temp")):
+        if _SAVE_STAGING.search(path) and tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+
+
 def save_checkpoint(manager, step):
-    """Saves ckpt-`step`; a failed save (disk full, read-only, quota) stops the run with the reason, as does an
-    output directory deleted or replaced meanwhile (file_utils.check_held_directories)."""
+    """Saves ckpt-`step`; a failed save (disk full, file-size limit, read-only, quota) stops the run with one line
+    that names the directory, the cause and what is left, as does an output directory deleted or replaced
+    meanwhile (file_utils.check_held_directories)."""
     check_held_directories()
     try:
         manager.save(checkpoint_number=step)
     except (tf.errors.OpError, OSError) as error:
-        message = getattr(error, "message", None) or str(error)
-        previous = manager.latest_checkpoint or "none"
-        raise OSError(f"could not save the checkpoint of step {step} in {manager.directory} "
-                      f"({message.strip().splitlines()[0]}). The previous checkpoint ({previous}) is intact: free "
-                      "space or fix the directory, then rerun the same command to resume from it") from None
+        raise OSError(_save_failure(manager, step, error)) from None
+
+
+def _save_failure(manager, step, error):
+    check_held_directories()  # a directory deleted or replaced meanwhile is the news, not the write that failed
+    directory = manager.directory
+    if not tf.io.gfile.isdir(directory):
+        return (f"could not save the checkpoint of step {step}: {directory} is gone (deleted while the run was "
+                "writing it), and its checkpoints with it; nothing of this run is saved. Rerun the command to start "
+                "again in a directory that stays")
+    remove_save_staging(directory)
+    # TensorFlow's reason reads "PATH; CAUSE" (the path of a staging file inside ckpt-N_temp/).
+    cause = tf_error_reason(error).rsplit("; ", 1)[-1]
+    advice = _SAVE_ADVICE.get(cause, "free space or fix the directory")
+    previous = intact_latest_checkpoint(manager)
+    if previous:
+        left = (f"The previous checkpoint ({previous}) is intact: {advice}, then rerun the same command to resume "
+                "from it")
+    else:
+        left = f"No earlier checkpoint is there: {advice}, then rerun the same command to start again"
+    return f"could not save the checkpoint of step {step} in {directory} ({cause}). {left}"
+
+
+def intact_latest_checkpoint(manager):
+    """The manager's newest checkpoint while its files are there, else None: the manager remembers what it
+    saved, whatever happened to the directory since (emptied, deleted)."""
+    latest = manager.latest_checkpoint
+    return latest if latest and tf.io.gfile.exists(latest + ".index") else None
+
+
+def input_process_error(manager, failure):
+    """The InputProcessError for a documents-reader process that failed (`failure`, its line), which says what
+    is left to resume from."""
+    advice = "with fewer input processes, or more memory, if the out-of-memory killer stopped the process"
+    last = intact_latest_checkpoint(manager)
+    if last:
+        left = f"The last checkpoint ({last}) is intact: rerun the same command to resume from it ({advice})"
+    elif not tf.io.gfile.isdir(manager.directory):
+        left = (f"{manager.directory} is gone (deleted while the run was writing it), and its checkpoints with it: "
+                f"rerun the command to start again in a directory that stays ({advice})")
+    else:
+        left = f"No checkpoint of this run is there: rerun the same command to start again ({advice})"
+    return InputProcessError(f"{failure}: the input pipeline cannot go on. {left}")
 
 
 def run_training_loop(trainer, iterator, manager, writer, preemption, total_steps, *, save_checkpoints_steps,
                       iterations_per_loop, max_seconds_per_loop, format_metrics, diverged, read_error=None,
                       examples_name="sequences", rate_label="seq/s", hooks=None, log=print):
-    """Trains from `trainer.step` to `total_steps`; returns 0, or PREEMPTED_EXIT_CODE after SIGTERM.
+    """Trains from `trainer.step` to `total_steps`; returns 0, or after SIGTERM or SIGINT the exit status
+    `preemption.exit_code` (143, 130; PREEMPTED_EXIT_CODE on a worker stopped because another got one).
 
     Args:
       trainer: the `Trainer`; `iterator` the input it reads.
       manager: the `tf.train.CheckpointManager` (its directory gets training_time.json).
       writer: the TensorBoard writer of the training scalars.
-      preemption: the installed `PreemptionFlag`.
+      preemption: the `PreemptionFlag`, its `with` block entered.
       format_metrics: metrics -> the progress line's metric part.
       diverged: (problem, "step N" or "steps M-N", last good checkpoint) -> the exception to raise.
       read_error: (a read error of file input) -> the exception to raise instead; None: data in memory,
@@ -169,6 +263,7 @@ def run_training_loop(trainer, iterator, manager, writer, preemption, total_step
     hooks = hooks or LoopHooks()
     objective = trainer.objective
     step = int(trainer.step.numpy())
+    remove_save_staging(manager.directory)  # a killed run's, or one whose save failed before it stopped
     if step >= total_steps:
         log(f"Already trained for {step} steps (of {total_steps}).", flush=True)
         return 0
@@ -211,19 +306,15 @@ def run_training_loop(trainer, iterator, manager, writer, preemption, total_step
             failure = input_process_failure(error)
             if failure is None:
                 raise
-            last = manager.latest_checkpoint or "none"
-            raise InputProcessError(
-                f"{failure}: the input pipeline cannot go on. The last checkpoint ({last}) is intact: rerun the same "
-                "command to resume from it (with fewer input processes, or more memory, if the out-of-memory killer "
-                "stopped the process)") from None
+            raise input_process_error(manager, failure) from None
         finally:
             if timer is not None:
                 timer.cancel()
         seconds = time.monotonic() - loop_start
         previous_step, step = step, int(trainer.step.numpy())
-        num_steps = step - previous_step  # fewer than asked when SIGTERM or the loop timer stopped the loop
+        num_steps = step - previous_step  # fewer than asked when a signal or the loop timer stopped the loop
         if num_steps == 0:
-            if preemption.raised:  # SIGTERM came before the loop's first step
+            if preemption.raised:  # the signal came before the loop's first step
                 preempted = True
                 break
             continue  # the timer ran out while the loop was being traced: the next call starts at once
@@ -259,6 +350,7 @@ def run_training_loop(trainer, iterator, manager, writer, preemption, total_step
     if preempted:
         if saved_step != step:
             save_if_good(f"steps up to {step}")
-        log(f"SIGTERM: saved a checkpoint at step {step}; rerun the same command to resume.", flush=True)
-        return PREEMPTED_EXIT_CODE
+        log(f"{preemption.signal_name or 'Another worker stopped'}: saved a checkpoint at step {step}; rerun the same "
+            "command to resume.", flush=True)
+        return preemption.exit_code or PREEMPTED_EXIT_CODE
     return 0
