@@ -515,8 +515,11 @@ def test_ctrl_c_stops_data_creation_with_one_line_and_no_staging(big_corpus, tmp
     corpus, spm = big_corpus
     # Far more work than the wait below takes, even on a loaded machine: the signal must land mid-run, not in
     # the last moments (where a finishing run could exit 0).
+    # A terminal's shell starts the tool with Ctrl-C's default action; this test process may have inherited it
+    # ignored (a process that starts with SIGINT ignored keeps ignoring it, as background jobs of a script do).
     process = start_creation(corpus, spm, tmp_path / "d", "--num_workers=2", "--dupe_factor=1000",
-                             start_new_session=True)
+                             start_new_session=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_for_workers(process, 2)
     deadline = time.monotonic() + 120
     # Both initialized (their spool files open): a worker still starting Python hears Ctrl-C itself.

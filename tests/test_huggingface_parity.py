@@ -145,7 +145,7 @@ def test_original_tf1_checkpoint_to_albert_tf(name, tmp_path):
 LABELS = ["contradiction", "entailment", "neutral"]
 
 
-def classifier_logits(hf_model, inputs):
+def classifier_outputs(hf_model, inputs, **extra):
     import torch
 
     with torch.no_grad():
@@ -153,13 +153,25 @@ def classifier_logits(hf_model, inputs):
             input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
             attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
             token_type_ids=torch.tensor(inputs["input_type_ids"], dtype=torch.long),
-        ).logits.numpy()
+            **extra,
+        )
 
 
-@pytest.mark.parametrize("head", ["labels", "regression"])
+def classifier_logits(hf_model, inputs):
+    return classifier_outputs(hf_model, inputs).logits.numpy()
+
+
+def classifier_loss(hf_model, inputs, labels):
+    """The loss Hugging Face's sequence classifier computes for `labels` (its config's problem_type decides which)."""
+    import torch
+
+    return float(classifier_outputs(hf_model, inputs, labels=torch.tensor(labels)).loss)
+
+
+@pytest.mark.parametrize("head", ["labels", "regression", "multi_label"])
 def test_fine_tuned_classifier_to_huggingface_and_back(head, tmp_path):
-    """A fine-tuned classifier is an AlbertForSequenceClassification with its labels (or regression) and logits;
-    converted back, the same albert_tf classifier."""
+    """A fine-tuned classifier is an AlbertForSequenceClassification with its labels (or regression, or
+    multi-label problem type) and logits; converted back, the same albert_tf classifier."""
     import json
 
     from albert_tf.models.albert_classifier import AlbertClassifier
@@ -171,6 +183,8 @@ def test_fine_tuned_classifier_to_huggingface_and_back(head, tmp_path):
     randomize(classifier, seed=4)
     recorded = {"label_names": ["score"], "is_regression": True} if regression else {"label_names": LABELS,
                                                                                      "is_regression": False}
+    if head == "multi_label":
+        recorded["problem_type"] = "multi_label"
     write_model_dir(classifier, tmp_path / "ours", "classifier", **recorded)
     assert convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf"))["kind"] == "classifier"
 
@@ -180,7 +194,7 @@ def test_fine_tuned_classifier_to_huggingface_and_back(head, tmp_path):
     if regression:
         assert hf_config["problem_type"] == "regression"
     else:
-        assert "problem_type" not in hf_config
+        assert hf_config.get("problem_type") == ("multi_label_classification" if head == "multi_label" else None)
         assert hf_config["id2label"] == {"0": "contradiction", "1": "entailment", "2": "neutral"}
         assert hf_config["label2id"] == {"contradiction": 0, "entailment": 1, "neutral": 2}
     hf_model, info = transformers.AlbertForSequenceClassification.from_pretrained(tmp_path / "hf",
@@ -197,6 +211,17 @@ def test_fine_tuned_classifier_to_huggingface_and_back(head, tmp_path):
     assert (metadata["model"], metadata["num_labels"], metadata["is_regression"]) == (
         "classifier", classifier.num_labels, regression)
     assert metadata.get("label_names") == (None if regression else LABELS)
+    assert metadata.get("problem_type") == ("multi_label" if head == "multi_label" else None)
+    if head == "multi_label":  # Hugging Face's loss is then the own-data tool's: each label's sigmoid cross-entropy
+        import tensorflow as tf
+
+        from albert_tf.tasks.text_classification_task import TextClassificationTask
+
+        inputs, _ = padded_inputs(config, seed=6)
+        targets = np.random.default_rng(6).integers(0, 2, (len(inputs["input_word_ids"]), 3)).astype(np.float32)
+        ours = tf.reduce_mean(TextClassificationTask().example_losses(
+            {"label_ids": tf.constant(targets)}, classifier(inputs, training=False)))
+        assert classifier_loss(hf_model, inputs, targets) == pytest.approx(float(ours), abs=1e-5)
     assert len(model.weights) == len(classifier.weights)
     for ours, back in zip(classifier.weights, model.weights):
         np.testing.assert_array_equal(back.numpy(), ours.numpy(), err_msg=ours.path)
