@@ -72,7 +72,11 @@ def read_utf8_text(path):
     """The text of a UTF-8 file, a byte-order mark dropped; ValueError naming the file and the line of a byte that
     is not UTF-8. The file is decoded whole: a decoding stream knows only its buffer's offset, not the line."""
     with open(path, "rb") as f:
-        data = f.read()
+        return decode_utf8_text(f.read(), path)
+
+
+def decode_utf8_text(data, path):
+    """`data` (the bytes of file `path`, uncompressed) as text, as `read_utf8_text` reads a file."""
     try:
         # The mark is dropped after decoding: utf-8-sig would count the error's offset from after it.
         return data.decode("utf-8").removeprefix("\ufeff")

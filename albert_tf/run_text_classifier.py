@@ -26,12 +26,11 @@ fine-tuning tool (albert_tf.training.finetuning_flags, albert_tf.training.finetu
 from absl import flags
 
 from albert_tf.settings import field_default
+from albert_tf.tasks.labelled_texts import PROBLEM_TYPES
 from albert_tf.training import finetuning_flags
 
 # The task module is imported in the functions: its TensorFlow-using parts, after cli.run has imported
-# TensorFlow quietly (past the checks the flags alone decide).
-
-PROBLEM_TYPES = ("single_label", "multi_label", "regression")
+# TensorFlow quietly (past the checks the flags alone decide). The file reader imports no TensorFlow.
 
 
 def define_text_classification_flags():

@@ -169,3 +169,14 @@ def test_without_the_plots_extra_the_report_is_the_table_alone(tmp_path, monkeyp
     written = TextClassificationTask().write_evaluation_report(evaluation, config, str(tmp_path))
     assert written == [str(tmp_path / "eval_report.txt")] and not (tmp_path / "confusion_matrix.png").exists()
     assert "pip install 'albert_tf[plots]'" in capsys.readouterr().out
+
+
+def test_a_predict_file_label_unknown_to_the_model_is_refused_without_do_eval(checkpoint, tmp_path):
+    train = write_csv(tmp_path / "train.csv", ticket_rows("train", 6))
+    new = write_csv(tmp_path / "new.csv", [{"text": "a refund please", "label": "refund"}])
+    config = FinetuningConfig(output_dir=str(tmp_path / "out"), init_checkpoint=checkpoint, do_train=True,
+                              do_predict=True, num_train_steps=2, task=TextClassificationConfig(
+                                  train_file=train, predict_file=new), **TINY)
+    with pytest.raises(ValueError, match=r"new.csv: labels not in the training file: 'refund' \(line 2\)"):
+        run_finetuning(TextClassificationTask(), config)
+    assert not (tmp_path / "out").exists()

@@ -30,6 +30,7 @@ import os
 import sys
 import zlib
 
+from albert_tf.file_utils import decode_utf8_text
 from albert_tf.settings import SettingError
 
 PROBLEM_TYPES = ("single_label", "multi_label", "regression")
@@ -125,13 +126,7 @@ def _read_text(path):
         except (EOFError, OSError, zlib.error) as error:
             raise ValueError(f"{path}: not a complete gzip file ({error}); recompress or pass the file "
                              "uncompressed") from None
-    try:
-        # The mark is dropped after decoding: utf-8-sig would count the error's offset from after it.
-        text = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x}); convert the file to "
-                         "UTF-8") from None
+    text = decode_utf8_text(data, path)
     if not text.strip():
         raise ValueError(f"{path}: the file is empty")
     return text

@@ -127,6 +127,9 @@ class TextClassificationTask(FinetuningTask):
         if task.metric is not None and task.metric not in SELECTION_METRICS[scheme.problem_type]:
             raise SettingError(f"<metric> of a {scheme.problem_type} model must be one of "
                                f"{list(SELECTION_METRICS[scheme.problem_type])}, got {task.metric!r}")
+        if config.do_predict:  # a labelled predict file is scored: its labels are checked before anything is written
+            labelled_texts.check_labels(scheme, self._read(task.predict_file, task, labelled=False),
+                                        task.label_separator)
         config = dataclasses.replace(config, task=dataclasses.replace(task, problem_type=scheme.problem_type,
                                                                       labels=scheme.labels))
         pairs = config.do_train and self._read(task.train_file, task, labelled=True).has_text_b
@@ -204,9 +207,6 @@ class TextClassificationTask(FinetuningTask):
         task = config.task
         evaluation = self._read(task.eval_file, task, labelled=True)
         labelled_texts.check_labels(task.scheme, evaluation, task.label_separator)
-        if config.do_predict:  # checked too before anything is trained or written
-            labelled_texts.check_labels(task.scheme, self._read(task.predict_file, task, labelled=False),
-                                        task.label_separator)
         return self._encode(evaluation, tokenizer, config, labelled=True)
 
     def example_losses(self, batch, outputs):
@@ -236,9 +236,7 @@ class TextClassificationTask(FinetuningTask):
         return config.task.metric or DEFAULT_SELECTION_METRIC[config.task.problem_type]
 
     def _predictions_file(self, config):
-        extension = {"csv": ".csv", "tsv": ".tsv", "jsonl": ".jsonl"}[labelled_texts.file_format(
-            config.task.predict_file)]
-        return PREDICTIONS_STEM + extension
+        return f"{PREDICTIONS_STEM}.{labelled_texts.file_format(config.task.predict_file)}"  # format = extension
 
     def output_files(self, config):
         files = [EVAL_REPORT_FILE, CONFUSION_MATRIX_FILE]
