@@ -27,6 +27,7 @@ _LAZY_EXPORTS = {
     "AlbertSpanLabeler": "albert_tf.models.albert_span_labeler",
     "AlbertSquadV2SpanLabeler": "albert_tf.models.albert_squad_v2_span_labeler",
     "AlbertMultipleChoice": "albert_tf.models.albert_multiple_choice",
+    "AlbertTokenClassifier": "albert_tf.models.albert_token_classifier",
     "AlbertTokenizer": "albert_tf.text.albert_tokenizer",
     "TFAlbertTokenizer": "albert_tf.text.tf_albert_tokenizer",
     "AlbertPreprocessor": "albert_tf.text.albert_preprocessor",

@@ -13,6 +13,9 @@ r"""Converts ALBERT checkpoints between albert_tf, the original TF1 format and H
   # A fine-tuned classifier (best/ in run_classifier's --output_dir) -> AlbertForSequenceClassification
   python -m albert_tf.convert --from=albert_tf --to=huggingface --input=/tmp/mnli/best --output=/tmp/hf_mnli
 
+  # An AlbertTokenClassifier (save_to_preset) <-> AlbertForTokenClassification, tag names as id2label
+  python -m albert_tf.convert --from=albert_tf --to=huggingface --input=/tmp/ner --output=/tmp/hf_ner
+
   # A RACE model fine-tuned by the original run_race -> albert_tf (run_race takes it)
   python -m albert_tf.convert --from=tf1 --input=race/model.ckpt-best --model=multiple_choice \
       --albert_config=albert_base_v2 --spm_model_file=albert_base/30k-clean.model --output=/tmp/race_original
@@ -34,9 +37,9 @@ from albert_tf.checkpoints.conversion import FORMATS, check_output, convert
 
 def define_flags():
     flags.DEFINE_enum("from", None, FORMATS, "Format of --input: an albert_tf checkpoint directory (an encoder, "
-                      "pretrainer, or a classifier, SQuAD or RACE model), a Hugging Face save_pretrained directory, or "
-                      "an original TF1 checkpoint prefix/directory (pretrained, or fine-tuned by run_classifier, "
-                      "run_squad_v1, run_squad_v2 or run_race).")
+                      "pretrainer, or a classifier, token classifier, SQuAD or RACE model), a Hugging Face "
+                      "save_pretrained directory, or an original TF1 checkpoint prefix/directory (pretrained, or "
+                      "fine-tuned by run_classifier, run_squad_v1, run_squad_v2 or run_race).")
     flags.DEFINE_enum("to", "albert_tf", FORMATS, "Format to write to --output.")
     flags.DEFINE_string("input", None, "Checkpoint to read (directory or TF1 checkpoint prefix).")
     flags.DEFINE_string("output", None, "Directory to write; must not exist or be empty unless --overwrite, and may "
@@ -55,10 +58,12 @@ def define_flags():
                       "Default: what the source records (an albert_tf directory's albert_tf.json, a Hugging Face "
                       "directory's tokenizer_config.json), else lowercase (the original ALBERT models are).")
     flags.DEFINE_bool("force", False, "Convert with a --do_lower_case that contradicts the source's record.")
-    flags.DEFINE_enum("model", None, ["multiple_choice"], "multiple_choice: --input is a model of the original "
-                      "run_race, whose output_weights [1, H] score each choice; they have the names and shape of "
-                      "run_classifier's one-output head, which is what they convert to without it. Default: the "
-                      "kind the tensor names say (or an albert_tf directory records).")
+    flags.DEFINE_enum("model", None, ["multiple_choice", "token_classifier"], "multiple_choice: --input is a model "
+                      "of the original run_race, whose output_weights [1, H] score each choice; they have the names "
+                      "and shape of run_classifier's one-output head, which is what they convert to without it. "
+                      "token_classifier: --input is a tf1 checkpoint of a token classifier (run_classifier's names "
+                      "on every token, no pooler); a Hugging Face AlbertForTokenClassification says so itself. "
+                      "Default: the kind the tensor names say (or an albert_tf directory records).")
     flags.DEFINE_bool("overwrite", False, "Replace an earlier conversion in --output once the new one is complete "
                       "(default false: refuse a non-empty directory). A directory holding anything convert did not "
                       "write is refused even with it.")

@@ -16,7 +16,11 @@ writes, all or nothing:
                              text_b: pairs; TF Serving fills in a left-out text_b) and
                              `serve_examples` (serialized tf.Example) -> pooled and normalized
                              embeddings (encoders, pretrainers), probabilities and labels
-                             (classifiers; regression: the score), answer spans (span labelers);
+                             (classifiers; multi-label: each label's sigmoid, `predicted` at the
+                             recorded threshold and `label_names`; regression: the score),
+                             answer spans (span labelers), entities with character offsets
+                             (token classifiers: entity_count, entity_type, entity_text,
+                             entity_start, entity_end, entity_score, padded per text);
                              assets.extra/tf_serving_warmup_requests, which TF Serving replays
                              at load time (--serving_warmup_batch_sizes)
   OUTPUT_DIR/albert_tf.json, spm.model
@@ -24,12 +28,16 @@ writes, all or nothing:
 With --format=litert it writes LiteRT files for phones and other devices instead, all or nothing:
 
   OUTPUT_DIR/model.tflite        raw text in (text; text_b too for sentence-pair classifiers) ->
-                                 logits and probabilities (classifiers; regression: score) or
+                                 logits and probabilities (classifiers, multi-label ones' each
+                                 label's sigmoid; regression: score) or
                                  pooled_output (encoders, pretrainers); the tokenizer inside as
                                  tensorflow-text's FastSentencepieceTokenize custom op
   OUTPUT_DIR/encoder_ids.tflite  the same from token ids (input_word_ids, input_mask,
                                  input_type_ids), built-in ops only
   OUTPUT_DIR/albert_tf.json, spm.model
+
+A token classifier is refused there: its entities need character offsets, which the LiteRT
+tokenizer op does not give (export it as a SavedModel).
 
   python -m albert_tf.export --format=litert --checkpoint=/runs/sst2/best --output_dir=/exports/sst2_lite
 
@@ -77,8 +85,9 @@ def define_flags():
                         "model will get, one per line (sentence pairs: text<TAB>text_b), at least 200 distinct: "
                         "calibrates the activations' ranges and measures the accuracy gate.")
     flags.DEFINE_string("checkpoint", None, "albert_tf checkpoint directory or ckpt-N prefix: an encoder, pretrainer, "
-                        "classifier, span_labeler or squad_v2_span_labeler (python -m albert_tf.convert makes one "
-                        "from other formats).")
+                        "classifier, span_labeler, squad_v2_span_labeler or token_classifier (python -m "
+                        "albert_tf.convert makes one from other formats). --format=litert takes an encoder, "
+                        "pretrainer or classifier.")
     flags.DEFINE_string("output_dir", None, "Directory to write; must not exist or be empty unless --overwrite, and "
                         "may not be, lie inside or hold --checkpoint or another input.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model. Default: the spm.model stored in --checkpoint.")

@@ -26,7 +26,7 @@ fine-tuning tool (albert_tf.training.finetuning_flags, albert_tf.training.finetu
 from absl import flags
 
 from albert_tf.settings import field_default
-from albert_tf.tasks.labelled_texts import PROBLEM_TYPES
+from albert_tf.tasks.labelled_texts import PROBLEM_TYPES, QUOTINGS
 from albert_tf.training import finetuning_flags
 
 # The task module is imported in the functions: its TensorFlow-using parts, after cli.run has imported
@@ -57,6 +57,13 @@ def define_text_classification_flags():
     flags.DEFINE_string("metric", None, "The metric that picks the best checkpoint: accuracy, macro_f1 or micro_f1 "
                         "(single-label; default accuracy); micro_f1, macro_f1 or exact_match (multi-label; default "
                         "micro_f1); pearson, spearman or neg_mse (regression; default pearson).")
+    flags.DEFINE_enum("quoting", default("quoting"), QUOTINGS, "How CSV and TSV cells are read. csv: RFC 4180 "
+                      "quoting (a cell that begins with a quote may hold the delimiter, newlines and doubled quotes); "
+                      "none: every character literal, one row per line (GLUE's TSVs, whose texts hold stray quotes); "
+                      "auto: csv for .csv files; for .tsv files csv where every cell that begins with a quote ends "
+                      "with its closing quote right before a tab or line end, its inner quotes doubled, no text "
+                      "holds a lone quote between two of its characters, and every row then has the header's "
+                      "number of cells (as pandas and Excel write them), else none.")
     flags.DEFINE_float("dropout", default("dropout"), "Dropout before the classifier (original: 0.1).")
 
 
@@ -74,7 +81,7 @@ def text_classification_config():
         train_file=values.train_file, eval_file=values.eval_file, predict_file=values.predict_file,
         text_column=values.text_column, text_b_column=values.text_b_column, label_column=values.label_column,
         id_column=values.id_column, label_separator=values.label_separator, problem_type=problem_type,
-        metric=values.metric, dropout=values.dropout)
+        quoting=values.quoting, metric=values.metric, dropout=values.dropout)
 
 
 def console_main():

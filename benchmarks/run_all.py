@@ -154,6 +154,18 @@ BENCHMARKS = [
      "sizes; on the whole SST-2 dev set whether the .tflite's tokenizer gives the Python ids, accuracy, label "
      "agreement with the SavedModel and the largest logit difference; p50/p90 latency of single requests on 1 "
      "thread for texts of about 10, 40 and 128+ tokens."),
+    ("cpu_serving", "On a CPU server: albert_tf's SavedModel and LiteRT files against ONNX Runtime, fp32 and int8",
+     "python -m benchmarks.speed.cpu_serving",
+     "albert_base_v2's shapes with random weights (latency does not depend on them), 30k-clean.model, seq 128, as an "
+     "encoder (pooled output) and an SST-2-shaped 2-label classifier: albert_tf's serving SavedModel (with and "
+     "without --serving_xla) and LiteRT float32 and dynamic-range int8 files (XNNPack; one call per text, and one "
+     "per batch) against the same checkpoint converted by `albert_tf.convert --to=huggingface`, exported by "
+     "torch.onnx.export and run by ONNX Runtime in fp32 and after quantize_dynamic (int8 weights), plain and fused "
+     "by onnxruntime.transformers.optimizer, each request tokenized by the converted fast tokenizer inside the "
+     "timed call as albert_tf's in-graph tokenizer is. Texts of about 10, 40 and 128+ tokens from SST-2 dev and "
+     "the corpus, batch 1 and 32, 1 and 2 threads (each in a fresh process), interleaved rounds, p50 and p99; "
+     "label agreement and largest logit difference of every int8 file against its float model, and albert_tf's "
+     "float outputs against ONNX Runtime fp32 on the same ids."),
     ("in_graph_tokenizer", "The in-graph tokenizer: one op against the string ops it replaced",
      "python -m benchmarks.speed.in_graph_tokenizer",
      "2,000 paragraphs of the 14 MB corpus, 30k-clean.model, through TFAlbertTokenizer (tensorflow-text's "
@@ -174,6 +186,33 @@ BENCHMARKS = [
     ("finetune_squad", "Does pretraining help? SQuAD v1.1",
      "python -m benchmarks.downstream.finetune_squad --pretrained=/tmp/albert_learning_curve/pretrain",
      "SQuAD v1.1 dev split by article; the learning curve's checkpoint vs random init; official EM/F1."),
+    ("own_labels", "Your own labels: albert_tf's tool beside Hugging Face's run_glue-style training",
+     "python -m benchmarks.downstream.own_labels --pretrained=PRETRAINED_CHECKPOINT_DIR --seeds=1,2,3",
+     "A 3-class task with label names made from STS-B (train.tsv and dev.tsv sentence pairs, scores bucketed into "
+     "\"low\" < 2, \"mid\" 2 to < 3.5, \"high\" >= 3.5, written as CSV files with columns id, text, text_b, label), "
+     "fine-tuned by `albert_tf.run_text_classifier` and, in the same script, by a run_glue-style PyTorch loop over "
+     "AlbertForSequenceClassification converted from the same checkpoint with `albert_tf.convert --to=huggingface` "
+     "(AdamW with weight decay 0.01 off LayerNorm and biases, linear warmup over 10% of the steps then linear "
+     "decay); each from the pretrained checkpoint and from random init (same config and vocabulary), 3 seeds, the "
+     "same recipe (epochs, lr, batch, seq, warmup, an evaluation every tenth of the steps) and threads. Both scored "
+     "by `albert_tf.tasks.classification_metrics`: accuracy and macro-F1 (mean, std and range over seeds), and the "
+     "time per training step. Goals: equal metrics within the seeds' spread; albert_tf's time per step no more "
+     "than Hugging Face's."),
+    ("tagging", "Entity tagging on Universal NER English-EWT: pretrained, random init and Hugging Face",
+     "python -m benchmarks.downstream.tagging --pretrained=/work/albert_large_cased/runs/smallA_large --seeds=1,2,3",
+     "PER, LOC and ORG in IOB2 over the English Web Treebank (../shared/data/ner_uner_en_ewt; its train split is not "
+     "available offline, so the 2,001 dev sentences train and the 2,077 test sentences evaluate), fine-tuned by "
+     "`albert_tf.run_tagger` from the pretrained checkpoint and from random init (same config, vocabulary and "
+     "casing), and, in the same script, by a run_glue-style PyTorch loop over AlbertForTokenClassification "
+     "converted from the same checkpoint with `albert_tf.convert --to=huggingface` (AdamW with weight decay 0.01 "
+     "off LayerNorm and biases, linear warmup over 10% of the steps then linear decay, gradients clipped to 1); 3 "
+     "seeds, the same recipe (5 epochs, lr 1e-4, batch 32, the checkpoint's sequence length) and threads, each "
+     "run evaluated once after its last step. Both implementations get the same windows "
+     "(`albert_tf.text.word_pieces`: each word's tag at its first piece) and are scored by the same code "
+     "(`albert_tf.tasks.tagging_metrics`, conlleval's entity-level F1 per type and overall, token accuracy; mean, "
+     "std and range over seeds), with the time per training step. Goals: pretrained beats random init by >= 10 "
+     "F1; albert_tf within 1 F1 of Hugging Face from the same weights; albert_tf's time per step no more than "
+     "Hugging Face's."),
 ]
 
 # What each table says, in one line (the reading behind it: docs/benchmark_readings.md). Rewritten by hand
@@ -209,6 +248,10 @@ CONCLUSIONS = {
                     "is what the 25% and 70% targets need.",
     "paper_experiments": "At small scale the four sharing variants lie within about one point of each other "
                          "(Table 4); an NSP-trained model cannot do SOP (51.5%), as in the paper's Table 5.",
+    "own_labels": "Not measured yet: the figures come with the run on albert_tf's best pretrained checkpoint (the "
+                  "cased 240 MB corpus run, benchmarks.learning.large_corpus --cased).",
+    "tagging": "Not measured yet: the figures come with the run on albert_tf's cased pretrained checkpoint (the "
+               "240 MB corpus run, benchmarks.learning.large_corpus --cased).",
     "transfer": "The 3-hour static recipe's final checkpoint (22,168 steps, 23.1% at held-out [MASK]) gains "
                 "+3.3 SQuAD F1 (about 10 standard deviations) over random init and moves neither SST-2 (+0.3) nor "
                 "MRPC (-0.6), as its step-8,006 checkpoint (19.3%: +3.1 SQuAD) and the 6,000-step run (16.0%) did: "
@@ -237,6 +280,7 @@ CONCLUSIONS = {
               "answers a 40-token text in 23.0 ms on one thread, 3.9x the SavedModel; on SST-2 its tokenizer gives "
               "the Python ids on every dev sentence and it keeps 99.77% of the SavedModel's labels at the same "
               "accuracy; full int8 is refused (98.6% of the labels).",
+    "cpu_serving": "Not measured yet: run the command on a quiet machine.",
     "in_graph_tokenizer": "The one-op tokenizer is 1.93-2.11x the string-op one it replaced on a batch of 2,000 "
                           "paragraphs and 1.37-1.42x on one paragraph per call, with the Python tokenizer's "
                           "ids on every paragraph of the 240 MB corpus (the replaced one: 151 of 833,840 "

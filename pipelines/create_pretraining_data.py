@@ -32,16 +32,25 @@ How it is laid out: each input file is read by --readers_per_file tasks
 (document numbering is per file, so every one of them parses the whole file and
 keeps every Nth of its work units; the units are the local tool's). The units
 are redistributed and turned into instances by the same `UnitProcessor`; each
-instance's sort key picks its output shard, each shard is sorted and written
-under a temporary name, and a final step renames every shard into place and
-writes the metadata. Nothing appears under the output names unless all of it
-was written; the temporary files of a run that was stopped are removed by the
-next run with the same --output_file.
+instance's sort key picks its output shard. A unit's records leave its worker
+as files, not as elements: one spool file per (unit, output set, shard), sorted,
+in a folder beside the output (.PREFIX.beam-temp-RUN, on the output's
+filesystem: local, gs://, ...), and only their paths travel through the
+shuffle. Each shard's writer streams a merge of its spool files into the shard
+under a temporary name, so no process holds more than one unit's records or
+one record per spool file: memory does not grow with the corpus. A final step
+renames every shard into place, writes the metadata and removes the spool
+folder. Nothing appears under the output names unless all of it was written.
+A spool file's name says which unit and shard it holds and it appears only
+whole (written under a temporary name, then renamed), so a task retried after
+its worker died rewrites the same file; what a stopped run leaves (spool
+folder, temporary shards) is never read again and is removed by the next run
+with the same --output_file.
 
 Only the transforms every runner has: Create, Map/FlatMap/ParDo with one
 output, Reshuffle and GroupByKey. The file statistics and each unit's instance
-statistics travel with the records, under a key of their own, to the one final
-step. Beam 2.77's Dask runner mixes the outputs of a multi-output ParDo
+statistics travel with the spool files' paths, under a key of their own, to the
+one final step. Beam 2.77's Dask runner mixes the outputs of a multi-output ParDo
 (`with_outputs`) into one collection, recomputes a side input's whole upstream
 inside each task that reads it, drops what a DoFn emits from `finish_bundle`
 (so Beam's own file sinks leave empty files there), computes only what the
@@ -51,7 +60,9 @@ big files, --readers_per_file).
 """
 
 import collections
+import contextlib
 import json
+import operator
 import os
 import sys
 import typing
@@ -96,22 +107,48 @@ def existing_outputs(output_prefix):
 
 # What the shards and the metadata are written as before finalize renames them.
 TEMPORARY_SUFFIX = ".beam-temp"
+# The most spool files one merge reads at once (each open file holds a read buffer, and a process may open
+# about 1,000 files); a shard with more first merges some of them into intermediate spool files.
+MERGE_FAN_IN = 512
+
+
+def spool_directory(output_prefix, run_id):
+    """The folder beside the output where the run `run_id` spools its records (hidden: a glob of the output's
+    folder, such as --input_file='data/*', does not take it for text)."""
+    directory, name = FileSystems.split(output_prefix)
+    return FileSystems.join(directory, f".{name}{TEMPORARY_SUFFIX}-{run_id}")
 
 
 def temporary_files(output_prefix):
-    """The temporary files a run with this prefix writes (write_group's shards, finalize's empty shards and
-    metadata), on any Beam filesystem: a driver killed before finalize renamed them leaves them behind."""
-    patterns = [f"{output_prefix}-?????-of-?????.tfrecord*{TEMPORARY_SUFFIX}-*",
-                f"{output_prefix}{data_set_files.METADATA_SUFFIX}{TEMPORARY_SUFFIX}"]
-    return sorted(m.path for result in FileSystems.match(patterns) for m in result.metadata_list)
+    """(files, spool folders) a run with this prefix writes and finalize renames or removes (write_group's
+    shards, finalize's empty shards and metadata), on any Beam filesystem: a run stopped before leaves them."""
+    file_patterns = [f"{output_prefix}-?????-of-?????.tfrecord*{TEMPORARY_SUFFIX}-*",
+                     f"{output_prefix}{data_set_files.METADATA_SUFFIX}{TEMPORARY_SUFFIX}"]
+    spooled = FileSystems.join(spool_directory(output_prefix, "*"), "*")
+    files = sorted(m.path for result in FileSystems.match(file_patterns) for m in result.metadata_list)
+    folders = sorted({FileSystems.split(m.path)[0] for m in FileSystems.match([spooled])[0].metadata_list})
+    return files, folders
 
 
 def remove_temporary_files(output_prefixes):
-    """Deletes what `temporary_files` finds for each of `output_prefixes`; returns the paths."""
-    stale = [path for prefix in output_prefixes for path in temporary_files(prefix)]
-    if stale:
-        FileSystems.delete(stale)
-    return stale
+    """Deletes what `temporary_files` finds for each of `output_prefixes`; returns the paths, files first."""
+    files, folders = [], []
+    for prefix in output_prefixes:
+        prefix_files, prefix_folders = temporary_files(prefix)
+        files += prefix_files
+        folders += prefix_folders
+    if files:
+        FileSystems.delete(files)
+    if folders:
+        _delete_folders(folders)
+    return files + folders
+
+
+def _delete_folders(folders):
+    """Deletes folders with all they hold, on any Beam filesystem (on one without folders, such as GCS, a
+    folder is the objects whose names continue its name and a '/')."""
+    FileSystems.delete([folder if FileSystems.get_filesystem(folder).has_dirs() else folder + "/"
+                        for folder in folders])
 
 
 def _open_uncompressed(path):
@@ -124,15 +161,16 @@ def _create(path):
 
 
 def read_units(reading_task, config, readers_per_file):
-    """(file index, path, reader) -> every `readers_per_file`-th work unit of the file from the reader-th on; the
-    first reader then yields the file's CorpusStats (every reader reads all of the file to find its units)."""
+    """(file index, path, reader) -> ((file index, unit ordinal), unit) for every `readers_per_file`-th work unit
+    of the file from the reader-th on; the first reader then yields the file's CorpusStats (every reader reads
+    all of the file to find its units). The pair names the unit in every run and attempt."""
     file_index, path, reader = reading_task
     stats = CorpusStats()
     units = job.group_into_units(job.iter_file(path, file_index, config, stats, opener=_open_uncompressed),
                                  config.instances)
     for ordinal, unit in enumerate(units):
         if ordinal % readers_per_file == reader:
-            yield unit
+            yield (file_index, ordinal), unit
     if reader == 0:
         yield stats
 
@@ -144,15 +182,16 @@ STATISTICS_KEY = (-1, -1)
 # Declared: Beam would otherwise infer the output's type from a generator that also yields the statistics.
 @beam.typehints.with_output_types(typing.Tuple[typing.Tuple[int, int], typing.Any])
 class ProcessUnit(beam.DoFn):
-    """A work unit -> ((output set, shard), its records for that shard, packed) for every shard it has records
-    for, then (STATISTICS_KEY, its RunStatistics); a file's CorpusStats (what read_units yields last) passes on
-    as (STATISTICS_KEY, RunStatistics). One element per unit and shard, not per record: the shuffle moves
-    units x shards elements (2,000 instead of 2.2 million for 240 MB of text in 8 shards), each of which a Dask
-    cluster holds as Python objects."""
+    """(unit id, work unit) -> ((output set, shard), the path of its spool file) for every shard it has records
+    for, each spool file holding the unit's records of that shard sorted, then (STATISTICS_KEY, its
+    RunStatistics); a file's CorpusStats (what read_units yields last) passes on as (STATISTICS_KEY,
+    RunStatistics). The records stay in files: what the shuffle moves, and a worker holds between steps, is
+    paths (a Dask cluster once held 2.5 times the output as elements)."""
 
-    def __init__(self, model_proto, config):
+    def __init__(self, model_proto, config, spool_directory):
         self.model_proto = model_proto
         self.config = config
+        self.spool_directory = spool_directory
 
     def setup(self):
         self.processor = UnitProcessor(self.model_proto, self.config)
@@ -161,18 +200,52 @@ class ProcessUnit(beam.DoFn):
         if isinstance(element, CorpusStats):
             yield STATISTICS_KEY, RunStatistics(corpus=element)
             return
+        (file_index, ordinal), unit = element
         stats, heldout_stats = InstanceStats(), InstanceStats()
         by_shard = collections.defaultdict(list)
-        for output_set, shard, sort_tuple, example in self.processor.process(element, stats, heldout_stats):
+        for output_set, shard, sort_tuple, example in self.processor.process(unit, stats, heldout_stats):
             by_shard[output_set, shard].append((sort_tuple, example))
-        for key in sorted(by_shard):
-            yield key, job.pack_records(by_shard[key])
+        for output_set, shard in sorted(by_shard):
+            records = sorted(by_shard[output_set, shard], key=operator.itemgetter(0))
+            path = FileSystems.join(self.spool_directory,
+                                    job.spool_name(output_set, f"{file_index}-{ordinal}", shard))
+            _write_whole(path, (job.spool_record(*record) for record in records))
+            yield (output_set, shard), path
         yield STATISTICS_KEY, RunStatistics(sets=[stats, heldout_stats])
 
 
-def write_group(keyed_group, final_paths, compression, attempt):
-    """((output set, shard), packed records) -> ((output set, shard), (temporary path, count)), the shard written
-    sorted under a temporary name; (STATISTICS_KEY, RunStatistics) -> (STATISTICS_KEY, their merge)."""
+def _write_whole(path, chunks):
+    """Writes `chunks` (bytes) to `path` through a temporary name of this attempt's and a rename: the file
+    appears whole or not at all, and attempts that run at once (a retry beside a straggler) each write their own
+    file and rename the same bytes into place."""
+    temporary = f"{path}.tmp-{uuid.uuid4().hex}"
+    with _create(temporary) as f:
+        for chunk in chunks:
+            f.write(chunk)
+    FileSystems.rename([temporary], [path])
+
+
+def merged_records(spool_paths, merge_name, fan_in=MERGE_FAN_IN):
+    """The records of sorted spool files, as one stream in sort order. Beyond `fan_in` files, the first ones
+    are merged into intermediate spool files (`merge_name(step)` names the step-th), no more of them than
+    brings the count down to `fan_in`, so no merge opens more than `fan_in` files and as few records as
+    possible are written twice."""
+    paths = sorted(spool_paths)
+    step = 0
+    while len(paths) > fan_in:
+        merged, count = merge_name(step), min(fan_in, len(paths) - fan_in + 1)
+        with contextlib.ExitStack() as files:
+            records = job.merge_spools([files.enter_context(_open_uncompressed(path)) for path in paths[:count]])
+            _write_whole(merged, (job.spool_record(*record) for record in records))
+        paths, step = paths[count:] + [merged], step + 1
+    with contextlib.ExitStack() as files:
+        yield from job.merge_spools([files.enter_context(_open_uncompressed(path)) for path in paths])
+
+
+def write_group(keyed_group, final_paths, compression, spool_directory, run_id):
+    """((output set, shard), spool file paths) -> ((output set, shard), (temporary path, count)), the merge of
+    the spool files streamed into the shard under a temporary name; (STATISTICS_KEY, RunStatistics) ->
+    (STATISTICS_KEY, their merge)."""
     key, values = keyed_group
     if key == STATISTICS_KEY:
         merged = RunStatistics()
@@ -180,14 +253,16 @@ def write_group(keyed_group, final_paths, compression, attempt):
             merged.merge(statistics)
         return key, merged
     output_set, shard = key
-    temporary = f"{final_paths[output_set][shard]}{TEMPORARY_SUFFIX}-{attempt}"
-    records = [record for packed in values for record in job.unpack_records(packed)]
-    return key, (temporary, job.write_shard(records, temporary, compression, create=_create))
+    temporary = f"{final_paths[output_set][shard]}{TEMPORARY_SUFFIX}-{run_id}"
+    records = merged_records(values, lambda step: FileSystems.join(spool_directory,
+                                                                   f"merge-{output_set}-{shard:05d}-{step}"))
+    return key, (temporary, job.write_sorted_shard(records, temporary, compression, create=_create))
 
 
-def finalize(gathered, final_paths, sets, config, model_proto, vocab_size, input_paths, overwrite):
+def finalize(gathered, final_paths, sets, config, model_proto, vocab_size, input_paths, overwrite, spool_directory):
     """(None, what write_group returned for every key) -> renames every shard of every output set into place
-    (writing empty shards no record went to), then the metadata; returns the training set's metadata."""
+    (writing empty shards no record went to), then the metadata, and removes the spool folder; returns the
+    training set's metadata."""
     _, results = gathered
     written, statistics = {}, RunStatistics()
     for key, value in results:
@@ -228,6 +303,7 @@ def finalize(gathered, final_paths, sets, config, model_proto, vocab_size, input
         if stale:
             FileSystems.delete(stale)
         _write_metadata(prefix, metadata)
+    _delete_folders([spool_directory])
     return staged[0][3]
 
 
@@ -254,20 +330,25 @@ def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, ov
     sets = job.output_sets(config, output_prefix)
     final_paths = [data_set_files.shard_paths(prefix, config.num_output_shards, config.compression)
                    for prefix, _ in sets]
+    run_id = uuid.uuid4().hex
+    spooled = spool_directory(output_prefix, run_id)
     reading_tasks = [(file_index, path, reader) for file_index, path in enumerate(input_paths)
                      for reader in range(readers_per_file)]
     return (
         pipeline
         | "Files" >> beam.Create(reading_tasks)
-        | "ReadUnits" >> beam.FlatMap(read_units, config, readers_per_file)
+        # Declared: Beam's inference of the union of (unit id, unit) pairs and CorpusStats sometimes failed
+        # (a ValueError from its schema code while the pipeline was built, seen on paragraph input).
+        | "ReadUnits" >> beam.FlatMap(read_units, config, readers_per_file).with_output_types(typing.Any)
         | "Redistribute" >> beam.Reshuffle()
-        | "MakeInstances" >> beam.ParDo(ProcessUnit(model_proto, config))
+        | "MakeInstances" >> beam.ParDo(ProcessUnit(model_proto, config, spooled))
         | "GroupByShard" >> beam.GroupByKey()
-        | "WriteShards" >> beam.Map(write_group, final_paths, config.compression, uuid.uuid4().hex)
+        | "WriteShards" >> beam.Map(write_group, final_paths, config.compression, spooled, run_id)
         | "OneKey" >> beam.Map(_under_one_key)
         | "GatherAll" >> beam.GroupByKey()
         | "Finalize" >> beam.Map(finalize, final_paths=final_paths, sets=sets, config=config, model_proto=model_proto,
-                                 vocab_size=vocab_size, input_paths=input_paths, overwrite=overwrite)
+                                 vocab_size=vocab_size, input_paths=input_paths, overwrite=overwrite,
+                                 spool_directory=spooled)
     )
 
 
@@ -299,7 +380,8 @@ def run(argv, beam_args):
         raise FileExistsError(f"{existing[0]} exists: choose another --output_file or pass --overwrite")
     stale = remove_temporary_files([prefix for prefix, _ in job.output_sets(config, FLAGS.output_file)])
     if stale:
-        print(f"Removed {len(stale)} temporary file(s) left by a run that was stopped, e.g. {stale[0]}.")
+        print(f"Removed {len(stale)} temporary file(s) and spool folder(s) left by a run that was stopped, "
+              f"e.g. {stale[0]}.")
     with FileSystems.open(FLAGS.spm_model_file) as f:
         model_proto = f.read()
     check_vocabulary_casing(AlbertTokenizer(model_proto=model_proto), config.lower_case, FLAGS.spm_model_file,
@@ -307,12 +389,20 @@ def run(argv, beam_args):
     pipeline = beam.Pipeline(options=options)
     build_pipeline(pipeline, input_paths, FLAGS.output_file, model_proto, config, FLAGS.overwrite,
                    FLAGS.readers_per_file)
+    try:
+        state = pipeline.run().wait_until_finish()
+    except (FileNotFoundError, FileExistsError, ValueError):
+        raise  # the job's own checks (no instances, an output written meanwhile), which say what to do
+    except Exception as error:  # whatever else the runner raises: a task that failed on every retry, a lost worker
+        raise PipelineFailedError(
+            f"the {runner} stopped the job: {type(error).__name__}: {_first_line(error)} "
+            f"({FLAGS.output_file}: nothing new, or readers refuse it as incomplete; the same command again "
+            "removes this run's temporary files)") from error
     # A runner can report success for work it skipped (Beam 2.77's Dask runner does for WriteToText, whose
     # files it leaves empty): the state is checked, and that the last step wrote the metadata.
-    state = pipeline.run().wait_until_finish()
     metadata_path = FLAGS.output_file + data_set_files.METADATA_SUFFIX
     if state != PipelineState.DONE or not FileSystems.exists(metadata_path):
-        raise RuntimeError(f"the {runner} ended in state {state} but did not write {metadata_path}")
+        raise PipelineFailedError(f"the {runner} ended in state {state} but did not write {metadata_path}")
     print(f"Wrote {FLAGS.output_file}-*-of-{config.num_output_shards:05d}* and "
           f"{FLAGS.output_file}.metadata.json with the {runner}"
           + (f"; held-out set {job.heldout_prefix(FLAGS.output_file)}-*." if config.heldout_every else "."))
@@ -321,6 +411,15 @@ def run(argv, beam_args):
     for problem in CorpusStats.from_json(corpus).problems():
         print(f"  {problem}")
     return 0
+
+
+class PipelineFailedError(RuntimeError):
+    """The runner did not finish the job."""
+
+
+def _first_line(error):
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else "(no message)"
 
 
 def main():
@@ -343,7 +442,7 @@ def main():
             logging.set_verbosity(logging.WARNING)
         try:
             return run(argv, beam_args)
-        except (FileNotFoundError, FileExistsError, ValueError) as error:
+        except (FileNotFoundError, FileExistsError, ValueError, PipelineFailedError) as error:
             if isinstance(error, SettingError):  # albert_tf names a setting; this command line says its flag
                 error = error.for_flags()
             print(f"pipelines.create_pretraining_data: error: {error}", file=sys.stderr)

@@ -1,5 +1,6 @@
 """The Beam pipeline produces the local tool's output, byte for byte."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from albert_tf.data.pretraining_data_job import CreationConfig
 from albert_tf.data.pretraining_instances import InstanceConfig
 from albert_tf.file_utils import staged_directory
 from albert_tf.settings import SettingError
+from pipelines import create_pretraining_data as beam_job
 from pipelines.create_pretraining_data import build_pipeline, checked_input_paths, remove_temporary_files
 from text_fixtures import corpus_files_and_vocabulary
 
@@ -64,8 +66,6 @@ def test_beam_output_equals_the_local_tool(tmp_path, inputs):
 
 @pytest.mark.parametrize("output_format", ["instances", "documents"])
 def test_beam_writes_the_held_out_set_and_the_documents_format_as_the_local_tool(tmp_path, inputs, output_format):
-    import dataclasses
-
     paths, spm_model = inputs
     config = dataclasses.replace(CONFIG, output_format=output_format, heldout_every=3)
     create_pretraining_data(paths, str(tmp_path / "local" / "data"), spm_model, config, progress=False)
@@ -79,17 +79,113 @@ def test_beam_writes_the_held_out_set_and_the_documents_format_as_the_local_tool
     assert local == from_beam
 
 
+def test_paragraph_input_gives_the_local_tools_bytes_too(tmp_path, inputs):
+    """Paragraph-per-line input (the benchmarks' large corpus) through Beam, one shard."""
+    paths, spm_model = inputs
+    config = dataclasses.replace(CONFIG, input_format="paragraphs", num_output_shards=1)
+    create_pretraining_data(paths, str(tmp_path / "local" / "data"), spm_model, config, progress=False)
+    with beam.Pipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as pipeline:
+        build_pipeline(pipeline, paths, str(tmp_path / "beam" / "data"), open(spm_model, "rb").read(), config)
+    local, from_beam = outputs(tmp_path / "local"), outputs(tmp_path / "beam")
+    assert list(local) == ["data-00000-of-00001.tfrecord.gz", "data.metadata.json"] and local == from_beam
+
+
+def test_a_unit_leaves_its_worker_as_sorted_spool_files_that_a_retry_rewrites(tmp_path, inputs):
+    """What travels through the shuffle is a path per (output set, shard) the unit has records for; the records
+    are in that file, sorted (the shard's writer merges them as a stream). A retried task writes the same files."""
+    import collections
+
+    from albert_tf.data import pretraining_data_job as job
+    from albert_tf.data.corpus_reader import CorpusStats
+    from albert_tf.data.pretraining_instances import InstanceStats
+
+    paths, spm_model = inputs
+    config = dataclasses.replace(CONFIG, heldout_every=3)
+    [(unit_id, unit), corpus_stats] = beam_job.read_units((2, paths[2], 0), config, readers_per_file=1)
+    assert unit_id == (2, 0) and isinstance(corpus_stats, CorpusStats)
+    expected = collections.defaultdict(list)
+    for output_set, shard, sort_tuple, example in job.UnitProcessor(open(spm_model, "rb").read(), config).process(
+            unit, InstanceStats(), InstanceStats()):
+        expected[output_set, shard].append((sort_tuple, example))
+    assert {output_set for output_set, _ in expected} == {0, 1}
+
+    spool_folder = tmp_path / ".data.beam-temp-run"
+    process_unit = beam_job.ProcessUnit(open(spm_model, "rb").read(), config, str(spool_folder))
+    process_unit.setup()
+    first = list(process_unit.process((unit_id, unit)))
+    *spooled, (statistics_key, _) = first
+    assert statistics_key == beam_job.STATISTICS_KEY
+    assert [key for key, _ in spooled] == sorted(expected)
+    for (output_set, shard), path in spooled:
+        assert path == str(spool_folder / f"spool-{output_set}-2-0-{shard:05d}")
+        assert job.read_spool(path) == sorted(expected[output_set, shard])
+    written = {name: (spool_folder / name).read_bytes() for name in os.listdir(spool_folder)}
+    assert len(written) == len(spooled)  # no temporary name is left
+    again = list(process_unit.process((unit_id, unit)))
+    assert again[:-1] == spooled
+    assert {name: (spool_folder / name).read_bytes() for name in os.listdir(spool_folder)} == written
+
+
+def test_a_shard_of_more_spool_files_than_the_fan_in_is_merged_in_steps(tmp_path, monkeypatch):
+    """No merge opens more than MERGE_FAN_IN files (a process may open about 1,000, and a shard has a spool file
+    per unit); the records still come out in sort order."""
+    import random
+
+    from albert_tf.data import pretraining_data_job as job
+
+    rng = random.Random(3)
+    records = [((rng.getrandbits(63), rng.randrange(4), rng.randrange(50), ordinal), rng.randbytes(rng.randrange(30)))
+               for ordinal in range(200)]
+    paths = []
+    for run in range(5):
+        path = tmp_path / f"spool-0-{run}-0-00000"
+        path.write_bytes(b"".join(job.spool_record(*record) for record in sorted(records[run::5])))
+        paths.append(str(path))
+    open_now, most_open = set(), []
+    original_open = beam_job._open_uncompressed
+
+    def counting_open(path):
+        f = original_open(path)
+        open_now.add(f)
+        most_open.append(len([f for f in open_now if not f.closed]))
+        return f
+
+    monkeypatch.setattr(beam_job, "_open_uncompressed", counting_open)
+    merged = list(beam_job.merged_records(paths, lambda step: str(tmp_path / f"merge-{step}"), fan_in=2))
+    assert merged == sorted(records)
+    assert max(most_open) == 2
+    # 5 files -> 4 -> 3 -> 2, merged into the shard.
+    assert sorted(name for name in os.listdir(tmp_path) if name.startswith("merge")) == [
+        "merge-0", "merge-1", "merge-2"]
+    # 5 files with 4 at a time: the first 2 are merged (5 -> 4), the rest read once.
+    for name in ("merge-0", "merge-1", "merge-2"):
+        os.remove(tmp_path / name)
+    most_open.clear()
+    merged = list(beam_job.merged_records(paths, lambda step: str(tmp_path / f"merge-{step}"), fan_in=4))
+    assert merged == sorted(records) and max(most_open) == 4
+    assert [name for name in os.listdir(tmp_path) if name.startswith("merge")] == ["merge-0"]
+    assert len(job.read_spool(str(tmp_path / "merge-0"))) == 80  # 2 files of 40 records
+
+
 def test_a_rerun_removes_the_temporary_files_a_stopped_run_left(tmp_path):
-    """A killed driver leaves its shards under temporary names; they once stayed beside the rerun's output."""
+    """A killed driver leaves its shards under temporary names, and its spool folder; they once stayed beside
+    the rerun's output."""
     prefix = str(tmp_path / "train")
     left = [f"{prefix}-00000-of-00002.tfrecord.gz.beam-temp-4f9a",
             f"{prefix}-00001-of-00002.tfrecord.gz.beam-temp-empty", f"{prefix}.metadata.json.beam-temp",
             f"{prefix}-heldout-00000-of-00001.tfrecord.beam-temp-4f9a"]
+    spool_folder = tmp_path / ".train.beam-temp-4f9a"
+    spool_folder.mkdir()
+    for name in ("spool-0-2-0-00001", "spool-1-0-3-00000.tmp-77aa"):  # a whole spool file, and a killed write
+        (spool_folder / name).write_bytes(b"x")
+    other_run = tmp_path / ".other.beam-temp-4f9a"  # another output's spool folder
+    other_run.mkdir()
+    (other_run / "spool-0-0-0-00000").write_bytes(b"x")
     kept = [f"{prefix}-00000-of-00002.tfrecord.gz", f"{prefix}.metadata.json", f"{prefix}-notes.txt",
-            str(tmp_path / "other-00000-of-00001.tfrecord.beam-temp-4f9a")]
-    for path in left + kept:
+            str(tmp_path / "other-00000-of-00001.tfrecord.beam-temp-4f9a"), str(other_run)]
+    for path in left + kept[:-1]:
         open(path, "wb").close()
-    assert remove_temporary_files([prefix, f"{prefix}-heldout"]) == sorted(left[:3]) + left[3:]
+    assert remove_temporary_files([prefix, f"{prefix}-heldout"]) == sorted(left[:3]) + left[3:] + [str(spool_folder)]
     assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(path) for path in kept)
 
 
@@ -134,7 +230,8 @@ def test_cli_requires_a_named_runner_and_passes_beam_options(tmp_path, inputs):
     assert result.returncode == 0, result.stderr
     assert os.path.exists(tmp_path / "d-00000-of-00001.tfrecord") and os.path.exists(tmp_path / "d.metadata.json")
     assert not stopped_run.exists()
-    assert f"Removed 1 temporary file(s) left by a run that was stopped, e.g. {stopped_run}." in result.stdout
+    assert (f"Removed 1 temporary file(s) and spool folder(s) left by a run that was stopped, e.g. {stopped_run}."
+            in result.stdout)
     assert "\n  accent stripping (the original's rule) rewrote 3 character(s) in 2 sentence(s) of scripts whose " \
            "marks carry meaning (Hiragana 2, Katakana 1; " in result.stdout
     result = subprocess.run(base + ["--runner=FnApiRunner"], capture_output=True, text=True)

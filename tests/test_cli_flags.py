@@ -31,6 +31,8 @@ ALIASES = {
                                  "albert_config_file": "albert_config"},
     "albert_tf.run_text_classifier": {"train_step": "num_train_steps", "warmup_step": "num_warmup_steps",
                                       "albert_config_file": "albert_config"},
+    "albert_tf.run_tagger": {"train_step": "num_train_steps", "warmup_step": "num_warmup_steps",
+                             "albert_config_file": "albert_config"},
     "albert_tf.run_race": {"train_step": "num_train_steps", "warmup_step": "num_warmup_steps",
                            "albert_config_file": "albert_config"},
     "albert_tf.run_squad": {"train_step": "num_train_steps", "warmup_step": "num_warmup_steps",
@@ -39,8 +41,8 @@ ALIASES = {
     "albert_tf.convert": {"albert_config_file": "albert_config"},
     "albert_tf.params": {"albert_config_file": "albert_config"},
 }
-TRAINING_TOOLS = ("albert_tf.run_classifier", "albert_tf.run_text_classifier", "albert_tf.run_race", "albert_tf.run_squad",
-                  "albert_tf.run_pretraining")
+TRAINING_TOOLS = ("albert_tf.run_classifier", "albert_tf.run_text_classifier", "albert_tf.run_tagger",
+                  "albert_tf.run_race", "albert_tf.run_squad", "albert_tf.run_pretraining")
 
 
 def user_env():

@@ -296,3 +296,44 @@ def test_group_assignments_that_differ_from_huggingface_are_refused(tmp_path):
     oracle.random_pretraining_model(config).save_pretrained(tmp_path / "from_hf")
     with pytest.raises(ValueError, match=r"layer\(s\) \[9\] another group"):
         convert("huggingface", "albert_tf", str(tmp_path / "from_hf"), str(tmp_path / "refused"))
+
+
+def test_token_classifier_to_albert_tf_and_back_to_huggingface(tmp_path):
+    """An AlbertForTokenClassification (Hugging Face's initialization and names, no pooler) gives albert_tf's
+    AlbertTokenClassifier the same logits at every position and its id2label as labels; converted back, an
+    AlbertForTokenClassification again, with the same logits and id2label."""
+    import json
+
+    from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
+    from albert_tf.models.model_io import load_model
+
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+    def token_classifier(hf_config):
+        hf_config.id2label = dict(enumerate(tags))
+        hf_config.label2id = {name: index for index, name in enumerate(tags)}
+        return transformers.AlbertForTokenClassification(hf_config)
+
+    config = CONFIGS["groups"]
+    hf_model = oracle.random_pretraining_model(config, seed=8, model_class=token_classifier)
+    hf_model.save_pretrained(tmp_path / "hf")
+    summary = convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "ours"))
+    assert summary["kind"] == "token_classifier" and summary["initialized_heads"] == []
+    model, metadata = load_model(str(tmp_path / "ours"))
+    assert isinstance(model, AlbertTokenClassifier) and model.labels == tags
+    assert (metadata["model"], metadata["num_labels"], metadata["label_names"]) == ("token_classifier", 5, tags)
+    inputs, _ = padded_inputs(config, seed=8)
+    np.testing.assert_allclose(model(inputs, training=False)["logits"], classifier_logits(hf_model, inputs),
+                               atol=1e-5, rtol=0)
+
+    convert("albert_tf", "huggingface", str(tmp_path / "ours"), str(tmp_path / "hf_again"))
+    hf_config = json.loads((tmp_path / "hf_again" / "config.json").read_text())
+    assert hf_config["architectures"] == ["AlbertForTokenClassification"]
+    assert hf_config["id2label"] == {str(index): tag for index, tag in enumerate(tags)}
+    hf_again, info = transformers.AlbertForTokenClassification.from_pretrained(tmp_path / "hf_again",
+                                                                              output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+    assert hf_again.config.id2label == dict(enumerate(tags))
+    inputs, _ = padded_inputs(config, seed=9)
+    np.testing.assert_allclose(classifier_logits(hf_again, inputs), model(inputs, training=False)["logits"],
+                               atol=1e-5, rtol=0)

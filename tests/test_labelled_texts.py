@@ -2,25 +2,16 @@
 
 import gzip
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
+from albert_tf.settings import SettingError
 from albert_tf.tasks.labelled_texts import (ColumnNames, LabelScheme, check_labels, label_counts, label_scheme,
                                             label_targets, read_text_file)
-
-
-def write(path, text, encoding="utf-8"):
-    data = text.encode(encoding) if isinstance(text, str) else text
-    if str(path).endswith(".gz"):
-        data = gzip.compress(data)
-    path.write_bytes(data)
-    return str(path)
-
-
-def jsonl(rows):
-    return "".join(json.dumps(row) + "\n" for row in rows)
-
+from text_fixtures import jsonl, write_data_file as write
 
 TICKETS_CSV = 'id,text,label\nt1,"The invoice, again",billing\nt2,App crashes,bug\nt3,Hello,other\n'
 TICKETS_TSV = 'id\ttext\tlabel\nt1\tThe invoice, again\tbilling\nt2\tApp crashes\tbug\nt3\tHello\tother\n'
@@ -142,3 +133,101 @@ def test_bad_labels_are_refused_before_training(tmp_path):
                                          r"'spam' \(line 4\)"):
         check_labels(label_scheme(train), dev)
     check_labels(label_scheme(train), read_text_file(write(tmp_path / "ok.csv", "text,label\na,bug\n")))
+
+
+# GLUE's TSVs quote nothing, and their texts hold stray quotes. Each file below also has a text that opens a
+# quote and a later row's text that ends with one: read with quoting, the two rows would be one cell.
+UNQUOTED_TSVS = {
+    # a quote-led cell that is not a whole quoted cell
+    "malformed": 'id\ttext\tlabel\n1\t"Hello," she said.\ta\n2\t"Open quote\tb\n3\tclosed at the end"\ta\n',
+    # a quote inside a text: RFC 4180 would have quoted the cell
+    "inner": 'id\ttext\tlabel\n1\tThe "best" one\ta\n2\t"Open quote\tb\n3\tclosed at the end"\ta\n',
+    # the joined row would have fewer cells than the header
+    "ragged": 'id\ttext\tlabel\n1\tfine\ta\n2\t"Open quote\tb\n3\tb\tclosed at the end"\n',
+}
+UNQUOTED_TEXTS = {"malformed": ['"Hello," she said.', '"Open quote', 'closed at the end"'],
+                  "inner": ['The "best" one', '"Open quote', 'closed at the end"'],
+                  "ragged": ["fine", '"Open quote', "b"]}
+# As pandas' to_csv(sep="\t") and Excel write a TSV: cells holding a tab, a newline or a quote are quoted, and
+# their quotes doubled.
+QUOTED_TSV = 'id\ttext\tlabel\n1\t"a\ttab"\ta\n2\t"two\nlines"\tb\n3\t"say ""hi"""\ta\n4\tplain\tb\n'
+QUOTED_TEXTS = ["a\ttab", "two\nlines", 'say "hi"', "plain"]
+
+
+@pytest.mark.parametrize("quoting", ["auto", "none"])
+@pytest.mark.parametrize("name", sorted(UNQUOTED_TSVS))
+def test_an_unquoted_tsv_with_stray_quotes_reads_literally(tmp_path, name, quoting):
+    read = read_text_file(write(tmp_path / "glue.tsv", UNQUOTED_TSVS[name]), quoting=quoting)
+    assert [e.text for e in read.examples] == UNQUOTED_TEXTS[name]
+    assert [e.where.rsplit(":", 1)[1] for e in read.examples] == ["2", "3", "4"]
+
+
+@pytest.mark.parametrize("quoting", ["auto", "csv"])
+def test_a_quoting_tsv_reads_quoted(tmp_path, quoting):
+    read = read_text_file(write(tmp_path / "pandas.tsv", QUOTED_TSV), quoting=quoting)
+    assert [e.text for e in read.examples] == QUOTED_TEXTS
+    assert [e.where.rsplit(":", 1)[1] for e in read.examples] == ["2", "3", "5", "6"]
+
+
+def test_each_quoting_refuses_what_it_cannot_read(tmp_path):
+    # Read literally, the quoted tab splits the row: refused as ragged, pointing at <quoting>=csv.
+    with pytest.raises(SettingError, match=r"pandas.tsv:2: 4 columns where the header has 3; .*quoting=csv"):
+        read_text_file(write(tmp_path / "pandas.tsv", QUOTED_TSV), quoting="none")
+    # A ragged row in a file without quotes, read either way: quoting the cell is what helps.
+    with pytest.raises(SettingError, match=r"plain.tsv:3: 4 columns where the header has 3; quote cells that hold"):
+        read_text_file(write(tmp_path / "plain.tsv", "id\ttext\tlabel\n1\ta\tx\n2\ta\tb\ty\n"))
+    # Read with quoting, the stray quote is malformed: refused at its row, pointing at <quoting>=none.
+    with pytest.raises(SettingError, match=r"glue.tsv:2: not valid TSV .*quoting=none"):
+        read_text_file(write(tmp_path / "glue.tsv", UNQUOTED_TSVS["malformed"]), quoting="csv")
+    # A CSV's quotes are quoting in auto; none reads them as text.
+    read = read_text_file(write(tmp_path / "t.csv", 'text,label\n"x",a\n'), quoting="none")
+    assert read.examples[0].text == '"x"'
+    with pytest.raises(SettingError, match=r"quoting must be one of \['auto', 'csv', 'none'\], got 'rfc'"):
+        read_text_file(write(tmp_path / "t.csv", TICKETS_CSV), quoting="rfc")
+
+
+STSB_COLUMNS = ColumnNames(text="sentence1", text_b="sentence2", label="score")
+
+
+def test_glues_sts_b_reads_every_line_as_a_row(shared_data):
+    path = shared_data / "glue" / "STS-B" / "dev.tsv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    read = read_text_file(str(path), STSB_COLUMNS)
+    assert len(read.examples) == len(lines) - 1
+    # Each row is its line split at the tabs, stray quotes kept (line 700's second text begins with one).
+    expected = [(cells[7], cells[8], cells[9]) for cells in (line.split("\t") for line in lines[1:])]
+    assert [(e.text, e.text_b, e.raw_label) for e in read.examples] == expected
+    assert read.examples[698].text_b.startswith('"') and read.examples[698].where.endswith(":700")
+
+
+def test_sts_b_read_with_quoting_is_refused_naming_the_flag_that_reads_it(shared_data):
+    path = shared_data / "glue" / "STS-B" / "dev.tsv"
+    with pytest.raises(SettingError) as refusal:
+        read_text_file(str(path), STSB_COLUMNS, quoting="csv")
+    message = str(refusal.value.for_flags())
+    assert "dev.tsv:700: not valid TSV" in message and "--quoting=none" in message and "\n" not in message
+
+
+def test_the_tool_reads_with_its_quoting_flag(tmp_path):
+    """--quoting reaches the reader: forced csv refuses the stray quote in one line, naming the flag."""
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps({"vocab_size": 100, "embedding_size": 8, "hidden_size": 8, "num_hidden_layers": 1,
+                                  "num_attention_heads": 1, "intermediate_size": 8}))
+    train = write(tmp_path / "g.tsv", UNQUOTED_TSVS["malformed"])
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.run_text_classifier", f"--train_file={train}", "--do_train", "--quoting=csv",
+         f"--albert_config={config}", f"--spm_model_file={write(tmp_path / 'spm.model', 'x')}",
+         f"--output_dir={tmp_path / 'out'}"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0
+    assert "g.tsv:2: not valid TSV" in result.stderr and "--quoting=none" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_task_refuses_an_unknown_quoting_before_reading_anything(tmp_path):
+    from albert_tf.tasks.text_classification_task import TextClassificationConfig, TextClassificationTask
+    from albert_tf.training.finetuning_config import FinetuningConfig
+
+    config = FinetuningConfig(output_dir=str(tmp_path / "out"), task=TextClassificationConfig(quoting="rfc"))
+    with pytest.raises(SettingError, match=r"quoting must be one of \['auto', 'csv', 'none'\], got 'rfc'"):
+        TextClassificationTask().validate(config)

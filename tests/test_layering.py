@@ -144,12 +144,14 @@ def test_serving_behaviour_sits_with_each_model_kind():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Compare):
                 constants = {n.value for n in [node.left, *node.comparators] if isinstance(n, ast.Constant)}
-                if constants & {"encoder", "pretrainer", "classifier", "span_labeler", "squad_v2_span_labeler"}:
+                if constants & {"encoder", "pretrainer", "classifier", "span_labeler", "squad_v2_span_labeler",
+                                 "token_classifier"}:
                     switches.append(f"{path.name}:{node.lineno}")
     assert not switches, "behaviour chosen by comparing the model kind: " + ", ".join(switches)
     from albert_tf.export_lib.serving_module import SERVED_KINDS, SERVING_BY_KIND, ServingModule
 
-    assert set(SERVED_KINDS) == {"encoder", "pretrainer", "classifier", "span_labeler", "squad_v2_span_labeler"}
+    assert set(SERVED_KINDS) == {"encoder", "pretrainer", "classifier", "span_labeler", "squad_v2_span_labeler",
+                                 "token_classifier"}
     assert all(issubclass(serving, ServingModule) for serving in SERVING_BY_KIND.values())
 
 

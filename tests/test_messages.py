@@ -55,6 +55,8 @@ def classifier_dir(tmp_path_factory):
     (lambda metadata: {**metadata, "num_labels": 2.5}, '"num_labels" must be a positive integer, got the number 2.5'),
     (lambda metadata: {**metadata, "format_version": "1"}, '"format_version" must be an integer, got the string "1"'),
     (lambda metadata: {**metadata, "label_names": "no,yes"}, '"label_names" must be a list of strings'),
+    (lambda metadata: {**metadata, "multi_label_threshold": 50}, '"multi_label_threshold" must be a number from 0 '
+                                                                 'to 1, got the number 50'),
     (lambda metadata: {**metadata, "preprocessor": {"seq_length": "16"}},
      '"preprocessor.seq_length" must be a positive integer, got the string "16"'),
     (lambda metadata: {**metadata, "preprocessor": {"lower_case": True}},
@@ -64,7 +66,7 @@ def classifier_dir(tmp_path_factory):
     (lambda metadata: {**metadata, "albert_config": {**metadata["albert_config"], "hidden_sise": 8}},
      '"albert_config": unknown AlbertConfig keys [\'hidden_sise\']'),
 ], ids=["list", "model", "albert_config", "num_labels", "fractional_num_labels", "format_version", "label_names",
-        "preprocessor", "preprocessor_without_length", "albert_config_value", "albert_config_key"])
+        "multi_label_threshold", "preprocessor", "preprocessor_without_length", "albert_config_value", "albert_config_key"])
 def test_model_metadata_of_the_wrong_type_names_the_file_the_key_and_the_type(classifier_dir, tmp_path, change,
                                                                                 message):
     directory = tmp_path / "damaged"

@@ -12,6 +12,7 @@ import pytest
 from albert_tf.tasks import squad
 from albert_tf.tasks.squad_evaluation import evaluate, exact_match, f1, normalize_answer
 from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID, AlbertTokenizer
+from albert_tf.text.piece_alignment import preprocess_with_alignment
 from text_fixtures import train_small_spm
 
 
@@ -241,7 +242,7 @@ def test_alignment_follows_the_tokenizers_quote_rule(spm_model, rewrite_quotes):
     original keeps each character); either way answers in and around quotes map to tokens and back."""
     tokenizer = AlbertTokenizer(str(spm_model), rewrite_quotes=rewrite_quotes)
     context = "He said ``hello there'' to me, and ``bye'' at 3.0, then left."
-    preprocessed, spans = squad._preprocess_with_alignment(context, True, False, rewrite_quotes)
+    preprocessed, spans = preprocess_with_alignment(context, True, False, rewrite_quotes)
     assert preprocessed == tokenizer.preprocess(context)
     quoted = [context[start:end] for char, (start, end) in zip(preprocessed, spans) if char in "`'\""]
     assert quoted == (["``", "''", "``", "''"] if rewrite_quotes else list("``''``''"))

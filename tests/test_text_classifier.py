@@ -132,12 +132,6 @@ def test_multi_label_pairs_from_json_lines(checkpoint, tmp_path):
     convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "back"))
     _, back = load_model(str(tmp_path / "back"))
     assert back["problem_type"] == "multi_label" and back["label_names"] == metadata["label_names"]
-    # The exports answer softmax probabilities: a multi-label model is refused, not served wrongly.
-    from albert_tf.export_lib.exporter import export
-
-    with pytest.raises(ValueError, match="a multi-label classifier; the exports serve single-label"):
-        export(str(tmp_path / "back"), str(tmp_path / "export"))
-    assert not (tmp_path / "export").exists()
 
 
 def test_regression_from_scores(checkpoint, tmp_path):

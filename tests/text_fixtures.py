@@ -1,5 +1,7 @@
-"""Small corpora and SentencePiece models the tests make themselves."""
+"""Small corpora, data files and SentencePiece models the tests make themselves."""
 
+import gzip
+import json
 import random
 
 WORDS = (
@@ -86,3 +88,18 @@ def tiny_pretrained_checkpoint(tmp_path_factory):
     config = AlbertConfig.from_preset("albert_tiny", vocab_size=AlbertTokenizer(str(spm)).vocab_size)
     return write_model_dir(AlbertPretrainer(config), str(tmp_path_factory.mktemp("ckpt") / "pretrained"), "pretrainer",
                            files={"spm.model": str(spm)})
+
+
+def write_data_file(path, text, encoding="utf-8"):
+    """Writes `text` (str in `encoding`, or bytes) to `path`, gzipped where its name ends in .gz; returns the
+    path as a string."""
+    data = text.encode(encoding) if isinstance(text, str) else text
+    if str(path).endswith(".gz"):
+        data = gzip.compress(data)
+    path.write_bytes(data)
+    return str(path)
+
+
+def jsonl(rows):
+    """JSON Lines text of `rows`."""
+    return "".join(json.dumps(row) + "\n" for row in rows)

@@ -12,7 +12,10 @@ Encoders, pretrainers and the fine-tuned models of `task_heads()` convert. A
 classifier's head goes by the original run_classifier's names (output_weights,
 output_bias); to Hugging Face it becomes AlbertForSequenceClassification, its label
 names (albert_tf.json's label_names) id2label and label2id, a regression head
-problem_type "regression", and back. The other heads go by the names of the original
+problem_type "regression", and back. A token classifier's head has the same names, on the
+sequence output: to Hugging Face it becomes AlbertForTokenClassification (its tag names
+id2label), which has no pooler, and back by that architecture; from the original's names
+(tf1) the caller says which (`model_kind`). The other heads go by the names of the original
 script that fine-tuned them, so its checkpoints convert to albert_tf and back (not to
 Hugging Face): run_squad_v1's cls/squad/output_weights [2, H] and output_bias [2] (a
 span_labeler), run_squad_v2's start_logits/..., end_logits/..., answer_class/... (a
@@ -28,7 +31,8 @@ from collections.abc import Callable
 from albert_tf.settings import SettingError, SettingFileNotFound
 
 FORMATS = ("albert_tf", "huggingface", "tf1")
-CONVERTED_KINDS = ("encoder", "pretrainer", "classifier", "span_labeler", "squad_v2_span_labeler", "multiple_choice")
+CONVERTED_KINDS = ("encoder", "pretrainer", "classifier", "span_labeler", "squad_v2_span_labeler", "multiple_choice",
+                   "token_classifier")
 # What an albert_tf.json records that travels with the model: the preprocessing, a classifier's labels.
 RECORDED_KEYS = ("lower_case", "keep_accents", "rewrite_quotes", "max_seq_length", "label_names", "is_regression",
                  "problem_type", "multi_label_threshold")
@@ -47,6 +51,10 @@ class TaskHead:
     saved_arguments: Callable  # {original name: array} -> the model's recorded constructor arguments
     recorded: dict  # what albert_tf.json records of a model of this kind converted from another format
     not_huggingface: str = ""  # why it is not written to Hugging Face; empty where it is
+    # False for a head on the sequence output: the pooler, which nothing reads, is neither written nor needed
+    # from a source (Hugging Face's AlbertForTokenClassification has none); where a source lacks it, it keeps
+    # its initialization.
+    reads_pooler: bool = True
 
 
 def task_heads():
@@ -68,17 +76,22 @@ def task_heads():
         # The original RACE model has 4 choices (the default num_choices); the head does not depend on it.
         TaskHead("multiple_choice", None, race_head_variables, lambda tensors: {}, {},
                  not_huggingface="albert-convert does not write it as transformers' AlbertForMultipleChoice"),
+        # run_classifier's names on the sequence output: Hugging Face's architecture or the caller names the kind.
+        TaskHead("token_classifier", None, classifier_head_variables,
+                 lambda tensors: {"num_labels": len(tensors[CLASSIFIER_BIAS])}, {}, reads_pooler=False),
     )
 
 
 def read_source(source_format, path, albert_config=None):
     """(AlbertConfig, {original name: array}, spm model path or None, {recorded}, model kind or None) from any
-    format; the kind is an albert_tf source's (the other formats' tensor names say it, `build_checked_model`).
+    format; the kind is an albert_tf source's, or a Hugging Face token classifier's (its config.json's
+    architectures: its tensor names are a sequence classifier's), else None (the tensor names say it,
+    `build_checked_model`).
 
     Recorded, where the source says them: "lower_case" and "max_seq_length" (albert_tf.json; a Hugging
     Face tokenizer_config.json's do_lower_case), and a classifier's "label_names", "is_regression" and
     "takes_pairs" (albert_tf.json; a Hugging Face config.json's id2label, problem_type and albert_tf's
-    takes_pairs). "rewrite_quotes" always
+    takes_pairs), a token classifier's "label_names" (its id2label). "rewrite_quotes" always
     from tf1 (false: the original's rule) and Hugging Face (true, their tokenizer's rule, unless its
     tokenizer_config.json says otherwise, as albert_tf's own conversion writes it); from albert_tf
     where its albert_tf.json records it.
@@ -106,11 +119,16 @@ def read_source(source_format, path, albert_config=None):
             raise CheckpointMismatchError(path, unmapped=unmapped)
         spm = os.path.join(path, "spiece.model")
         recorded = {"rewrite_quotes": True, **huggingface_format.recorded_casing(path)}
+        kind = None
         if huggingface_format.CLASSIFIER_BIAS in tensors:
             num_labels = len(tensors[huggingface_format.CLASSIFIER_BIAS])
-            recorded.update(huggingface_format.recorded_labels(path, num_labels))
+            if huggingface_format.is_token_classifier(path):
+                kind = "token_classifier"
+                recorded.update(huggingface_format.recorded_tag_names(path, num_labels))
+            else:
+                recorded.update(huggingface_format.recorded_labels(path, num_labels))
         # A link (a Hugging Face cache snapshot links into blobs/) is followed and checked when it is copied.
-        return config, tensors, spm if os.path.lexists(spm) else None, recorded, None
+        return config, tensors, spm if os.path.lexists(spm) else None, recorded, kind
     prefix = tf1_format.resolve_tf1_checkpoint(path)
     config_source = albert_config or os.path.join(os.path.dirname(prefix), tf1_format.ORIGINAL_CONFIG_FILE)
     if not albert_config and not os.path.isfile(config_source):
@@ -182,19 +200,24 @@ def _task_head_of(kind):
 def model_tensors(model):
     """{original name: numpy array} of every variable of an encoder, pretrainer or `task_heads()` model."""
     from albert_tf.checkpoints.assign import read_model_tensors
+    from albert_tf.checkpoints.original_names import POOLER_PREFIX
     from albert_tf.models import registry
 
     task_head = _task_head_of(registry.describe(model)[0])
     if task_head is None:
         return read_model_tensors(model)
+    encoder = {name: tensor for name, tensor in read_model_tensors(model.encoder).items()
+               if task_head.reads_pooler or not name.startswith(POOLER_PREFIX)}
     head = {name: mapped.read() for name, mapped in task_head.variables(model).items()}
-    return {**read_model_tensors(model.encoder), **head}
+    return {**encoder, **head}
 
 
-def _check_and_assign_with_head(model, head, tensors, source, init_missing_heads):
+def _check_and_assign_with_head(model, head, tensors, source, init_missing_heads, reads_pooler=True):
     """check_and_assign for a model of `task_heads()` (`head`: its head's variables): the encoder's and the
-    head's problems listed together."""
+    head's problems listed together. A head that does not `reads_pooler` lets the pooler keep its
+    initialization where the source lacks it, without listing it."""
     from albert_tf.checkpoints.assign import CheckpointMismatchError, check_and_assign
+    from albert_tf.checkpoints.original_names import POOLER_PREFIX
 
     missing = [name for name in head if name not in tensors]
     mismatched = [f"{name} (source {tuple(tensors[name].shape)}, model {mapped.original_shape})"
@@ -202,8 +225,9 @@ def _check_and_assign_with_head(model, head, tensors, source, init_missing_heads
                   and tuple(tensors[name].shape) != mapped.original_shape]
     encoder_tensors = {name: tensor for name, tensor in tensors.items() if name not in head}
     try:
+        # The encoder has no pretraining heads: initialize_missing_heads spares its pooler alone.
         initialized = check_and_assign(model.encoder, encoder_tensors, source,
-                                       initialize_missing_heads=init_missing_heads)
+                                       initialize_missing_heads=init_missing_heads or not reads_pooler)
     except CheckpointMismatchError as error:
         raise CheckpointMismatchError(source, [*error.missing, *missing], error.unmapped,
                                       [*error.mismatched, *mismatched]) from None
@@ -211,7 +235,7 @@ def _check_and_assign_with_head(model, head, tensors, source, init_missing_heads
         raise CheckpointMismatchError(source, missing, (), mismatched)
     for name, mapped in head.items():
         mapped.assign(tensors[name])
-    return initialized
+    return [name for name in initialized if reads_pooler or not name.startswith(POOLER_PREFIX)]
 
 
 def build_checked_model(config, tensors, source, init_missing_heads=False, model_kind=None):
@@ -227,7 +251,7 @@ def build_checked_model(config, tensors, source, init_missing_heads=False, model
         if task_head.kind == model_kind or (model_kind is None and task_head.marker in tensors):
             model = registry.build(task_head.kind, config, task_head.saved_arguments(tensors), source=source)
             initialized = _check_and_assign_with_head(model, task_head.variables(model), tensors, source,
-                                                      init_missing_heads)
+                                                      init_missing_heads, task_head.reads_pooler)
             return model, task_head.kind, initialized
     with_heads = has_pretraining_heads(tensors)
     model = AlbertPretrainer(config) if with_heads else AlbertEncoder(config)
@@ -255,7 +279,8 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
 
     `model_kind`: "multiple_choice" for a checkpoint of the original run_race, whose output_weights [1, H] and
     output_bias [1] have the names and shapes of run_classifier's one-output head (a classifier, which the names
-    alone give); None: the kind the source records or its tensor names say.
+    alone give); "token_classifier" for a token classifier's tf1 checkpoint (run_classifier's names, on the
+    sequence output, without a pooler); None: the kind the source records or its tensor names say.
 
     The casing and quote rule (and, from an albert_tf source, the sequence length) travel with the model:
     `do_lower_case` None takes the source's record (albert_tf.models.preprocessing_contract).
@@ -316,6 +341,8 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
                                                               recorded.get("is_regression", False),
                                                               recorded.get("takes_pairs"),
                                                               recorded.get("problem_type") == "multi_label")
+        elif target_format == "huggingface" and kind == "token_classifier":
+            classifier = huggingface_format.token_classifier_config(model.num_labels, recorded.get("label_names"))
         with staged_directory(output_dir, overwrite=overwrite) as staging:
             if target_format == "huggingface":
                 huggingface_format.write_huggingface_dir(config, tensors, staging, with_heads=kind == "pretrainer",

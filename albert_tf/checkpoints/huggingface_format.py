@@ -25,6 +25,9 @@ TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 CLASSIFIER_WEIGHTS = "output_weights"
 CLASSIFIER_BIAS = "output_bias"
 CLASSIFIER_ARCHITECTURE = "AlbertForSequenceClassification"
+# A token classifier's head has the same names (classifier.weight [num_labels, H], classifier.bias) on the
+# sequence output, and no pooler: its config.json's architectures tell the two apart.
+TOKEN_CLASSIFIER_ARCHITECTURE = "AlbertForTokenClassification"
 
 _PLACEHOLDERS = {"group": r"\d+", "inner": r"\d+", "projection": "query|key|value"}
 
@@ -252,15 +255,7 @@ def classifier_config(num_labels, label_names=None, is_regression=False, takes_p
     "regression" for a regression head and "multi_label_classification" for a multi-label one (Hugging Face's
     loss then takes each label's sigmoid), and albert_tf's "takes_pairs" where it is known (Hugging Face
     keeps a key it does not know; a round trip brings it back)."""
-    num_labels = int(num_labels)
-    names = list(label_names) if label_names else [f"LABEL_{index}" for index in range(num_labels)]
-    if len(names) != num_labels:
-        raise ValueError(f"label_names has {len(names)} names for num_labels={num_labels}")
-    if len(set(names)) != len(names):
-        raise ValueError(f"label_names {names}: repeated names cannot be Hugging Face's label2id keys")
-    config = {"architectures": [CLASSIFIER_ARCHITECTURE], "num_labels": num_labels,
-              "id2label": {str(index): name for index, name in enumerate(names)},
-              "label2id": {name: index for index, name in enumerate(names)}}
+    config = {"architectures": [CLASSIFIER_ARCHITECTURE], **_label_maps(num_labels, label_names)}
     if is_regression:
         if num_labels != 1:
             raise ValueError(f"a regression head has one output, not num_labels={num_labels}")
@@ -272,13 +267,49 @@ def classifier_config(num_labels, label_names=None, is_regression=False, takes_p
     return config
 
 
+def token_classifier_config(num_labels, label_names=None):
+    """What AlbertForTokenClassification's config.json adds to the encoder's: the architecture, num_labels and
+    id2label/label2id (the tag names `label_names`, else Hugging Face's own LABEL_i)."""
+    return {"architectures": [TOKEN_CLASSIFIER_ARCHITECTURE], **_label_maps(num_labels, label_names)}
+
+
+def _label_maps(num_labels, label_names):
+    """num_labels, id2label and label2id of a config.json: `label_names`, else Hugging Face's LABEL_i."""
+    num_labels = int(num_labels)
+    names = list(label_names) if label_names else [f"LABEL_{index}" for index in range(num_labels)]
+    if len(names) != num_labels:
+        raise ValueError(f"label_names has {len(names)} names for num_labels={num_labels}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"label_names {names}: repeated names cannot be Hugging Face's label2id keys")
+    return {"num_labels": num_labels, "id2label": {str(index): name for index, name in enumerate(names)},
+            "label2id": {name: index for index, name in enumerate(names)}}
+
+
+def is_token_classifier(directory):
+    """Whether a save_pretrained directory holds an AlbertForTokenClassification (its config.json's
+    architectures say so)."""
+    return TOKEN_CLASSIFIER_ARCHITECTURE in (_read_config(directory).get("architectures") or [])
+
+
+def recorded_tag_names(directory, num_labels):
+    """{"label_names": [...]} of a token classifier's config.json (names other than Hugging Face's default
+    LABEL_i), else {}."""
+    path = os.path.join(directory, HF_CONFIG_FILE)
+    names = _label_names(_read_config(directory), num_labels, path)
+    return {"label_names": names} if names else {}
+
+
+def _read_config(directory):
+    with open(os.path.join(directory, HF_CONFIG_FILE), encoding="utf-8") as f:
+        return json.load(f)
+
+
 def recorded_labels(directory, num_labels):
     """{"label_names": [...]} (names other than Hugging Face's default LABEL_i) or {"is_regression": True}
     from a sequence classifier's config.json; a one-output head without a problem_type is a regression,
     as Hugging Face's loss takes it. With "takes_pairs" where the file says it (albert_tf writes it)."""
     path = os.path.join(directory, HF_CONFIG_FILE)
-    with open(path) as f:
-        hf_config = json.load(f)
+    hf_config = _read_config(directory)
     return {**_recorded_labels(hf_config, num_labels, path), **_recorded_pairs(hf_config, path)}
 
 
@@ -300,14 +331,21 @@ def _recorded_labels(hf_config, num_labels, path):
         raise ValueError(f"{path}: problem_type={problem_type!r}; albert_tf's classifier is single-label "
                          "(softmax), multi-label (sigmoid) or a one-output regression")
     multi_label = {"problem_type": "multi_label"} if problem_type == "multi_label_classification" else {}
+    names = _label_names(hf_config, num_labels, path)
+    return {**({"label_names": names} if names else {}), "is_regression": False, **multi_label}
+
+
+def _label_names(hf_config, num_labels, path):
+    """The label names of a config.json's id2label, or None where it names none but Hugging Face's LABEL_i (or
+    does not name each of the `num_labels` once)."""
     try:
         id2label = {int(index): str(name) for index, name in (hf_config.get("id2label") or {}).items()}
     except (ValueError, AttributeError) as error:
         raise ValueError(f"{path}: id2label is not a map of label ids to names ({error})") from None
     names = [id2label.get(index) for index in range(num_labels)]
     if None in names or len(id2label) != num_labels or names == [f"LABEL_{index}" for index in range(num_labels)]:
-        return {"is_regression": False, **multi_label}
-    return {"label_names": names, "is_regression": False, **multi_label}
+        return None
+    return names
 
 
 # --- Reading ---------------------------------------------------------------
@@ -467,8 +505,8 @@ def _drop_identity_projection(tensors, directory):
 
 def write_huggingface_dir(config, tensors, directory, with_heads, classifier=None):
     """Writes config.json + model.safetensors for {original name: array}: AlbertForPreTraining's with the
-    pretraining heads, AlbertForSequenceClassification's with `classifier` (classifier_config()), else
-    AlbertModel's."""
+    pretraining heads, AlbertForSequenceClassification's or AlbertForTokenClassification's with `classifier`
+    (classifier_config() or token_classifier_config()), else AlbertModel's."""
     from safetensors.numpy import save_file
 
     if not config.has_embedding_projection:

@@ -12,7 +12,9 @@ How the same seed gives byte-identical output whatever the number of workers
   3. Workers stream (key, example) records into per-worker spool files, so
      memory stays bounded by one work unit, not by the corpus. At the end each
      shard's records are sorted and written under a temporary name; all shards
-     are renamed into place and the metadata file is written last.
+     are renamed into place and the metadata file is written last. (The Beam
+     pipeline spools each work unit's records sorted, one file per shard, and
+     streams a merge of them into each shard: merge_spools.)
 
 Two outputs per run, each a data set of its own (shards + metadata):
   - the training set: static instances (`output_format="instances"`, the
@@ -34,7 +36,8 @@ import dataclasses
 import fnmatch
 import glob
 import hashlib
-import io
+import heapq
+import operator
 import os
 import struct
 
@@ -318,7 +321,7 @@ class ShardSpool:
                        for output_set in range(num_sets) for shard in range(num_shards)}
 
     def write(self, output_set, shard, sort_tuple, data):
-        self._files[output_set, shard].write(_SPOOL_HEADER.pack(*sort_tuple, len(data)) + data)
+        self._files[output_set, shard].write(spool_record(sort_tuple, data))
 
     def flush(self):
         for f in self._files.values():
@@ -336,29 +339,28 @@ class ShardSpool:
             raise errors[0]
 
 
+def spool_record(sort_tuple, data):
+    """One (sort tuple, example bytes) record in the spool files' format."""
+    return _SPOOL_HEADER.pack(*sort_tuple, len(data)) + data
+
+
 def read_spool(path):
     """[(sort tuple, example bytes)] of one spool file."""
     with open(path, "rb") as f:
-        return _read_records(f.read)
+        return list(iter_spool(f))
 
 
-def pack_records(records):
-    """(sort tuple, example bytes) records as one bytes object, in the spool files' format: the Beam pipeline
-    moves a unit's records for one shard as one element, not one element per record."""
-    return b"".join(_SPOOL_HEADER.pack(*sort_tuple, len(data)) + data for sort_tuple, data in records)
-
-
-def unpack_records(packed):
-    """[(sort tuple, example bytes)] of what pack_records made."""
-    return _read_records(io.BytesIO(packed).read)
-
-
-def _read_records(read):
-    records = []
-    while header := read(_SPOOL_HEADER.size):
+def iter_spool(f):
+    """The (sort tuple, example bytes) records of an open spool file, read as they are consumed."""
+    while header := f.read(_SPOOL_HEADER.size):
         *sort_tuple, length = _SPOOL_HEADER.unpack(header)
-        records.append((tuple(sort_tuple), read(length)))
-    return records
+        yield tuple(sort_tuple), f.read(length)
+
+
+def merge_spools(files):
+    """The records of spool files (open, binary), each in sort order, as one stream in sort order: one record
+    of each file in memory at a time (heapq.merge)."""
+    return heapq.merge(*(iter_spool(f) for f in files), key=operator.itemgetter(0))
 
 
 def write_shard(records, path, compression, create=lambda path: open(path, "wb")):
@@ -366,11 +368,19 @@ def write_shard(records, path, compression, create=lambda path: open(path, "wb")
 
     `create(path)` opens the file for writing (Beam passes its FileSystems.create).
     """
-    records.sort(key=lambda record: record[0])
+    records.sort(key=operator.itemgetter(0))
+    return write_sorted_shard(records, path, compression, create)
+
+
+def write_sorted_shard(records, path, compression, create=lambda path: open(path, "wb")):
+    """Writes (sort tuple, example) records, already in sort order, as one TFRecord file as they come (an
+    iterator such as merge_spools' is never held whole); returns the count."""
+    count = 0
     with TFRecordWriter(create(path), "gzip" if compression == "gzip" else None) as writer:
         for _, data in records:
             writer.write(data)
-    return len(records)
+            count += 1
+    return count
 
 
 def build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, instance_stats, shard_counts, paths,

@@ -4,6 +4,8 @@
   model = albert_tf.load_export("exports/albert_base")   # the export, or one of its parts
   model(["How are you?", "Fine."])["embedding"]           # numpy [2, H]
   model(["A man plays."], ["Someone makes music."])       # pairs: the texts, then their second segments
+  albert_tf.load_export("exports/ner")(["John lives in Paris."])   # a token classifier: entities per text
+  # [[{"text": "John", "type": "PER", "start": 0, "end": 4, "score": 0.98}, {"text": "Paris", ...}]]
 
 The SavedModels hold tensorflow-text's SentencePiece ops, which TensorFlow knows
 only once `tensorflow_text` is imported; without it `tf.saved_model.load` fails
@@ -12,7 +14,12 @@ with "Op type not registered 'SentencepieceOp'". The loader imports it first.
 What a path names, and what a call returns (numpy arrays; strings as str):
   OUTPUT_DIR, OUTPUT_DIR/serving, OUTPUT_DIR/serving/NAME
                             the serving model (its newest version): the kind's outputs
-                            (embeddings, probabilities and labels, answer spans)
+                            (embeddings, probabilities and labels, answer spans); a
+                            multi-label classifier's also `labels`: per text, the list of
+                            the label names it predicts; a token classifier answers, instead
+                            of arrays, per text the list of its entities, each
+                            {"text", "type", "start", "end", "score"} with
+                            text == texts[i][start:end] (character offsets)
   OUTPUT_DIR/serving/NAME/VERSION   that version of it
   OUTPUT_DIR/preprocessing  input_word_ids, input_mask, input_type_ids
   OUTPUT_DIR/encoder        pooled_output, sequence_output, encoder_outputs (one per block applied),
@@ -40,7 +47,8 @@ class ExportedModel:
 
     def __call__(self, texts, texts_b=None):
         """Outputs for a list of strings (a str: one text), with one second segment per text for pairs
-        ("" for none; a span labeler's second segments are its contexts)."""
+        ("" for none; a span labeler's second segments are its contexts): {name: array}, or a token
+        classifier's list of entity lists, one per text (the module's docstring)."""
         import tensorflow as tf
 
         from albert_tf.export_lib.serving_requests import SIGNATURE, TEXT_SIGNATURE
@@ -62,13 +70,34 @@ class ExportedModel:
                 else:
                     parts.append(signatures[SIGNATURE](text=tf.constant(text[rows], tf.string),
                                                        text_b=tf.constant((text_b or [])[rows], tf.string)))
+            if "entity_count" in parts[0]:  # a token classifier's: rows padded to each request's own width
+                return [entities for part in parts for entities in _text_entities(
+                    {name: _numpy(value) for name, value in part.items()})]
             outputs = parts[0] if len(parts) == 1 else {name: tf.concat([part[name] for part in parts], axis=0)
                                                         for name in parts[0]}
         else:
             preprocessing = self.preprocessing or self.saved_model
             inputs = preprocessing(tf.constant(text, tf.string), tf.constant(text_b or [], tf.string))
             outputs = inputs if self.part == "preprocessing" else self.saved_model(inputs)
-        return {name: _numpy(value) for name, value in outputs.items()}
+        outputs = {name: _numpy(value) for name, value in outputs.items()}
+        if "predicted" in outputs and "label_names" in outputs:
+            outputs["labels"] = _predicted_names(outputs["label_names"], outputs["predicted"])
+        return outputs
+
+
+def _predicted_names(label_names, predicted):
+    """Per row, the names (str) of the labels `predicted` marks: a multi-label classifier's answer as lists,
+    from its label_names and predicted [batch, labels] outputs."""
+    return [[str(name) for name in names[mask]] for names, mask in zip(label_names, predicted)]
+
+
+def _text_entities(outputs):
+    """Per text, its entities as dicts {"text", "type", "start", "end", "score"} (Python values), from a token
+    classifier's padded outputs (serving_module's entity_count, entity_text, entity_type, entity_start, ...)."""
+    return [[{"text": str(outputs["entity_text"][row, column]), "type": str(outputs["entity_type"][row, column]),
+              "start": int(outputs["entity_start"][row, column]), "end": int(outputs["entity_end"][row, column]),
+              "score": float(outputs["entity_score"][row, column])} for column in range(count)]
+            for row, count in enumerate(outputs["entity_count"])]
 
 
 def load_export(path: str | os.PathLike) -> "ExportedModel":

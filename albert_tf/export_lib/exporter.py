@@ -137,11 +137,6 @@ def load_for_export(checkpoint, kinds, spm_model_file=None, max_seq_length=None,
     model, metadata = load_model(checkpoint)
     if metadata["model"] not in kinds:
         raise ValueError(f"{checkpoint}: holds a {metadata['model']!r} model; this export supports {', '.join(kinds)}")
-    if metadata.get("problem_type") == "multi_label":
-        # The served classifiers answer softmax probabilities and one label: a multi-label model's sigmoid
-        # outputs would come out as plausible, wrong numbers.
-        raise ValueError(f"{checkpoint}: a multi-label classifier; the exports serve single-label (softmax) "
-                         "classifiers and regressions only: predict with albert_tf.run_text_classifier --do_predict")
     spm = find_spm_model(checkpoint, spm_model_file)
     if spm_model_file:
         check_spm_model_file(checkpoint, spm_model_file)

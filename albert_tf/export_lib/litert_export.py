@@ -7,9 +7,16 @@
   OUTPUT_DIR/encoder_ids.tflite   the same model from token ids (input_word_ids, input_mask,
                                   input_type_ids [N, n] int32): built-in ops only, for apps
                                   that cannot link tensorflow-text's TFLite kernel
-  OUTPUT_DIR/albert_tf.json       the checkpoint's record, its preprocessing, and "litert":
-                                  the files' inputs, outputs, quantization, ops and checks
+  OUTPUT_DIR/albert_tf.json       the checkpoint's record (a classifier's label_names and
+                                  problem_type; a multi-label one's multi_label_threshold,
+                                  the default where the checkpoint records none), its
+                                  preprocessing, and "litert": the files' inputs, outputs,
+                                  quantization, ops and checks
   OUTPUT_DIR/spm.model            the vocabulary (to tokenize for encoder_ids.tflite)
+
+Kinds: encoders, pretrainers and classifiers. A token classifier is refused before it is loaded
+(`REFUSED_KINDS`): its entities need character offsets, which the LiteRT tokenizer op does not give;
+the SavedModel export serves them.
 
 Quantization (`quantization`): "dynamic_int8" (default: int8 weights, float activations),
 "float16", "float32", or "int8" (weights and activations, calibrated on `calibration_texts`;
@@ -52,6 +59,14 @@ QUANTIZATIONS = ("dynamic_int8", "float16", "float32", "int8")
 DEFAULT_QUANTIZATION = "dynamic_int8"
 # tensorflow-text's kernel for the tokenizer: the one custom op model.tflite holds.
 TOKENIZER_OP = "TFText>FastSentencepieceTokenize"
+# Model kinds a LiteRT export refuses, with the reason, before the model is loaded.
+REFUSED_KINDS = {
+    "token_classifier": "its entities need each piece's character offsets in the raw text, and model.tflite's "
+                        f"tokenizer ({TOKENIZER_OP}) gives ids only (the SavedModel rebuilds the offsets with regex, "
+                        "Unicode and ragged ops that LiteRT has no kernels for); export a SavedModel instead "
+                        "(albert-export's default format), whose serving model returns entities with character "
+                        "offsets",
+}
 # Ops that mean a weight was left out of the file (it would be read as zeros at run time).
 VARIABLE_OPS = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"})
 # How far a file's outputs may be from the float model's on the check texts: float32 absolute (scaled by the
@@ -270,12 +285,16 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
     from albert_tf.export_lib.exporter import check_output_dir, load_for_export
     from albert_tf.export_lib.litert_module import ENCODER_INPUT_NAMES, LITERT_KINDS, LiteRTModule, pack_requests
     from albert_tf.file_utils import check_replaceable, staged_directory, write_json_atomically
-    from albert_tf.models.model_dir_format import METADATA_FILE
+    from albert_tf.models.model_dir_format import METADATA_FILE, model_metadata
     from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE
 
     check_quantization(quantization, calibration_file)
     check_output_dir(output_dir, checkpoint, spm_model_file=spm_model_file, calibration_file=calibration_file)
     check_replaceable(output_dir, overwrite)
+    kind = model_metadata(checkpoint).get("model")
+    if kind in REFUSED_KINDS:
+        raise ValueError(f"{checkpoint}: holds a {kind!r} model, which a LiteRT export cannot serve: "
+                         f"{REFUSED_KINDS[kind]}")
     source = load_for_export(checkpoint, LITERT_KINDS, spm_model_file, max_seq_length, lower_case, force)
     max_seq_length = source.preprocessing.max_seq_length
     if pad_to is not None and not (isinstance(pad_to, int) and 3 <= pad_to <= max_seq_length):
@@ -349,7 +368,8 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
     }
     metadata = {**source.metadata, "max_seq_length": max_seq_length, "lower_case": source.preprocessing.lower_case,
                 "keep_accents": source.preprocessing.keep_accents,
-                "rewrite_quotes": source.preprocessing.rewrite_quotes, "litert": record}
+                "rewrite_quotes": source.preprocessing.rewrite_quotes, **module.requests.export_settings(),
+                "litert": record}
     with staged_directory(output_dir, overwrite=overwrite) as staging:
         for name, content in ((TEXT_MODEL_FILE, text_model), (IDS_MODEL_FILE, ids_model),
                               (SPM_MODEL_FILE, source.model_proto)):

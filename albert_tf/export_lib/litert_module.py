@@ -6,8 +6,10 @@
                built-in ops only (for apps that tokenize themselves and cannot link
                tensorflow-text's TFLite kernel)
 
-Outputs by model kind: classifier: logits and probabilities [N, labels] (regression: score
-[N]); encoder and pretrainer: pooled_output [N, H] (a pretrainer's heads stay out).
+Outputs by model kind: classifier: logits and probabilities [N, labels] (softmax; a
+multi-label classifier's: each label's sigmoid, its labels those at or above the
+multi_label_threshold the export's albert_tf.json records; regression: score [N]); encoder
+and pretrainer: pooled_output [N, H] (a pretrainer's heads stay out).
 
 The packing needs no ragged ops (TensorFlow Lite has no built-in kernel for RaggedRange or
 RaggedTensorToTensor): each row's ids are gathered by position from the tokenizer's flat ids
@@ -20,13 +22,14 @@ shapes (padded keys get exactly zero attention weight, so each row is its text's
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.models.model_dir_format import recorded_takes_pairs
+from albert_tf.models.model_dir_format import recorded_multi_label_threshold, recorded_takes_pairs
 from albert_tf.text.packing import CLS_ID, SEP_ID
 from albert_tf.text.tf_packing import truncated_lengths
 
 ENCODER_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
-# Full int8's gate on the calibration texts (litert_export): classifiers keep the float model's label on this
-# share of them; encoders' pooled outputs and regression scores stay this close (mean cosine / relative error).
+# Full int8's gate on the calibration texts (litert_export): classifiers keep the float model's label (a
+# multi-label classifier: each label's predicted or not) on this share of them; encoders' pooled outputs and
+# regression scores stay this close (mean cosine / relative error).
 INT8_MIN_LABEL_AGREEMENT = 0.995
 INT8_MIN_COSINE = 0.99
 INT8_MAX_SCORE_ERROR = 0.05
@@ -49,6 +52,10 @@ class EmbeddingRequests:
     def output_names(self):
         return ["pooled_output"]
 
+    def export_settings(self):
+        """What the export's albert_tf.json records about the file's outputs beyond the checkpoint's record."""
+        return {}
+
     def outputs(self, inputs):
         return {"pooled_output": tf.cast(self.model(inputs, training=False)["pooled_output"], tf.float32)}
 
@@ -62,23 +69,31 @@ class EmbeddingRequests:
 
 
 class ClassifierRequests:
-    """Classifiers: logits and probabilities [N, labels] (regression: score [N]). Sentence-pair classifiers take
-    text_b too: those whose albert_tf.json records takes_pairs true (a record without it: all but those
-    fine-tuned on a single-sentence GLUE task)."""
+    """Classifiers: logits and probabilities [N, labels] (softmax; multi-label: each label's sigmoid; regression:
+    score [N]). Sentence-pair classifiers take text_b too: those whose albert_tf.json records takes_pairs true (a
+    record without it: all but those fine-tuned on a single-sentence GLUE task)."""
 
     def __init__(self, model, metadata):
         self.model = model
         self.is_regression = bool(metadata.get("is_regression", False))
+        self.multi_label = metadata.get("problem_type") == "multi_label"
+        self.multi_label_threshold = recorded_multi_label_threshold(metadata)
         self.takes_pairs = recorded_takes_pairs(metadata)
 
     def output_names(self):
         return ["score"] if self.is_regression else ["logits", "probabilities"]
 
+    def export_settings(self):
+        """What the export's albert_tf.json records about the file's outputs beyond the checkpoint's record: a
+        multi-label model's threshold (where the checkpoint records none, the default it was read with), which an
+        app applies to the probabilities."""
+        return {"multi_label_threshold": self.multi_label_threshold} if self.multi_label else {}
+
     def outputs(self, inputs):
         logits = tf.cast(self.model.classifier(self.model.encoder(inputs, training=False)["pooled_output"]), tf.float32)
         if self.is_regression:
             return {"score": logits[:, 0]}
-        return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
+        return {"logits": logits, "probabilities": tf.sigmoid(logits) if self.multi_label else tf.nn.softmax(logits)}
 
     def int8_gate(self, quantized, reference):
         """(passed, what was measured) for full int8 on the calibration texts."""
@@ -86,6 +101,12 @@ class ClassifierRequests:
             error = relative_error(quantized, reference)
             return error <= INT8_MAX_SCORE_ERROR, (f"score error {error:.3g} of the largest score (at most "
                                                    f"{INT8_MAX_SCORE_ERROR:g})")
+        if self.multi_label:
+            threshold = self.multi_label_threshold
+            agreement = float(np.mean((quantized["probabilities"] >= threshold)
+                                      == (reference["probabilities"] >= threshold)))
+            return agreement >= INT8_MIN_LABEL_AGREEMENT, (f"per-label agreement with the float model "
+                                                           f"{agreement:.2%} (needs {INT8_MIN_LABEL_AGREEMENT:.1%})")
         agreement = float(np.mean(quantized["logits"].argmax(-1) == reference["logits"].argmax(-1)))
         return agreement >= INT8_MIN_LABEL_AGREEMENT, (f"label agreement with the float model {agreement:.2%} "
                                                        f"(needs {INT8_MIN_LABEL_AGREEMENT:.1%})")

@@ -15,8 +15,18 @@ Outputs by model kind:
                         the token vectors, L2-normalized: for similarity search).
                         Either may be left out (export's --serving_outputs):
                         pooled_output alone computes the last layer at [CLS] only
-  classifier            probabilities [batch, labels], label_id, label (its name);
-                        regression: score [batch]
+  classifier            probabilities [batch, labels] (softmax), label_id, label (its name);
+                        regression: score [batch];
+                        multi-label (albert_tf.json's problem_type): probabilities
+                        [batch, labels] (each label's sigmoid), predicted [batch, labels]
+                        (bool: probability >= the recorded multi_label_threshold) and
+                        label_names [batch, labels] (every label's name, the same in each
+                        row: TF Serving's row format answers every output per row). A REST
+                        client reads one row as
+                          {"probabilities": [0.91, 0.08, 0.64],
+                           "predicted": [true, false, true],
+                           "label_names": ["billing", "bug", "other"]}
+                        and takes the names where predicted is true (load_export does).
   span_labeler          question = text, context = text_b: start, end (sequence
                         positions of the answer's first and last token), score
                         (start + end logit), answer (the context's own text of
@@ -28,6 +38,35 @@ Outputs by model kind:
                         log-probability), and no_answer_score [batch], its
                         answerability logit: above a threshold tuned on dev
                         (run_squad's null_score_diff_threshold), no answer.
+  token_classifier      single texts (a row with a non-empty text_b fails the
+                        request) -> their entities, by the rule of
+                        albert_tf.text.entities (words start at `▁` pieces of
+                        the whole text's tokenization, each word's tag at its
+                        first piece, entities read from the IOB2 word tags as
+                        conlleval reads them). Per text, padded to E columns, E
+                        the most entities of any text in the request (at least 1):
+                          entity_count [batch] int32: how many columns hold one
+                          entity_type  [batch, E] string ("PER"; "" padding)
+                          entity_text  [batch, E] string: the text's own characters
+                          entity_start [batch, E] int32, entity_end [batch, E] int32:
+                            [start, end) in CHARACTERS (Unicode code points, Python
+                            str indices) of the request's text, whitespace trimmed;
+                            -1 padding
+                          entity_score [batch, E] float32: the mean over the
+                            entity's words of the softmax probability of each
+                            word's tag; 0 padding
+                        A REST client reads one row ("instances": [{"text": ...}]) as
+                          {"entity_count": 2, "entity_type": ["PER", "LOC"],
+                           "entity_text": ["John Smith", "Zürich"],
+                           "entity_start": [0, 20], "entity_end": [10, 26],
+                           "entity_score": [0.97, 0.91]}
+                        and takes the first entity_count columns (load_export
+                        does). A text longer than max_seq_length - 2 pieces is
+                        read in windows half a window apart, all in the request
+                        (max_batch_size windows per model run); each word's tag
+                        from the window that gives its first piece the most
+                        context. A text is read up to tf_packing.MAX_CHARACTERS
+                        (20,000) characters; entities after that are not found.
 
 With `xla=True` (export's --serving_xla) the model part of every request (the
 encoder and the task head; not the tokenizer) runs as one XLA program. XLA
@@ -42,10 +81,16 @@ TF Serving loaded the model. TF Serving runs such a model only when started with
 
 import tensorflow as tf
 
+from albert_tf.text.albert_tokenizer import AlbertTokenizer
+from albert_tf.text.entities import OUTSIDE, entity_types, starts_word
+from albert_tf.text.packing import CLS_ID, SEP_ID
+from albert_tf.text.preprocessing import re2_class, whitespace_codepoints
 from albert_tf.text.tf_packing import (NO_SECOND_SEGMENTS, TEXT_B_SPEC, TEXT_SPEC, clean_text, encode_text, pack,
                                       second_segments, split_batch)
+from albert_tf.text.word_pieces import default_doc_stride
 from albert_tf.export_lib.serving_requests import DEFAULT_MAX_BATCH_SIZE, SIGNATURE, TEXT_SIGNATURE
 from albert_tf.export_lib.token_offsets import tokenize_with_offsets
+from albert_tf.models.model_dir_format import recorded_multi_label_threshold
 from albert_tf.settings import SettingError
 
 # Longest answer considered, in tokens (the original run_squad's max_answer_length).
@@ -113,7 +158,8 @@ class ServingModule(tf.Module):
       tokenizer: a `TFAlbertTokenizer`.
       max_seq_length: tokens per input row.
       model: the checkpoint's Keras model (an encoder, or a model with an `.encoder`).
-      metadata: its albert_tf.json (`model` is the kind; classifiers add `label_names`, `is_regression`).
+      metadata: its albert_tf.json (`model` is the kind; classifiers add `label_names`, `is_regression`,
+        `problem_type` and `multi_label_threshold`).
       xla: run the model part of each request as an XLA program on bucketed shapes (module docstring).
       outputs: which outputs to serve, where the kind offers a choice (EmbeddingServing); None elsewhere.
     """
@@ -232,23 +278,36 @@ class EmbeddingServing(ServingModule):
 
 
 class ClassifierServing(ServingModule):
-    """Classifiers: probabilities, label_id and label (its name); regression: score."""
+    """Classifiers: probabilities, label_id and label (its name); multi-label: probabilities, predicted and
+    label_names (module docstring); regression: score."""
 
     def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None,
                  max_batch_size=DEFAULT_MAX_BATCH_SIZE):
         super().__init__(tokenizer, max_seq_length, model, metadata, xla=xla, outputs=outputs,
                          max_batch_size=max_batch_size)
         self.is_regression = bool(metadata.get("is_regression", False))
+        self.multi_label = metadata.get("problem_type") == "multi_label"
+        self.multi_label_threshold = recorded_multi_label_threshold(metadata)
         if not self.is_regression:
             names = metadata.get("label_names") or [str(i) for i in range(int(metadata["num_labels"]))]
             if len(names) != int(metadata["num_labels"]):
                 raise ValueError(f"label_names has {len(names)} names for num_labels={metadata['num_labels']}")
             self.label_names = tf.constant(names)
 
+    def export_settings(self):
+        if not self.multi_label:
+            return super().export_settings()
+        # Recorded even where the checkpoint's record has none (a Hugging Face conversion): what the graph uses.
+        return {**super().export_settings(), "multi_label_threshold": self.multi_label_threshold}
+
     def _respond(self, text, text_b):
         logits = self._run_model(self._encoded(text, text_b))["logits"]
         if self.is_regression:
             return {"score": logits[:, 0]}
+        if self.multi_label:
+            probabilities = tf.sigmoid(logits)
+            return {"probabilities": probabilities, "predicted": probabilities >= self.multi_label_threshold,
+                    "label_names": tf.tile(self.label_names[None, :], [tf.shape(logits)[0], 1])}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {"probabilities": tf.nn.softmax(logits), "label_id": label_id,
                 "label": tf.gather(self.label_names, label_id)}
@@ -341,9 +400,181 @@ class SquadV2SpanLabelerServing(SpanLabelerServing):
         return {"no_answer_score": outputs["cls_logits"]}
 
 
+class TokenClassifierServing(ServingModule):
+    """Token classifiers (entity taggers): single texts -> their entities with character offsets, padded per
+    text (module docstring), by the rule of `albert_tf.text.entities`, which
+    `AlbertTokenClassifier.predict_entities` applies in Python."""
+
+    def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None,
+                 max_batch_size=DEFAULT_MAX_BATCH_SIZE):
+        super().__init__(tokenizer, max_seq_length, model, metadata, xla=xla, outputs=outputs,
+                         max_batch_size=max_batch_size)
+        names = list(metadata.get("label_names") or [])
+        if len(names) != int(metadata["num_labels"]):
+            raise ValueError(f"a token classifier whose albert_tf.json records {len(names)} label_names for "
+                             f"num_labels={metadata['num_labels']}: its entities are read from its IOB2 tag names; "
+                             "record them (label_names)")
+        types = entity_types(names)
+        self.num_labels = len(names)
+        self.entity_types = tf.constant(types)
+        # Per tag id: its entity type's index (-1 for O), and whether it is an I- tag.
+        self.label_types = tf.constant([-1 if name == OUTSIDE else types.index(name[2:]) for name in names], tf.int32)
+        self.label_inside = tf.constant([name.startswith("I-") for name in names])
+        pieces = AlbertTokenizer(model_proto=tokenizer.model_proto).sp
+        self.starts_word = tf.constant([starts_word(pieces.id_to_piece(piece_id))
+                                        for piece_id in range(pieces.get_piece_size())])
+        # Windows as the Python reader cuts them (word_pieces.sentence_windows): starts `stride` pieces apart.
+        self.window = max_seq_length - 2
+        self.stride = min(getattr(model, "doc_stride", None) or default_doc_stride(max_seq_length), self.window)
+
+    def _model_outputs(self, inputs):
+        return {"logits": tf.cast(self.model(inputs, training=False)["logits"], tf.float32)}
+
+    def _respond(self, text, text_b):
+        texts = clean_text(self._single_texts(self._within_batch_limit(text), text_b))
+        ids, byte_starts, byte_ends = tokenize_with_offsets(self.tokenizer, texts)
+        piece_logits = self._piece_logits(ids)
+
+        # Words: a piece that starts with `▁`, or a text's first piece, starts one; its tag is read at that piece.
+        piece_rows = ids.value_rowids()
+        index = tf.range(tf.size(ids.flat_values, out_type=tf.int64))
+        starts_word = tf.gather(self.starts_word, ids.flat_values) | tf.equal(index, tf.gather(ids.row_starts(),
+                                                                                               piece_rows))
+        word_first = tf.where(starts_word)[:, 0]
+        words = tf.size(word_first, out_type=tf.int64)
+        word_last = tf.math.unsorted_segment_max(index, tf.cumsum(tf.cast(starts_word, tf.int64)) - 1, words)
+        word_rows = tf.gather(piece_rows, word_first)
+        probabilities = tf.nn.softmax(tf.gather(piece_logits, word_first))
+        tags = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+
+        # Entities as conlleval reads IOB2: I-TYPE continues an entity of its type in the same text, any other
+        # tag but O starts one.
+        word_type = tf.gather(self.label_types, tags)
+        continues = (tf.gather(self.label_inside, tags) & tf.equal(word_rows, _previous(word_rows, -1))
+                     & tf.equal(word_type, _previous(word_type, -1)))
+        in_entity = word_type >= 0
+        starts_entity = in_entity & ~continues
+        entity_of_word = tf.boolean_mask(tf.cumsum(tf.cast(starts_entity, tf.int64)) - 1, in_entity)
+        entity_first = tf.where(starts_entity)[:, 0]
+        entities = tf.size(entity_first, out_type=tf.int64)
+        entity_last = tf.math.unsorted_segment_max(tf.boolean_mask(tf.range(words), in_entity), entity_of_word,
+                                                   entities)
+        score = tf.math.unsorted_segment_mean(tf.boolean_mask(tf.reduce_max(probabilities, axis=-1), in_entity),
+                                              entity_of_word, entities)
+        rows = tf.gather(word_rows, entity_first)
+        start = tf.gather(byte_starts.flat_values, tf.gather(word_first, entity_first))
+        end = tf.maximum(start, tf.gather(byte_ends.flat_values, tf.gather(word_last, entity_last)))
+        start, end = _trimmed(tf.gather(texts, rows), start, end)
+
+        batch = tf.shape(texts, out_type=tf.int64)[0]
+        per_text = tf.RaggedTensor.from_value_rowids(rows, rows, nrows=batch, validate=False)
+        # At least one column: a batch without entities still answers every output per row.
+        shape = tf.stack([batch, tf.maximum(tf.reduce_max(per_text.row_lengths()), 1)])
+
+        def padded(values, padding):
+            return per_text.with_flat_values(values).to_tensor(padding, shape=shape)
+
+        return {"entity_count": tf.cast(per_text.row_lengths(), tf.int32),
+                "entity_type": padded(tf.gather(self.entity_types, tf.gather(word_type, entity_first)), ""),
+                "entity_text": padded(tf.strings.substr(tf.gather(texts, rows), start, end - start), ""),
+                "entity_start": padded(tf.cast(_characters_before(texts, rows, start), tf.int32), -1),
+                "entity_end": padded(tf.cast(_characters_before(texts, rows, end), tf.int32), -1),
+                "entity_score": padded(score, 0.0)}
+
+    def _single_texts(self, text, text_b):
+        """`text`, once no request row has a second segment: a tagger reads single texts."""
+        _, has_b = second_segments(text, text_b)
+        check = tf.debugging.Assert(~tf.reduce_any(has_b), [
+            "albert_tf: a token classifier tags single texts; send text alone (serve_text) or with text_b empty"])
+        with tf.control_dependencies([check]):
+            return tf.identity(text)
+
+    def _piece_logits(self, ids):
+        """Flat [pieces, labels]: each piece's logits in the window that gives it the most context.
+
+        A text of more than `window` pieces is cut into windows `stride` pieces apart, each packed as
+        [CLS] pieces [SEP]; a piece's score in a window is min(pieces left of it, pieces right of it) + 0.01 *
+        the window's length, and the first window of the best score wins (`sliding_windows.max_context_window`,
+        in float64 as Python computes it).
+        """
+        window, stride = self.window, self.stride
+        pieces = ids.row_lengths()
+        windows = 1 + tf.maximum(pieces - window + stride - 1, 0) // stride  # a text without pieces: one, empty
+        text_of_window = tf.repeat(tf.range(tf.size(pieces, out_type=tf.int64)), windows)
+        window_start = (tf.range(tf.reduce_sum(windows))
+                        - tf.gather(tf.cumsum(windows, exclusive=True), text_of_window)) * stride
+        length = tf.minimum(tf.gather(pieces, text_of_window) - window_start, window)[:, None]
+        positions = tf.range(self.max_seq_length, dtype=tf.int64)[None, :]
+        offset = positions - 1  # [CLS] comes first
+        in_window = (positions >= 1) & (positions <= length)
+        piece = (tf.gather(ids.row_starts(), text_of_window) + window_start)[:, None] + offset
+        flat_ids = tf.concat([tf.cast(ids.flat_values, tf.int32), [0]], axis=0)  # something to read when empty
+        word_ids = tf.where(positions == 0, CLS_ID, tf.where(
+            in_window, tf.gather(flat_ids, tf.clip_by_value(piece, 0, tf.size(flat_ids, tf.int64) - 1)),
+            tf.where(positions == length + 1, SEP_ID, 0)))
+        logits = self._window_logits(trim_padding({"input_word_ids": word_ids,
+                                                   "input_mask": tf.cast(positions <= length + 1, tf.int32),
+                                                   "input_type_ids": tf.zeros_like(word_ids)}))
+
+        entries = tf.where(in_window)  # (window, position) of every piece in every window
+        entry_piece, entry_window = tf.gather_nd(piece, entries), entries[:, 0]
+        context = tf.cast(tf.minimum(offset, length - 1 - offset), tf.float64) + 0.01 * tf.cast(length, tf.float64)
+        entry_context = tf.gather_nd(context, entries)
+        count = tf.size(ids.flat_values, out_type=tf.int64)
+        best = tf.math.unsorted_segment_max(entry_context, entry_piece, count)
+        first_best = tf.math.unsorted_segment_min(
+            tf.where(tf.equal(entry_context, tf.gather(best, entry_piece)), entry_window, tf.int64.max), entry_piece,
+            count)
+        chosen = tf.boolean_mask(entries, tf.equal(entry_window, tf.gather(first_best, entry_piece)))
+        return tf.scatter_nd(tf.gather_nd(piece, chosen)[:, None], tf.gather_nd(logits, chosen),
+                             tf.stack([count, tf.constant(self.num_labels, tf.int64)]))
+
+    def _window_logits(self, inputs):
+        """[windows, length, labels]: the model run on at most max_batch_size windows at a time, so a request of
+        long texts (many windows each) needs no more memory than a full request of short ones."""
+        rows, length = tf.shape(inputs["input_word_ids"])[0], tf.shape(inputs["input_word_ids"])[1]
+        chunk = tf.clip_by_value(rows, 1, self.max_batch_size)
+        chunks = tf.maximum(-(-rows // chunk), 1)
+        chunked = {name: tf.reshape(tf.pad(value, [[0, chunks * chunk - rows], [0, 0]]), [chunks, chunk, length])
+                   for name, value in inputs.items()}
+        # (XLA pads a chunk's length up to its bucket: cut back to the windows' own length.)
+        logits = tf.map_fn(lambda part: self._run_model(part)["logits"][:, :length], chunked, parallel_iterations=1,
+                           fn_output_signature=tf.TensorSpec([None, None, self.num_labels], tf.float32))
+        return tf.reshape(logits, [chunks * chunk, length, self.num_labels])[:rows]
+
+
+def _previous(values, first):
+    """values[i - 1] at i, `first` at 0."""
+    return tf.concat([tf.fill([1], tf.constant(first, values.dtype)), values[:-1]], axis=0)[:tf.size(values)]
+
+
+def _trimmed(texts, start, end):
+    """[start, end) bytes of `texts` with whitespace at either end left out (an empty span stays where it ends)."""
+    whitespace = re2_class(whitespace_codepoints())
+    span = tf.strings.substr(texts, start, end - start)
+    length = tf.cast(tf.strings.length(span), start.dtype)
+    leading = length - tf.cast(tf.strings.length(tf.strings.regex_replace(span, f"^{whitespace}+", "")), start.dtype)
+    trailing = length - tf.cast(tf.strings.length(tf.strings.regex_replace(span, f"{whitespace}+$", "")), start.dtype)
+    return start + leading, tf.maximum(start + leading, end - trailing)
+
+
+def _characters_before(texts, rows, byte_offsets):
+    """Character (code point) offsets of byte offsets into texts[rows], each at a character boundary: how many of
+    the text's characters start before it. Python str indices of the same text."""
+    _, character_starts = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")
+    character_starts = character_starts.with_row_splits_dtype(tf.int64)
+    # One sorted axis over all the texts' bytes, each text after the one before.
+    text_start = tf.cumsum(tf.cast(tf.strings.length(texts), tf.int64), exclusive=True)
+    all_starts = character_starts.flat_values + tf.gather(text_start, character_starts.value_rowids())
+    before = tf.searchsorted(all_starts, tf.cast(byte_offsets, tf.int64) + tf.gather(text_start, rows), side="left",
+                             out_type=tf.int64)
+    return before - tf.gather(character_starts.row_starts(), rows)
+
+
 # The serving module of each model kind export supports.
 SERVING_BY_KIND = {"encoder": EmbeddingServing, "pretrainer": EmbeddingServing, "classifier": ClassifierServing,
-                   "span_labeler": SpanLabelerServing, "squad_v2_span_labeler": SquadV2SpanLabelerServing}
+                   "span_labeler": SpanLabelerServing, "squad_v2_span_labeler": SquadV2SpanLabelerServing,
+                   "token_classifier": TokenClassifierServing}
 SERVED_KINDS = tuple(SERVING_BY_KIND)
 
 

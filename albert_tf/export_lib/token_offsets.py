@@ -1,7 +1,7 @@
 """Token ids with byte offsets into the raw strings, in-graph: what a served SQuAD model needs to
 return its answer as the context's own text (its case, accents and spacing), not as normalized pieces.
 
-`tokenize_with_offsets` is the in-graph twin of `albert_tf.tasks.squad.tokenize_with_alignment`
+`tokenize_with_offsets` is the in-graph twin of `albert_tf.text.piece_alignment.tokenize_with_alignment`
 (a test checks they agree on every token): the ids of `TFAlbertTokenizer`, and for each id the
 [start, end) of the raw text it came from, in bytes.
 
@@ -116,7 +116,7 @@ def _split_digit_commas_on_axis(tokenizer, pieces, piece_ids, begins, ends):
     """The tokenizer's `<digit>,` split, with the axis span of each resulting id.
 
     A split piece's ids share its span from the end, each taking its own text's length (the
-    comma the last byte), as `squad.tokenize_with_alignment` does.
+    comma the last byte), as `piece_alignment.tokenize_with_alignment` does.
     """
     one_per_row = tf.RaggedTensor.from_row_lengths(piece_ids.flat_values,
                                                    tf.ones_like(piece_ids.flat_values, tf.int64), validate=False)
@@ -441,7 +441,7 @@ def _axis_to_text(axis_begins, axis_ends, units):
 
 
 def _raw_offsets(owners, begins, ends, normalized_length, raw_length):
-    """Normalized [begin, end) per token -> raw [start, end), as `squad.tokenize_with_alignment`:
+    """Normalized [begin, end) per token -> raw [start, end), as `piece_alignment.tokenize_with_alignment`:
     a piece's leading spaces skipped, an empty piece placed where it stands."""
     is_space = owners["is_space"]
     rows = is_space.value_rowids()

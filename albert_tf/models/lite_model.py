@@ -4,6 +4,8 @@
 >>> model(["a delight from start to finish", "a bore"])["label"]            # doctest: +SKIP
 ['1', '0']
 >>> LiteModel("exports/mrpc_lite")(["He left."], ["He went away."])          # doctest: +SKIP
+>>> LiteModel("exports/tickets_lite")(["refund my card, the app crashes"])["labels"]  # doctest: +SKIP
+[['billing', 'bug']]
 
 The interpreter is ai-edge-litert's (`pip install 'albert_tf[litert]'`) when it is installed,
 else TensorFlow's own `tf.lite.Interpreter`; either way tensorflow-text registers the
@@ -64,7 +66,10 @@ class LiteModel:
 
     Calling it on a list of texts (and, for a sentence-pair classifier, a list of second texts; "" =
     none) returns numpy arrays with one row per text: logits, probabilities, label_id and label (a
-    classifier; regression: score), or pooled_output (an encoder).
+    classifier; regression: score), or pooled_output (an encoder). A multi-label classifier (albert_tf.json's
+    problem_type) answers each label's sigmoid probability, and instead of label_id and label: predicted
+    (bool [N, labels]: probability >= its recorded multi_label_threshold) and labels (per text, the list of
+    the names it predicts).
     """
 
     def __init__(self, path: str | os.PathLike, num_threads: int | None = None, runtime: str = "auto"):
@@ -75,10 +80,14 @@ class LiteModel:
                                     "its model.tflite)")
         directory = os.path.dirname(model_path)
         self.metadata = {}
+        # A multi-label classifier's threshold; None: not one (or no albert_tf.json beside the file says so).
+        self.multi_label_threshold = None
         if os.path.isfile(os.path.join(directory, METADATA_FILE)):
-            from albert_tf.models.model_dir_format import read_metadata
+            from albert_tf.models.model_dir_format import read_metadata, recorded_multi_label_threshold
 
             self.metadata = read_metadata(directory)
+            if self.metadata.get("problem_type") == "multi_label":
+                self.multi_label_threshold = recorded_multi_label_threshold(self.metadata)
         self.interpreter = lite_interpreter(model_path=model_path, num_threads=num_threads, runtime=runtime)
         signatures = self.interpreter.get_signature_list()
         if "text" not in signatures:
@@ -117,7 +126,10 @@ class LiteModel:
         if not texts:
             raise ValueError("no texts: pass at least one")
         outputs = run_requests(self._runner, texts, texts_b)
-        if "logits" in outputs:
+        if "logits" in outputs and self.multi_label_threshold is not None:
+            outputs["predicted"] = outputs["probabilities"] >= self.multi_label_threshold
+            outputs["labels"] = [[self.label_names[i] for i in np.flatnonzero(row)] for row in outputs["predicted"]]
+        elif "logits" in outputs:
             outputs["label_id"] = outputs["logits"].argmax(-1).astype(np.int32)
             if self.label_names:
                 outputs["label"] = [self.label_names[i] for i in outputs["label_id"]]

@@ -37,6 +37,11 @@ WEIGHTS_PREFIX = "weights"
 # GLUE tasks of single sentences: their classifiers take no text_b (`recorded_takes_pairs` of an old record).
 SINGLE_SENTENCE_GLUE_TASKS = frozenset({"cola", "sst-2"})
 FORMAT_VERSION = 1
+# What a classifier's "problem_type" may say: the loss its head was trained with, so the outputs it answers.
+PROBLEM_TYPES = ("single_label", "multi_label", "regression")
+# A multi-label classifier predicts each label whose sigmoid probability reaches this, unless its record says
+# otherwise (`recorded_multi_label_threshold`).
+DEFAULT_MULTI_LABEL_THRESHOLD = 0.5
 
 
 def write_metadata(directory, kind, albert_config, **extra):
@@ -76,8 +81,7 @@ _METADATA_TYPES = {
     "format_version": _INTEGER,
     "model": (_STRING[0], "a string (the model kind)"),
     # A classifier's head: which loss it was trained with, so which outputs it answers.
-    "problem_type": (lambda value: value in ("single_label", "multi_label", "regression"),
-                     '"single_label", "multi_label" or "regression"'),
+    "problem_type": (lambda value: value in PROBLEM_TYPES, '"single_label", "multi_label" or "regression"'),
     "albert_config": _OBJECT,
     # A task model's head sizes (models.registry's saved arguments) and the recorded preprocessing.
     **dict.fromkeys(("num_labels", "num_choices", "start_n_top", "end_n_top", "max_seq_length",
@@ -85,6 +89,8 @@ _METADATA_TYPES = {
     **dict.fromkeys(("lower_case", "keep_accents", "rewrite_quotes", "is_regression", "takes_pairs"), _BOOLEAN),
     **dict.fromkeys(("task_name", "squad_version", "squad_v2_head"), _STRING),
     "label_names": (_is_string_list, "a list of strings"),
+    "multi_label_threshold": (lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
+                              and 0 <= value <= 1, "a number from 0 to 1"),
     "preprocessor": _OBJECT,
 }
 # What model_io.write_model_dir records of a model's own preprocessor (model_io.load_model rebuilds it from these).
@@ -108,6 +114,27 @@ def _check_metadata_types(metadata, path):
             continue
         if not is_valid(value):
             raise ValueError(f'{path}: "{key}" must be {expected}, got {describe_json_value(value)}')
+
+
+def recorded_multi_label_threshold(metadata):
+    """The probability at which the multi-label classifier of `metadata` (an albert_tf.json) predicts a label: its
+    "multi_label_threshold", which run_text_classifier records; a record without it (a model converted from
+    Hugging Face, whose config has none): DEFAULT_MULTI_LABEL_THRESHOLD."""
+    threshold = metadata.get("multi_label_threshold")
+    return DEFAULT_MULTI_LABEL_THRESHOLD if threshold is None else float(threshold)
+
+
+def recorded_problem_type(metadata):
+    """The problem type of the classifier of `metadata` (an albert_tf.json): its "problem_type", which
+    run_text_classifier and save_to_preset record; a record without it: regression where it says
+    "is_regression" (or, saying neither, has one output, as a classifier saved before either key), else
+    single_label."""
+    if metadata.get("problem_type") is not None:
+        return metadata["problem_type"]
+    is_regression = metadata.get("is_regression")
+    if is_regression is None:
+        is_regression = metadata.get("num_labels") == 1
+    return "regression" if is_regression else "single_label"
 
 
 def recorded_takes_pairs(metadata):

@@ -176,11 +176,9 @@ def model_from_preset(model_class, preset, max_seq_length=None, spm_model_file=N
                          "only for a preset name")
     exported = exported_encoder_dir(preset)
     metadata = read_metadata(os.path.join(exported, "assets") if exported else resolve_checkpoint(preset)[0])
-    kind, saved_arguments = registry.describe_class(model_class)
-    if metadata["model"] == kind and not exported and all(
-            metadata.get(name, value) == value for name, value in arguments.items() if name in saved_arguments):
-        # The same kind of model: its head too, built with the caller's other arguments (a new dropout).
-        recorded = {name: int(metadata[name]) for name in saved_arguments if name in metadata}
+    recorded = None if exported else model_class.recorded_head(metadata, arguments)
+    if recorded is not None:
+        # The same kind of model and head: the head too, built with the caller's other arguments (a new dropout).
         model = model_class(config=_albert_config(metadata), **{**recorded, **arguments})
         if hasattr(model, "build_variables"):
             model.build_variables()

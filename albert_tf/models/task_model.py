@@ -10,6 +10,7 @@ gave a 2-label model).
 import inspect
 import os
 
+from albert_tf.models import registry
 from albert_tf.models.model_dir_format import model_metadata
 from albert_tf.models.model_io import model_from_preset, write_model_dir
 from albert_tf.networks.albert_encoder import ENCODER_INPUTS
@@ -92,6 +93,18 @@ class AlbertTaskModel:
         if os.path.isdir(preset):
             model.adopt_record(model_metadata(preset))
         return model
+
+    @classmethod
+    def recorded_head(cls, metadata: dict, arguments: dict) -> dict | None:
+        """The constructor arguments of the head `metadata` (a model directory's albert_tf.json) records, where it
+        records this kind of model and the head the caller's constructor `arguments` ask for (every recorded
+        argument among them agrees: the same `num_labels` ...); None otherwise, and `from_preset` then gives the
+        directory's encoder a fresh head."""
+        kind, recorded_keys = registry.describe_class(cls)
+        if metadata["model"] != kind or any(metadata.get(recorded_keys[name], value) != value
+                                            for name, value in arguments.items() if name in recorded_keys):
+            return None
+        return registry.recorded_arguments(kind, metadata)
 
     def adopt_record(self, metadata):
         """Takes from `metadata` (the albert_tf.json `from_preset` loaded) what the model keeps besides its weights

@@ -15,7 +15,9 @@ task's own config, a dataclass of `config_class`, as `config.task`) and the
 
 import dataclasses
 import math
+import os
 
+from albert_tf.settings import SettingError
 from albert_tf.text.packing import ENCODER_INPUTS
 from albert_tf.tasks.objective import Objective
 
@@ -133,6 +135,12 @@ class FinetuningTask:
         """float32 loss of each example of a training batch, [batch]; training minimizes their mean."""
         raise NotImplementedError
 
+    def objective(self, model):
+        """What training computes on a batch of `model`: the mean of `example_losses` over the global batch by
+        default (`FinetuningObjective`); a task whose loss is a mean over other units (a tagger's words)
+        returns its own."""
+        return FinetuningObjective(self.example_losses, model.TRAINING_INPUTS)
+
     def loss(self, batch, outputs):
         """Scalar float32 loss of a training batch: the mean of `example_losses`."""
         import tensorflow as tf
@@ -173,6 +181,21 @@ class FinetuningTask:
     def summary(self, metrics):
         """One line of metrics for the console."""
         return "  ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()) if isinstance(v, float))
+
+
+def check_data_files(config, check_name=lambda path: None):
+    """Refuses (SettingError) a `train_file`, `eval_file` or `predict_file` of `config.task` that its do_ setting
+    wants and is not given, or that is given and is no file; `check_name(path)` first refuses a name no reader
+    takes. For the tasks that read one file per purpose (a user's own labelled or tagged files)."""
+    for wanted, name in ((config.do_train, "train_file"), (config.do_eval, "eval_file"),
+                         (config.do_predict, "predict_file")):
+        path = getattr(config.task, name)
+        if wanted and not path:
+            raise SettingError(f"<{name}> required with <do_{name.split('_')[0]}>")
+        if path:
+            check_name(path)
+            if not os.path.isfile(path):
+                raise SettingError(f"<{name}>={path}: no such file")
 
 
 class FinetuningObjective(Objective):

@@ -2,8 +2,21 @@
 label scheme, every bad input named by file, line and column before anything is trained.
 
 Files:
-  - CSV and TSV have a header row naming the columns; quoted cells may hold the delimiter, quotes and newlines
-    (a cell's line is the line its row starts on); CRLF line ends are read as LF.
+  - CSV and TSV have a header row naming the columns; CRLF line ends are read as LF. How quotes are read is the
+    `quoting` setting (`QUOTINGS`):
+      `csv`: RFC 4180 quoting: a cell that begins with a quote ends at its closing quote and may hold the
+        delimiter, newlines and quotes (doubled); a row's line is the line it starts on;
+      `none`: every character literal, one row per line, every delimiter a cell boundary (GLUE's TSVs, whose
+        texts hold stray quotes such as `"Hello," she said.`);
+      `auto` (the default): `csv` for a CSV file. A TSV file is read with `csv` where it is RFC 4180 throughout,
+        else with `none`: every cell that begins with a quote ends with its closing quote right before a tab or
+        a line end, the quotes inside it doubled; no text holds a lone quote between two of its characters (RFC
+        4180 would have quoted the cell and doubled it); the file ends outside quotes; and every row so read
+        has the header's number of cells. Tools that quote (pandas,
+        Excel) write such files. A stray quote (`"Hello," she said.`, `the "best" one`) makes the file literal.
+        Two cases read quoted where `none` is meant: a file whose only quotes enclose whole cells (`"Stop."`)
+        loses those quotes; a text that opens a quote it never closes, in a file with no other stray quote,
+        whose next quote ends a cell of the same column on a later row, joins those rows into one cell.
   - JSON Lines hold one JSON object per line; blank lines are skipped.
   - All are UTF-8; a byte-order mark is dropped.
 
@@ -27,6 +40,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 import zlib
 
@@ -43,6 +57,9 @@ HUGGINGFACE_PROBLEM_TYPES = {
 MULTI_LABEL_THRESHOLD = 0.5  # a label is predicted where its sigmoid probability reaches this
 
 _FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+# An odd run of quotes between two characters of a cell: a quote that RFC 4180 quoting does not explain.
+_LONE_QUOTE = re.compile(r'(?<=[^\t\r\n"])"(?:"")*(?=[^\t\r\n"])')
+QUOTINGS = ("auto", "csv", "none")  # how CSV and TSV cells are read: the module's docstring
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +130,7 @@ def file_format(path):
     return _FORMATS[extension]
 
 
-def _read_text(path):
+def read_text(path):
     """The file's text: gunzipped where named .gz, UTF-8 decoded, a byte-order mark dropped; one-line errors
     naming the file (and the line of a byte that is not UTF-8)."""
     if not os.path.isfile(path):
@@ -132,25 +149,53 @@ def _read_text(path):
     return text
 
 
-def _delimited_rows(path, text, delimiter):
-    """(line, cells) of each row after the header, and the header; a row's line is where it starts."""
-    csv.field_size_limit(sys.maxsize)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+def _split_rows(text, delimiter, quoted):
+    """(line, cells) of each row that is not blank, the header first; a row's line is the line it starts on.
+    Raises csv.Error with the line of the row it could not read as `line`."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True,
+                        quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE)
     rows = []
     start = 1
     try:
         for cells in reader:
-            rows.append((start, cells))
+            if any(cell.strip() for cell in cells):
+                rows.append((start, cells))
             start = reader.line_num + 1
     except csv.Error as error:
-        raise ValueError(f"{path}:{start}: not valid {'CSV' if delimiter == ',' else 'TSV'} ({error}); check "
-                         "the quoting of this row") from None
-    rows = [(line, cells) for line, cells in rows if any(cell.strip() for cell in cells)]
+        error.line = start
+        raise
+    return rows
+
+
+def _whole_quoted_rows(text):
+    """A TSV's rows read with quoting where the file is RFC 4180 throughout and every row has the header's
+    number of cells (`auto`, the module's docstring); None otherwise."""
+    if _LONE_QUOTE.search(text):
+        return None
+    try:
+        rows = _split_rows(text, "\t", quoted=True)
+    except csv.Error:
+        return None
+    return rows if all(len(cells) == len(rows[0][1]) for _, cells in rows) else None
+
+
+def _delimited_rows(path, text, delimiter, quoting):
+    """The header, the (line, cells) of each row after it, and whether the file's quotes were read as text."""
+    csv.field_size_limit(sys.maxsize)
+    rows = _whole_quoted_rows(text) if quoting == "auto" and delimiter == "\t" else None
+    quoted = rows is not None or quoting == "csv" or (quoting == "auto" and delimiter == ",")
+    if rows is None:
+        try:
+            rows = _split_rows(text, delimiter, quoted)
+        except csv.Error as error:
+            raise SettingError(f"{path}:{error.line}: not valid {'CSV' if delimiter == ',' else 'TSV'} ({error}); "
+                               "check the quoting of this row, or pass <quoting>=none to read every character "
+                               "literally, one row per line") from None
     if not rows:
         raise ValueError(f"{path}: the file is empty")
     (_, header), rows = rows[0], rows[1:]
     header = [name.strip() for name in header]
-    return header, rows
+    return header, rows, not quoted and '"' in text
 
 
 def _choose_columns(columns, present, path, labelled):
@@ -207,11 +252,14 @@ def _describe(value):
     return "nothing" if value is None else f"a JSON {type(value).__name__}"
 
 
-def read_text_file(path, columns=ColumnNames(), labelled=True):
+def read_text_file(path, columns=ColumnNames(), labelled=True, quoting="auto"):
     """The examples of one file. `labelled`: the label column must exist (training and evaluation files);
-    otherwise it is read where present (a predict file). ValueError naming file, line and column."""
+    otherwise it is read where present (a predict file). `quoting`: how CSV and TSV cells are read (`QUOTINGS`).
+    ValueError naming file, line and column."""
+    if quoting not in QUOTINGS:
+        raise SettingError(f"<quoting> must be one of {list(QUOTINGS)}, got {quoting!r}")
     kind = file_format(path)
-    text = _read_text(path)
+    text = read_text(path)
     examples = []
     if kind == "jsonl":
         objects = []
@@ -236,15 +284,17 @@ def read_text_file(path, columns=ColumnNames(), labelled=True):
                     raise ValueError(f"{path}:{line}: no {name!r} key; every line needs one")
             examples.append(_example(path, line, value, chosen))
     else:
-        header, rows = _delimited_rows(path, text, "," if kind == "csv" else "\t")
+        header, rows, quotes_as_text = _delimited_rows(path, text, "," if kind == "csv" else "\t", quoting)
         duplicates = sorted({name for name in header if header.count(name) > 1})
         if duplicates:
             raise ValueError(f"{path}:1: the header names {duplicates} more than once")
         chosen = _choose_columns(columns, set(header), path, labelled)
         for line, cells in rows:
             if len(cells) != len(header):
-                raise ValueError(f"{path}:{line}: {len(cells)} columns where the header has {len(header)}; "
-                                 "quote cells that hold the delimiter")
+                hint = ("the file's quotes were read as text (<quoting>=none, or auto finding quotes that are "
+                        "not RFC 4180 quoting); <quoting>=csv reads quoted cells and names the row a quote breaks"
+                        if quotes_as_text else "quote cells that hold the delimiter")
+                raise SettingError(f"{path}:{line}: {len(cells)} columns where the header has {len(header)}; {hint}")
             examples.append(_example(path, line, dict(zip(header, cells)), chosen))
         if not examples:
             raise ValueError(f"{path}: holds a header and no rows")

@@ -21,7 +21,7 @@ from albert_tf.tasks import labelled_texts
 from albert_tf.tasks.classification_metrics import (DEFAULT_SELECTION_METRIC, SELECTION_METRICS, metrics_table,
                                                     multi_label_metrics, plot_confusion_matrix, regression_metrics,
                                                     single_label_metrics)
-from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, predict_logits
+from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, check_data_files, predict_logits
 from albert_tf.tasks.labelled_texts import MULTI_LABEL_THRESHOLD, PROBLEM_TYPES, ColumnNames, LabelScheme
 
 RECIPE = Recipe(2e-5, 32, num_train_epochs=3.0, warmup_proportion=0.1)
@@ -44,6 +44,7 @@ class TextClassificationConfig:
     label_column: str = "label"
     id_column: str | None = None  # None: "id" where the file has it
     label_separator: str | None = None  # multi-label names in one cell, split on this
+    quoting: str = "auto"  # how CSV and TSV cells are read: labelled_texts.QUOTINGS
     problem_type: str | None = None  # single_label, multi_label or regression
     metric: str | None = None  # the metric that picks the best checkpoint
     dropout: float = 0.1
@@ -95,21 +96,15 @@ class TextClassificationTask(FinetuningTask):
 
     def validate(self, config):
         task = config.task
-        for wanted, name in ((config.do_train, "train_file"), (config.do_eval, "eval_file"),
-                             (config.do_predict, "predict_file")):
-            path = getattr(task, name)
-            if wanted and not path:
-                raise SettingError(f"<{name}> required with <do_{name.split('_')[0]}>")
-            if path:
-                labelled_texts.file_format(path)  # a name no reader takes, before anything else
-                if not os.path.isfile(path):
-                    raise SettingError(f"<{name}>={path}: no such file")
+        check_data_files(config, labelled_texts.file_format)  # file_format refuses a name no reader takes
         if task.problem_type is not None and task.problem_type not in PROBLEM_TYPES:
             raise SettingError(f"<problem_type> must be one of {list(PROBLEM_TYPES)}, got {task.problem_type!r}")
         if task.label_separator is not None and task.problem_type not in (None, "multi_label"):
             raise SettingError(f"<label_separator> splits multi-label names; <problem_type> is {task.problem_type}")
         if task.label_separator == "":
             raise SettingError("<label_separator> must not be empty")
+        if task.quoting not in labelled_texts.QUOTINGS:
+            raise SettingError(f"<quoting> must be one of {list(labelled_texts.QUOTINGS)}, got {task.quoting!r}")
         DROPOUT_RATE.check("dropout", task.dropout)
 
     def resolve(self, config):
@@ -142,7 +137,8 @@ class TextClassificationTask(FinetuningTask):
     def _read(self, path, task, labelled):
         key = (path, labelled)
         if key not in self._files:
-            self._files[key] = labelled_texts.read_text_file(path, task.columns, labelled=labelled)
+            self._files[key] = labelled_texts.read_text_file(path, task.columns, labelled=labelled,
+                                                             quoting=task.quoting)
         return self._files[key]
 
     def recipe(self, config):
@@ -175,7 +171,10 @@ class TextClassificationTask(FinetuningTask):
     def build_model(self, encoder, config):
         from albert_tf.models.albert_classifier import AlbertClassifier
 
-        return AlbertClassifier(encoder, config.task.scheme.num_outputs, dropout=config.task.dropout)
+        scheme = config.task.scheme
+        labels = None if scheme.problem_type == "regression" else list(scheme.labels)
+        return AlbertClassifier(encoder, scheme.num_outputs, dropout=config.task.dropout, labels=labels,
+                                problem_type=scheme.problem_type)
 
     def _encode(self, text_file, tokenizer, config, labelled):
         from albert_tf.tasks import glue

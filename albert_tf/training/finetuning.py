@@ -63,7 +63,7 @@ SUMMARY_SUBDIRS = ("train", "eval")  # in summary_dir: the per-loop and the per-
 
 def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metadata=None, evaluate=None,
              best_metric=None, best_dir=None, spm_model_file=None, variables=None, summary_dir=None, strategy=None,
-             chief=True, restore_dir=None, log=print):
+             chief=True, restore_dir=None, objective=None, log=print):
     """Trains `model` (built inside `strategy.scope()`) in place; returns {"status": 0, or 143 after SIGTERM and
     130 after Ctrl-C (SIGINT), "signal": the signal's name or None, "step": the last step, "loss": the last
     loop's loss, "evaluations": [...], "best": {...} or None}.
@@ -73,7 +73,10 @@ def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metada
     XLA, loop length), whatever its task and paths say.
 
     `restore_dir`: where to resume from, when not `checkpoint_dir` (a worker that is not the chief
-    resumes from the chief's checkpoints and saves into a directory of its own)."""
+    resumes from the chief's checkpoints and saves into a directory of its own).
+
+    `objective`: what a step computes (`albert_tf.tasks.objective.Objective`); None for the mean of
+    `example_losses` over the global batch."""
     import keras
 
     from albert_tf.optimization import create_optimizer
@@ -91,7 +94,7 @@ def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metada
                                      weight_decay_rate=0.01, clipnorm=1.0, gradients_are_aggregated=True)
         if keras.mixed_precision.global_policy().name == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-        objective = FinetuningObjective(example_losses, model.TRAINING_INPUTS)
+        objective = objective or FinetuningObjective(example_losses, model.TRAINING_INPUTS)
         trainer = Trainer(strategy, model, optimizer, objective, settings.train_batch_size,
                           settings.gradient_accumulation_steps, jit_compile=settings.jit_compile,
                           variables=variables, input_is_global=True)
@@ -118,7 +121,7 @@ def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metada
         (tf.summary.create_file_writer(os.path.join(summary_dir, name)) for name in SUMMARY_SUBDIRS)
         if summary_dir and chief else (tf.summary.create_noop_writer(), tf.summary.create_noop_writer()))
     evaluations = _CheckpointEvaluations(model, evaluate, best_metric, best_dir, eval_writer, checkpoint_dir, kind,
-                                         metadata, spm_model_file, strategy, log)
+                                         metadata, spm_model_file, strategy, log, objective)
 
     done = int(trainer.step.numpy())
     # A run stopped between saving a checkpoint and evaluating it evaluates it now. The workers of a
@@ -149,8 +152,9 @@ class _CheckpointEvaluations(LoopHooks):
     """The loop's hooks for fine-tuning: evaluates every saved checkpoint and keeps the best in best_dir."""
 
     def __init__(self, model, evaluate, best_metric, best_dir, writer, checkpoint_dir, kind, metadata,
-                 spm_model_file, strategy, log):
+                 spm_model_file, strategy, log, objective):
         self.model, self.evaluate, self.best_metric, self.best_dir = model, evaluate, best_metric, best_dir
+        self.objective = objective  # turns the loop's sums into its loss
         self.writer, self.kind, self.metadata, self.spm_model_file = writer, kind, metadata, spm_model_file
         self.strategy, self.log = strategy, log
         self.path = os.path.join(checkpoint_dir, EVALUATIONS_FILE)
@@ -164,7 +168,7 @@ class _CheckpointEvaluations(LoopHooks):
         return max(self.history, key=lambda r: r[self.best_metric]) if self.history and self.best_metric else None
 
     def after_loop(self, step, num_steps, seconds, elapsed, totals):
-        self.last_loss = float(totals["loss_sum"]) / max(float(totals["examples"]), 1e-9)
+        self.last_loss = self.objective.metrics(totals)["loss"]
         return None
 
     def after_save(self, step, only_if_missing=False):

@@ -344,7 +344,7 @@ def _run(task, config, strategy, chief=True):
                     evaluate=(lambda m: task.evaluate(m, eval_data, config)) if config.do_eval else None,
                     best_metric=best_metric if config.do_eval else None, best_dir=best_dir, spm_model_file=spm,
                     variables=task.trainable_variables(model), summary_dir=run_dir, strategy=strategy, chief=chief,
-                    restore_dir=restore_dir)
+                    restore_dir=restore_dir, objective=task.objective(model))
             except TrainingDivergedError as error:
                 raise _divergence_advice(error, config) from None
             if result["status"]:

@@ -64,7 +64,28 @@ TRANSFER_SEEDS = "1,2,3"
 GOAL_AT_MASK, GOAL_SOP, MOONSHOT_SOP, GOAL_SOP_GAP, GOAL_SQUAD_F1_GAIN = 0.25, 0.65, 0.70, 0.05, 5.0
 
 
-def prepare(work, corpus):
+def case_flags(cased):
+    """The tools' flags for a cased run (the vocabulary and the data keep capitals) or none (lowercased)."""
+    return ["--nodo_lower_case"] if cased else []
+
+
+def check_casing(work, cased):
+    """A work directory holds one casing: the first run records it, a later run with the other is refused."""
+    path = os.path.join(work, "casing.json")
+    if not os.path.exists(path):
+        if os.path.exists(os.path.join(work, "spm.model")) and cased:
+            sys.exit(f"{work}: holds a lowercased run; a cased one needs another --work_dir")
+        with open(path, "w") as f:
+            json.dump({"cased": cased}, f)
+        return
+    with open(path) as f:
+        recorded = json.load(f)["cased"]
+    if recorded != cased:
+        sys.exit(f"{work}: holds a {'cased' if recorded else 'lowercased'} run; "
+                 f"{'drop' if recorded else 'add'} --cased or pass another --work_dir")
+
+
+def prepare(work, corpus, cased=False):
     """The split and the vocabulary (each made once): (train text, held-out text, spm model)."""
     train_text, heldout_text = os.path.join(work, "train.txt"), os.path.join(work, "heldout.txt")
     if not os.path.exists(heldout_text):
@@ -74,7 +95,8 @@ def prepare(work, corpus):
     if not os.path.exists(spm + ".model"):
         record = measured_tool("vocabulary", "albert_tf.train_sentencepiece", f"--input={train_text}",
                                "--input_format=paragraphs", f"--vocab_size={VOCAB_SIZE}",
-                               f"--input_sentence_size={VOCAB_SAMPLE_SENTENCES}", f"--output_prefix={spm}")
+                               f"--input_sentence_size={VOCAB_SAMPLE_SENTENCES}", f"--output_prefix={spm}",
+                               *case_flags(cased))
         save_measurement(work, "vocabulary", record)
     config_path = os.path.join(work, "small8k.json")
     if not os.path.exists(config_path):
@@ -114,13 +136,14 @@ def load_measurements(work):
         return json.load(f)
 
 
-def data_flags(text, prefix, output_format, shards, spm):
-    return [f"--input_file={text}", "--input_format=paragraphs", f"--output_file={prefix}", f"--spm_model_file={spm}",
+def data_flags(text, prefix, output_format, shards, spm, cased=False):
+    return [*case_flags(cased), f"--input_file={text}", "--input_format=paragraphs", f"--output_file={prefix}",
+            f"--spm_model_file={spm}",
             f"--max_seq_length={RECIPE.seq_length}", f"--max_predictions_per_seq={RECIPE.predictions}",
             "--dupe_factor=1", f"--num_output_shards={shards}", f"--output_format={output_format}"]
 
 
-def make_data(work, train_text, heldout_text, spm):
+def make_data(work, train_text, heldout_text, spm, cased=False):
     """The training documents (local tool and Beam, measured and compared) and the held-out instances."""
     data = os.path.join(work, "data")
     os.makedirs(data, exist_ok=True)
@@ -128,13 +151,13 @@ def make_data(work, train_text, heldout_text, spm):
     heldout_prefix = os.path.join(data, "heldout")
     if not os.path.exists(train_prefix + ".metadata.json"):
         record = measured_tool("data, local tool", "albert_tf.create_pretraining_data",
-                               *data_flags(train_text, train_prefix, "documents", 8, spm), "--num_workers=2",
+                               *data_flags(train_text, train_prefix, "documents", 8, spm, cased), "--num_workers=2",
                                output_prefix=train_prefix)
         save_measurement(work, "data_local", record)
     if "data_beam" not in load_measurements(work):
         os.makedirs(os.path.dirname(beam_prefix), exist_ok=True)
         record = measured_tool("data, Beam", "pipelines.create_pretraining_data",
-                               *data_flags(train_text, beam_prefix, "documents", 8, spm), "--overwrite",
+                               *data_flags(train_text, beam_prefix, "documents", 8, spm, cased), "--overwrite",
                                "--runner=FnApiRunner", "--direct_num_workers=2",
                                "--direct_running_mode=multi_processing", output_prefix=beam_prefix)
         record["same_bytes_as_local"] = output_files(beam_prefix) == output_files(train_prefix)  # sizes, sha256
@@ -143,7 +166,7 @@ def make_data(work, train_text, heldout_text, spm):
         save_measurement(work, "data_beam", record)
     if not os.path.exists(heldout_prefix + ".metadata.json"):
         record = measured_tool("held-out instances", "albert_tf.create_pretraining_data",
-                               *data_flags(heldout_text, heldout_prefix, "instances", 1, spm), "--num_workers=2",
+                               *data_flags(heldout_text, heldout_prefix, "instances", 1, spm, cased), "--num_workers=2",
                                output_prefix=heldout_prefix)
         save_measurement(work, "data_heldout", record)
     return train_prefix, heldout_prefix
@@ -318,8 +341,8 @@ def plot(history, recorded, path):
     plt.close(figure)
 
 
-def report(work, results_dir):
-    """Writes RESULTS/large_corpus.{md,json,png} from what WORK_DIR holds."""
+def report(work, results_dir, name="large_corpus"):
+    """Writes RESULTS/NAME.{md,json,png} from what WORK_DIR holds."""
     measurements = load_measurements(work)
     history = read_history(os.path.join(work, RUN, "eval_history.jsonl"))
     recorded, recorded_hours, recorded_epoch = recorded_small_corpus()
@@ -391,14 +414,14 @@ def report(work, results_dir):
                                for goal, met in achieved))
     text = "\n".join(lines) + "\n"
     os.makedirs(results_dir, exist_ok=True)
-    with open(os.path.join(results_dir, "large_corpus.md"), "w") as f:
+    with open(os.path.join(results_dir, name + ".md"), "w") as f:
         f.write(text)
-    with open(os.path.join(results_dir, "large_corpus.json"), "w") as f:
+    with open(os.path.join(results_dir, name + ".json"), "w") as f:
         json.dump({"measurements": measurements, "history": history, "transfer": transfers, "cloze": answers,
                    "goals": achieved}, f, indent=1)
     if history:
         try:
-            plot(history, recorded, os.path.join(results_dir, "large_corpus.png"))
+            plot(history, recorded, os.path.join(results_dir, name + ".png"))
         except ImportError:
             print("(no plot: matplotlib, from the [plots] extra, is not installed)")
     print(text)
@@ -415,21 +438,25 @@ def main(argv=None):
     parser.add_argument("--report_only", action="store_true",
                         help="run nothing: write the report from what WORK_DIR holds so far")
     parser.add_argument("--skip_transfer", action="store_true", help="stop after pretraining (then report)")
+    parser.add_argument("--cased", action="store_true",
+                        help="keep capitals (a cased vocabulary and data, for tasks such as entity tagging); the "
+                             "report is then RESULTS/large_corpus_cased.*. A work directory holds one casing")
     args = parser.parse_args(argv)
     work = os.path.abspath(args.work_dir)
     os.makedirs(work, exist_ok=True)
+    check_casing(work, args.cased)
     if not args.report_only:
         if not os.path.exists(args.corpus):
             sys.exit(f"{args.corpus}: no such corpus (pass --corpus)")
-        train_text, heldout_text, spm = prepare(work, args.corpus)
-        train_prefix, heldout_prefix = make_data(work, train_text, heldout_text, spm)
+        train_text, heldout_text, spm = prepare(work, args.corpus, args.cased)
+        train_prefix, heldout_prefix = make_data(work, train_text, heldout_text, spm, args.cased)
         if pretrain(work, train_prefix, heldout_prefix, spm) != 0:
             print("run_pretraining stopped; rerun this command to resume", flush=True)
             return 1
         if not args.skip_transfer and transfer(work, best_model_directory(work)) != 0:
             print("the transfer grid stopped; rerun this command to resume", flush=True)
             return 1
-    report(work, args.results_dir)
+    report(work, args.results_dir, "large_corpus_cased" if args.cased else "large_corpus")
     return 0
 
 

@@ -1,19 +1,28 @@
-r"""Pretraining data at scale: the local tool vs the Beam pipeline on a Dask cluster, same corpus and flags.
+r"""Pretraining data at scale: the local tool vs the Beam pipeline on a Dask cluster, at several corpus sizes.
 
-  python -m benchmarks.speed.data_creation_dask \
-      [--corpus=../shared/data/corpus_large/corpus_paragraphs.txt.gz] [--max_mb=20] \
+  python -m benchmarks.speed.data_creation_dask [--sizes=24,240,960] \
+      [--corpus=../shared/data/corpus_large/corpus_paragraphs.txt.gz] \
       [--spm_model_file=../shared/data/albert_base_v2_release/30k-clean.model]
 
+For each of --sizes (MB of text) a corpus is made from --corpus: below its
+size, its first whole documents up to that many MB; a whole multiple of it,
+that many copies of it as files of their own (960 MB: the 240 MB corpus four
+times over, four files, each numbered and so masked as a file of its own).
 `python -m albert_tf.create_pretraining_data --num_workers=2` and `python -m
-pipelines.create_pretraining_data` on Beam's Dask runner read the same corpus
-with the same vocabulary and flags. The Dask cluster is started here, on the
+pipelines.create_pretraining_data` on Beam's Dask runner read it with the same
+vocabulary and flags. A fresh Dask cluster is started for each size, on the
 loopback interface, as it would be on machines of its own: `dask scheduler`
 and two `dask worker` processes of one thread each (each under its nanny).
 Seconds are each tool's wall time (the cluster is up before and after);
 memory is the peak resident set, sampled every 50 ms, of the tool's process
-tree plus, for Dask, the scheduler's and the workers' (the idle cluster's is
-given beside it). The two outputs are compared byte for byte. --max_mb takes
-the corpus's first whole documents up to that many MB, to time a slice first.
+tree plus, for Dask, the scheduler's and the workers' (the idle cluster's and
+each process's own peak are given beside it). The outputs are compared byte
+for byte (SHA-256 of every file).
+
+The goals it judges: Dask's peak memory at the largest size within 1.25x of
+its peak at the smallest (memory that does not grow with the corpus); Dask's
+seconds per MB within 1.5x of the local runner's on the same cores, at the
+largest size; the same bytes at every size.
 """
 
 import argparse
@@ -24,6 +33,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 
 import psutil
 
@@ -69,6 +79,25 @@ def text_mb(path):
     return size / 1e6
 
 
+def corpus_of_size(corpus, corpus_mb, size_mb, directory):
+    """(input files, their MB of text) holding `size_mb` MB of text from `corpus` (of `corpus_mb` MB): its first
+    whole documents below its size, `size_mb / corpus_mb` copies of it (links, as files of their own) at a whole
+    multiple."""
+    os.makedirs(directory, exist_ok=True)
+    copies = round(size_mb / corpus_mb)
+    if copies >= 1 and abs(size_mb - copies * corpus_mb) <= 0.01 * size_mb:
+        suffix = ".txt.gz" if corpus.endswith(".gz") else ".txt"
+        paths = [os.path.join(directory, f"corpus-{copy}{suffix}") for copy in range(copies)]
+        for path in paths:
+            os.symlink(os.path.abspath(corpus), path)
+        return paths, copies * corpus_mb
+    if size_mb > corpus_mb:
+        raise SystemExit(f"--sizes: {size_mb:g} MB is neither below the corpus's {corpus_mb:.1f} MB nor a whole "
+                         "multiple of it")
+    prefix = corpus_slice(corpus, size_mb, os.path.join(directory, "corpus.txt"))
+    return [prefix], text_mb(prefix)
+
+
 class LoopbackCluster:
     """A dask.distributed scheduler and `workers` single-threaded workers, as processes listening on 127.0.0.1."""
 
@@ -77,14 +106,15 @@ class LoopbackCluster:
 
         scheduler_file = os.path.join(work, "scheduler.json")
         self.log = open(os.path.join(work, "cluster.log"), "w")
-        self.processes = []
+        self.processes = {}  # name: Popen
         try:
-            self._start(["scheduler", "--host=127.0.0.1", "--port=0", "--no-dashboard",
-                         "--dashboard-address=127.0.0.1:0", f"--scheduler-file={scheduler_file}"], env)
+            self._start("scheduler", ["scheduler", "--host=127.0.0.1", "--port=0", "--no-dashboard",
+                                      "--dashboard-address=127.0.0.1:0", f"--scheduler-file={scheduler_file}"], env)
             for worker in range(workers):
-                self._start(["worker", f"--scheduler-file={scheduler_file}", "--host=127.0.0.1", "--nthreads=1",
-                             "--no-dashboard", f"--name=worker-{worker}",
-                             f"--local-directory={os.path.join(work, f'worker-{worker}')}"], env)
+                self._start(f"worker-{worker}", [
+                    "worker", f"--scheduler-file={scheduler_file}", "--host=127.0.0.1", "--nthreads=1",
+                    "--no-dashboard", f"--name=worker-{worker}",
+                    f"--local-directory={os.path.join(work, f'worker-{worker}')}"], env)
             with distributed.Client(scheduler_file=scheduler_file, timeout=120) as client:
                 client.wait_for_workers(workers, timeout=120)
                 self.address = client.scheduler.address
@@ -92,15 +122,19 @@ class LoopbackCluster:
             self.close()
             raise
 
-    def _start(self, arguments, env):
-        self.processes.append(subprocess.Popen(module_command("dask", *arguments), env=env, stdout=self.log,
-                                               stderr=subprocess.STDOUT))
+    def _start(self, name, arguments, env):
+        self.processes[name] = subprocess.Popen(module_command("dask", *arguments), env=env, stdout=self.log,
+                                                stderr=subprocess.STDOUT)
+
+    def psutil_processes(self):
+        """{name: psutil.Process} of the scheduler and each worker (its nanny; the worker is its child)."""
+        return {name: psutil.Process(process.pid) for name, process in self.processes.items()}
 
     def rss(self):
-        return sum(tree_rss(psutil.Process(process.pid)) for process in self.processes)
+        return sum(tree_rss(process) for process in self.psutil_processes().values())
 
     def close(self):
-        for process in reversed(self.processes):  # workers first, then the scheduler
+        for process in reversed(list(self.processes.values())):  # workers first, then the scheduler
             process.terminate()
             try:
                 process.wait(timeout=30)
@@ -108,6 +142,34 @@ class LoopbackCluster:
                 process.kill()
                 process.wait()
         self.log.close()
+
+
+class PeakPerProcess:
+    """Samples, every `interval` s while open, the resident memory of each of `processes` ({name:
+    psutil.Process}) with its descendants; `peaks_mb()`: each one's peak in MiB."""
+
+    def __init__(self, processes, interval=0.05):
+        self.processes, self.interval = processes, interval
+        self.peaks = dict.fromkeys(processes, 0)
+        self.done = threading.Event()
+        self.sampler = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self):
+        while not self.done.is_set():
+            for name, process in self.processes.items():
+                self.peaks[name] = max(self.peaks[name], tree_rss(process))
+            self.done.wait(self.interval)
+
+    def __enter__(self):
+        self.sampler.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.sampler.join()
+
+    def peaks_mb(self):
+        return {name: peak / 2**20 for name, peak in self.peaks.items()}
 
 
 def output_files(prefix):
@@ -122,22 +184,109 @@ def output_files(prefix):
     return files
 
 
-def summarize(run, prefix, corpus_mb, seconds, peak):
+def measured_row(runner, run, prefix, corpus_mb, seconds, peak, keep):
+    """A result row: what the run at `prefix` wrote (its files' sizes and SHA-256), time and peak memory; the
+    outputs are deleted unless `keep` (960 MB of text makes 8 GB of them)."""
     with open(prefix + ".metadata.json") as f:
         instances = json.load(f)["statistics"]["instances"]
     files = output_files(prefix)
-    output_mb = sum(size for name, (size, _) in files.items() if ".tfrecord" in name) / 2**20
-    return {"run": run, "corpus_mb": corpus_mb, "instances": instances, "seconds": seconds,
-            "peak_rss_mb": peak / 2**20, "output_mib": output_mb, "files": files}
+    if not keep:
+        shutil.rmtree(os.path.dirname(prefix))
+    output_mib = sum(size for name, (size, _) in files.items() if ".tfrecord" in name) / 2**20
+    return {"runner": runner, "run": run, "corpus_mb": corpus_mb, "instances": instances, "seconds": seconds,
+            "seconds_per_mb": seconds / corpus_mb, "peak_rss_mb": peak / 2**20, "output_mib": output_mib,
+            "files": files}
+
+
+def judged_goals(rows):
+    """[(goal, measured, met)] of the rows of every size: Dask's peak memory at the largest size within 1.25x of
+    its peak at the smallest, its seconds per MB at the largest size within 1.5x of the local runner's, and the
+    same bytes at every size."""
+    dask = sorted((row for row in rows if row["runner"] == "dask"), key=lambda row: row["corpus_mb"])
+    local = {row["corpus_mb"]: row for row in rows if row["runner"] == "local"}
+    smallest, largest = dask[0], dask[-1]
+    memory = largest["peak_rss_mb"] / smallest["peak_rss_mb"]
+    speed = largest["seconds_per_mb"] / local[largest["corpus_mb"]]["seconds_per_mb"]
+    same = [row["same_bytes"] for row in dask]
+    return [
+        (f"Dask peak memory at {largest['corpus_mb']:,.1f} MB within 1.25x of its peak at "
+         f"{smallest['corpus_mb']:,.1f} MB", f"{memory:.2f}x ({largest['peak_rss_mb']:,.0f} / "
+                                            f"{smallest['peak_rss_mb']:,.0f} MiB)", memory <= 1.25),
+        (f"Dask seconds per MB within 1.5x of the local runner's at {largest['corpus_mb']:,.1f} MB",
+         f"{speed:.2f}x ({largest['seconds_per_mb']:.2f} / {local[largest['corpus_mb']]['seconds_per_mb']:.2f} s/MB)",
+         speed <= 1.5),
+        ("the local runner's bytes at every size", f"{sum(same)} of {len(same)} sizes", all(same)),
+    ]
+
+
+def measure_size(args, size_mb, corpus_mb_whole, work, env):
+    """The local runner's row and Dask's for a corpus of `size_mb` MB."""
+    inputs, corpus_mb = corpus_of_size(args.corpus, corpus_mb_whole, size_mb, os.path.join(work, "corpus"))
+    common = [f"--input_file={','.join(inputs)}", "--input_format=paragraphs",
+              f"--spm_model_file={args.spm_model_file}", f"--max_seq_length={args.max_seq_length}",
+              f"--max_predictions_per_seq={args.max_predictions_per_seq}", f"--dupe_factor={args.dupe_factor}",
+              f"--num_output_shards={args.num_output_shards}"]
+    keep = bool(args.work_dir)
+
+    local = os.path.join(work, "local", "data")
+    seconds, peak, _, _ = run_measured(
+        module_command("albert_tf.create_pretraining_data", f"--output_file={local}", f"--num_workers={args.workers}",
+                       *common), env=env, cwd=REPO)
+    local_row = measured_row("local", f"albert_tf local runner, --num_workers={args.workers}", local, corpus_mb,
+                             seconds, peak, keep)
+    local_row["same_bytes"] = None  # the reference
+    print(f"{corpus_mb:,.1f} MB, local runner: {seconds:.1f} s, peak {peak / 2**20:,.0f} MiB", flush=True)
+
+    cluster = LoopbackCluster(work, args.workers, env)
+    try:
+        idle = cluster.rss()
+        on_dask = os.path.join(work, "dask", "data")
+        with PeakPerProcess(cluster.psutil_processes()) as per_process:
+            seconds, peak, _, _ = run_measured(
+                module_command("pipelines.create_pretraining_data", f"--runner={DASK_RUNNER}",
+                               f"--dask_client_address={cluster.address}", "--dask_partition_size=1",
+                               f"--readers_per_file={args.readers_per_file}", f"--output_file={on_dask}", *common),
+                env=env, cwd=REPO, also=list(cluster.psutil_processes().values()))
+    finally:
+        cluster.close()
+    dask_row = measured_row("dask", f"Beam on Dask: scheduler + {args.workers} workers, --readers_per_file="
+                                    f"{args.readers_per_file}", on_dask, corpus_mb, seconds, peak, keep)
+    dask_row["idle_cluster_rss_mb"] = idle / 2**20
+    dask_row["peak_rss_mb_by_process"] = per_process.peaks_mb()
+    dask_row["same_bytes"] = dask_row["files"] == local_row["files"]
+    print(f"{corpus_mb:,.1f} MB, Dask: {seconds:.1f} s, peak {peak / 2**20:,.0f} MiB (idle cluster "
+          f"{idle / 2**20:,.0f} MiB), same bytes: {dask_row['same_bytes']}", flush=True)
+    if not keep:
+        shutil.rmtree(os.path.join(work, "corpus"))
+    return [local_row, dask_row]
+
+
+def table(rows):
+    lines = []
+    local = {row["corpus_mb"]: row for row in rows if row["runner"] == "local"}
+    for r in rows:
+        base = local[r["corpus_mb"]]
+        memory = f"{r['peak_rss_mb']:,.0f}"
+        if r["runner"] == "dask":
+            workers = [peak for name, peak in r["peak_rss_mb_by_process"].items() if name.startswith("worker")]
+            memory += (f" (idle cluster {r['idle_cluster_rss_mb']:,.0f}; each worker <= {max(workers):,.0f}, "
+                       f"scheduler {r['peak_rss_mb_by_process']['scheduler']:,.0f})")
+        same = "(reference)" if r["same_bytes"] is None else ("yes" if r["same_bytes"] else "NO")
+        lines.append([r["run"], f"{r['corpus_mb']:,.1f}", f"{r['instances']:,}", f"{r['seconds']:.1f}",
+                      f"{r['seconds_per_mb']:.2f}", f"{r['seconds_per_mb'] / base['seconds_per_mb']:.2f}x", memory,
+                      f"{r['output_mib']:,.1f}", same])
+    return markdown_table(["run", "corpus MB", "instances", "seconds", "s/MB", "s/MB vs local", "peak RSS MiB",
+                           "output MiB", "same bytes as local"], lines)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="24,240,960",
+                        help="corpus sizes in MB of text, comma-separated: below --corpus's size, its first whole "
+                             "documents; a whole multiple of it, that many copies as files (default 24,240,960)")
     parser.add_argument("--corpus", default=LARGE_CORPUS,
                         help="paragraph-per-line corpus (.gz read as is), documents separated by blank lines "
                              "(default: the 240 MB corpus of ../shared/data)")
-    parser.add_argument("--max_mb", type=float, default=0,
-                        help="only the corpus's first whole documents up to this many MB (default 0: all of it)")
     parser.add_argument("--spm_model_file", default=OFFICIAL_VOCABULARY,
                         help="SentencePiece model (default: Google's 30k-clean.model of ALBERT v2)")
     parser.add_argument("--max_seq_length", type=int, default=128, help="tokens per instance (default 128)")
@@ -149,68 +298,35 @@ def main(argv=None):
                         help="local tool's --num_workers and Dask worker processes (default 2)")
     parser.add_argument("--readers_per_file", type=int, default=4,
                         help="the Beam pipeline's --readers_per_file: Dask tasks that share each file (default 4)")
-    parser.add_argument("--work_dir", help="keeps the corpus slice, outputs and cluster log here (default: a "
-                                           "temporary directory, removed after)")
+    parser.add_argument("--work_dir", help="keeps the corpora, outputs and cluster logs here, under one folder per "
+                                           "size (default: a temporary directory, removed after)")
     parser.add_argument("--json", help="writes the results here (default: RESULTS_DIR/data_creation_dask.json)")
     parser.add_argument("--results_dir", default=RESULTS, help="writes data_creation_dask.md (the table) here")
     args = parser.parse_args(argv)
+    sizes = sorted(float(size) for size in args.sizes.split(","))
 
     env = child_env(TF_CPP_MIN_LOG_LEVEL="3")
+    corpus_mb = text_mb(args.corpus)
     work = args.work_dir or tempfile.mkdtemp(prefix="data_creation_dask-")
     os.makedirs(work, exist_ok=True)
+    rows = []
     try:
-        corpus = corpus_slice(args.corpus, args.max_mb, os.path.join(work, "corpus.txt")) if args.max_mb else args.corpus
-        corpus_mb = text_mb(corpus)
-        common = [f"--input_file={corpus}", "--input_format=paragraphs", f"--spm_model_file={args.spm_model_file}",
-                  f"--max_seq_length={args.max_seq_length}",
-                  f"--max_predictions_per_seq={args.max_predictions_per_seq}", f"--dupe_factor={args.dupe_factor}",
-                  f"--num_output_shards={args.num_output_shards}"]
-        results = []
-
-        local = os.path.join(work, "local", "data")
-        seconds, peak, _, _ = run_measured(
-            module_command("albert_tf.create_pretraining_data", f"--output_file={local}",
-                           f"--num_workers={args.workers}", *common), env=env, cwd=REPO)
-        results.append(summarize(f"albert_tf local runner, --num_workers={args.workers}", local, corpus_mb, seconds,
-                                 peak))
-        print(f"local runner: {seconds:.1f} s, peak {peak / 2**20:,.0f} MiB", flush=True)
-
-        cluster = LoopbackCluster(work, args.workers, env)
-        try:
-            idle = cluster.rss()
-            on_dask = os.path.join(work, "dask", "data")
-            seconds, peak, _, _ = run_measured(
-                module_command("pipelines.create_pretraining_data", f"--runner={DASK_RUNNER}",
-                               f"--dask_client_address={cluster.address}", "--dask_partition_size=1",
-                               f"--readers_per_file={args.readers_per_file}", f"--output_file={on_dask}", *common),
-                env=env, cwd=REPO, also=[psutil.Process(process.pid) for process in cluster.processes])
-        finally:
-            cluster.close()
-        row = summarize(f"Beam on Dask: scheduler + {args.workers} workers, --readers_per_file="
-                        f"{args.readers_per_file}", on_dask, corpus_mb, seconds, peak)
-        row["idle_cluster_rss_mb"] = idle / 2**20
-        results.append(row)
-        print(f"Dask: {seconds:.1f} s, peak {peak / 2**20:,.0f} MiB (idle cluster {idle / 2**20:,.0f} MiB)",
-              flush=True)
+        for size in sizes:
+            rows += measure_size(args, size, corpus_mb, os.path.join(work, f"{size:g}MB"), env)
     finally:
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
 
-    base = results[0]
-    rows = []
-    for r in results:
-        same = "(reference)" if r is base else ("yes" if r["files"] == base["files"] else "NO")
-        memory = f"{r['peak_rss_mb']:,.0f}" + (f" (idle cluster {r['idle_cluster_rss_mb']:,.0f})"
-                                                if "idle_cluster_rss_mb" in r else "")
-        rows.append([r["run"], f"{r['corpus_mb']:.1f}", f"{r['instances']:,}", f"{r['seconds']:.1f}",
-                     f"{r['instances'] / r['seconds']:,.0f}", f"{base['seconds'] / r['seconds']:.2f}x", memory,
-                     f"{r['peak_rss_mb'] / base['peak_rss_mb']:.2f}x", f"{r['output_mib']:,.1f}", same])
+    goals = judged_goals(rows)
     text = (f"max_seq_length {args.max_seq_length}, max_predictions_per_seq {args.max_predictions_per_seq}, "
             f"dupe_factor {args.dupe_factor}, {args.num_output_shards} output shards, vocabulary "
-            f"{os.path.basename(args.spm_model_file)}; {cpu_description()}\n\n"
-            + markdown_table(["run", "corpus MB", "instances", "seconds", "instances/s", "speed vs local",
-                              "peak RSS MiB", "memory vs local", "output MiB", "same bytes as local"], rows) + "\n")
-    write_results(args.results_dir, "data_creation_dask", text, record=results, json_path=args.json)
+            f"{os.path.basename(args.spm_model_file)}, corpora from {os.path.basename(args.corpus)} "
+            f"({corpus_mb:,.1f} MB); {cpu_description()}\n\n" + table(rows) + "\n\n"
+            + markdown_table(["goal", "measured", "met"], [[goal, measured, "yes" if met else "NO"]
+                                                           for goal, measured, met in goals]) + "\n")
+    record = {"rows": rows,
+              "goals": [{"goal": goal, "measured": measured, "met": met} for goal, measured, met in goals]}
+    write_results(args.results_dir, "data_creation_dask", text, record=record, json_path=args.json)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,329 @@
+"""`AlbertTokenClassifier`: the encoder with a tag for every token (named entities in IOB2, say), as Hugging
+Face's AlbertForTokenClassification.
+
+With a vocabulary (`from_preset` of a model directory, or of a preset with `spm_model_file=`) it takes
+sentences as lists of words in `fit`, `evaluate` and `predict`, and compiles itself with the original
+fine-tuning recipe when `fit` finds it uncompiled:
+
+  tagger = AlbertTokenClassifier.from_preset("ckpt/albert_base", labels=["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])
+  tagger.fit(x=[["John", "lives", "in", "Paris"]], y=[["B-PER", "O", "O", "B-LOC"]], epochs=3)
+  tagger.predict([["Mary", "visited", "Rome"]])            # [["B-PER", "O", "B-LOC"]]
+
+Words become pieces, windows and one tag per word as `albert_tf.text.word_pieces` describes: each word
+tokenized on its own, the loss on each word's first piece only, long sentences in overlapping windows
+merged back by the most context.
+"""
+
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.albert_config import AlbertConfig
+from albert_tf.layers.initializers import truncated_normal
+from albert_tf.models.albert_classifier import DEFAULT_BATCH_SIZE, DEFAULT_LEARNING_RATE, DEFAULT_WARMUP_PROPORTION
+from albert_tf.models.task_model import AlbertTaskModel
+from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, encoder_for, encoder_inputs
+from albert_tf.settings import DROPOUT_RATE, POSITIVE_INTEGER
+from albert_tf.text.albert_preprocessor import AlbertPreprocessor
+from albert_tf.text.albert_tokenizer import AlbertTokenizer
+from albert_tf.text.word_pieces import IGNORED_LABEL_ID, merge_word_scores, tagging_windows, window_arrays
+
+MODEL_KIND = "token_classifier"
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertTokenClassifier(AlbertTaskModel, keras.Model):
+    """sequence_output -> dropout -> dense(num_labels) at every position, as AlbertForTokenClassification.
+
+    Inputs: the encoder's dict (input_word_ids, input_mask, input_type_ids, int32 [batch, seq]), or, with a
+    `preprocessor` (its vocabulary, casing and window length), sentences as lists of words. Outputs:
+    {"logits": float32 [batch, seq, num_labels]}.
+
+    >>> tagger = AlbertTokenClassifier(AlbertConfig.from_preset("albert_tiny"), labels=["O", "B-PER", "I-PER"])
+    >>> ids = keras.ops.ones((2, 8), "int32")
+    >>> tuple(tagger({"input_word_ids": ids, "input_mask": ids, "input_type_ids": 0 * ids})["logits"].shape)
+    (2, 8, 3)
+    """
+
+    CONFIG_ATTRIBUTES = {"labels": "labels", "num_labels": "num_labels", "dropout": "dropout_rate",
+                         "seq_length": "seq_length", "doc_stride": "doc_stride"}
+    preprocessor = None
+
+    def __init__(self, encoder: AlbertEncoder | AlbertConfig | None = None, labels: list[str] | None = None,
+                 num_labels: int | None = None, dropout: float = 0.1, config: AlbertConfig | None = None,
+                 seq_length: int | None = None, preprocessor: AlbertPreprocessor | dict | None = None,
+                 doc_stride: int | None = None, **kwargs):
+        """`labels`: the tag names, index = tag id (IOB2 for entities: "O", "B-PER", "I-PER", ...); `num_labels`
+        alone gives a head without names (Hugging Face's LABEL_0, LABEL_1, ... stand for them). `doc_stride`:
+        pieces between the starts of a long sentence's windows; None for half a window. Any keyword besides
+        these and keras.Model's `name`/`trainable` is a TypeError."""
+        self.refuse_unknown_arguments(kwargs)
+        labels, num_labels = _checked_labels(labels, num_labels)
+        encoder = encoder_for("AlbertTokenClassifier", encoder, config, seq_length)
+        config = encoder.albert_config
+        DROPOUT_RATE.check("dropout", dropout)
+        POSITIVE_INTEGER.check("doc_stride", doc_stride, allow_none=True)
+        kwargs.setdefault("name", "albert_token_classifier")
+
+        # === Layers ===
+        self.encoder = encoder
+        self.dropout = keras.layers.Dropout(dropout, name="token_classifier_dropout")
+        self.classifier = keras.layers.Dense(num_labels, kernel_initializer=truncated_normal(config.initializer_range),
+                                             dtype="float32", name="token_classifier")
+
+        # === Functional Model ===
+        inputs = encoder_inputs(seq_length)
+        sequence_output = encoder({name: inputs[name] for name in ENCODER_INPUTS})["sequence_output"]
+        super().__init__(inputs=inputs, outputs={"logits": self.classifier(self.dropout(sequence_output))}, **kwargs)
+
+        # === Config ===
+        self.labels = labels
+        self.num_labels = num_labels
+        self.dropout_rate = dropout
+        self.seq_length = seq_length
+        self.doc_stride = doc_stride
+        if isinstance(preprocessor, dict):
+            preprocessor = keras.saving.deserialize_keras_object(preprocessor)
+        if preprocessor is not None:
+            self.preprocessor = preprocessor
+
+    @classmethod
+    def from_preset(cls, preset, max_seq_length=None, spm_model_file=None, **kwargs):
+        """`AlbertTaskModel.from_preset`, with `labels=[...]` the tag names: a directory holding a token
+        classifier of the same labels loads whole, head included; any other model directory gives its encoder a
+        fresh head of these labels. `max_seq_length`: the window, in pieces with [CLS] and [SEP]."""
+        labels = kwargs.get("labels")
+        if isinstance(labels, (list, tuple)):
+            # As albert_tf.json records them, for the same-head comparison; with their count, so a directory's
+            # head without names loads whole only when it has as many outputs.
+            kwargs["labels"] = list(labels)
+            kwargs.setdefault("num_labels", len(labels))
+        return super().from_preset(preset, max_seq_length=max_seq_length, spm_model_file=spm_model_file, **kwargs)
+
+    @property
+    def trainable_weights(self):
+        """Every trainable weight but the pooler's: no output reads it, so it gets no gradient (Keras would warn
+        of that in every fit, and an optimizer keep slots for it); Hugging Face's token classifier has none."""
+        pooler = {id(weight) for weight in self.encoder.pooler.weights}
+        return [weight for weight in super().trainable_weights if id(weight) not in pooler]
+
+    trainable_variables = trainable_weights
+
+    @property
+    def label_names(self) -> list[str]:
+        """The tag names, index = tag id: `labels`, or Hugging Face's LABEL_i for a head without names."""
+        return self.labels or [f"LABEL_{index}" for index in range(self.num_labels)]
+
+    def get_config(self):
+        config = super().get_config()
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        return config
+
+    # --- sentences as word lists in fit, evaluate and predict -----------------------------------
+
+    def default_compile(self, num_train_steps, learning_rate=DEFAULT_LEARNING_RATE):
+        """Compiles with the original fine-tuning recipe, as `AlbertClassifier.default_compile`: AdamW (no bias
+        correction, LayerNorm and biases excluded from decay, global norm 1.0) at `learning_rate`, 10% warmup,
+        linear decay; the loss is the cross-entropy of each word's first piece, the mean over those (positions
+        labelled IGNORED_LABEL_ID, -100, are skipped, as Hugging Face's). For a small model pass a larger rate
+        (1e-4 to 3e-4) than albert_base's 2e-5."""
+        from albert_tf.optimization import create_optimizer
+
+        optimizer = create_optimizer(learning_rate, num_train_steps,
+                                     int(num_train_steps * DEFAULT_WARMUP_PROPORTION), optimizer="adamw")
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORED_LABEL_ID)
+        self.compile(optimizer=optimizer, loss={"logits": loss})
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, shuffle=True, steps_per_epoch=None,
+            **kwargs):
+        """keras.Model.fit, also on sentences: `x` a list of word lists, `y` a list of tag-name lists (one tag per
+        word, names of `labels`); `validation_data` likewise a (sentences, tags) pair. Compiles itself when
+        uncompiled (`default_compile`, at albert_base's lr 2e-5: for a small model call it first with a larger
+        one). Sentences that are no word lists, or tags outside `labels`, are refused before any training."""
+        _refuse_raw_text("fit", x)
+        if _is_sentences(x):
+            x, y = self._inputs_and_labels("fit", x, y, "x", "y")
+            batch_size = batch_size or DEFAULT_BATCH_SIZE
+        if isinstance(validation_data, (tuple, list)) and len(validation_data) == 2 and _is_sentences(
+                validation_data[0]):
+            validation_data = self._inputs_and_labels("fit", *validation_data, "validation_data[0]",
+                                                      "validation_data[1]")
+        if not self.compiled:
+            steps = steps_per_epoch or _batches(x, batch_size)
+            if steps is None:
+                raise ValueError("fit on an uncompiled model needs the number of batches for its learning-rate "
+                                 "schedule: pass steps_per_epoch, a dataset of known length, or compile() first")
+            with self.distribute_strategy.scope():  # the optimizer's variables live where the model's do
+                self.default_compile(max(1, steps * epochs))
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
+                           shuffle=shuffle, steps_per_epoch=steps_per_epoch, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
+        """keras.Model.evaluate, also on (sentences, tags) as `fit` takes them: the loss over first pieces."""
+        _refuse_raw_text("evaluate", x)
+        if _is_sentences(x):
+            x, y = self._inputs_and_labels("evaluate", x, y, "x", "y")
+            batch_size = batch_size or DEFAULT_BATCH_SIZE
+        return super().evaluate(x, y, batch_size=batch_size, **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """On sentences (a list of word lists): a list of tag-name lists, one tag per word, each read at the
+        word's first piece in the window that gives it the most context. On raw texts (a str or a list of them):
+        each text's entities with character offsets (`predict_entities`). On the encoder's inputs (a dict of
+        arrays, a dataset): keras.Model.predict's {"logits": [batch, seq, num_labels]}."""
+        if _is_raw_text(x):
+            return self.predict_entities(x, batch_size, **kwargs)
+        if not _is_sentences(x):
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        scores = self.word_logits(x, batch_size=batch_size, **kwargs)
+        names = self.label_names
+        return [[names[tag_id] for tag_id in np.argmax(word_scores, axis=-1)] for word_scores in scores]
+
+    def word_logits(self, sentences, batch_size=None, **kwargs):
+        """Per sentence (a list of words), float32 [words, num_labels]: each word's logits at its first piece in
+        the window that gives it the most context."""
+        _check_sentences("predict", sentences, "x")
+        windows = self._windows(sentences)
+        if not windows:  # only sentences without words
+            return [np.zeros((0, self.num_labels), np.float32) for _ in sentences]
+        inputs = {name: array for name, array in window_arrays(windows).items() if name in ENCODER_INPUTS}
+        logits = super().predict(inputs, batch_size=batch_size or DEFAULT_BATCH_SIZE, **kwargs)["logits"]
+        return merge_word_scores(windows, logits, [len(words) for words in sentences])
+
+    def _windows(self, sentences, tag_ids=None):
+        return tagging_windows(self._tokenizer(), sentences, tag_ids, self.preprocessor.seq_length, self.doc_stride)
+
+    def _inputs_and_labels(self, method, sentences, tags, sentences_argument, tags_argument):
+        """(encoder inputs, {"logits": label ids}) of sentences and their tag names, checked."""
+        _check_sentences(method, sentences, sentences_argument)
+        tag_ids = self._tag_ids(sentences, tags, tags_argument)
+        arrays = window_arrays(self._windows(sentences, tag_ids))
+        return {name: arrays[name] for name in ENCODER_INPUTS}, {"logits": arrays["label_ids"]}
+
+    def _tag_ids(self, sentences, tags, argument):
+        if not isinstance(tags, (list, tuple)) or len(tags) != len(sentences):
+            count = f"{len(tags)} entries" if isinstance(tags, (list, tuple)) else f"a {type(tags).__name__}"
+            raise ValueError(f"{argument}: {count} for {len(sentences)} sentences; pass one list of tag names per "
+                             "sentence")
+        ids = {name: index for index, name in enumerate(self.label_names)}
+        tag_ids = []
+        for index, (words, sentence_tags) in enumerate(zip(sentences, tags)):
+            if not isinstance(sentence_tags, (list, tuple)) or len(sentence_tags) != len(words):
+                count = (f"{len(sentence_tags)} tags" if isinstance(sentence_tags, (list, tuple))
+                         else f"a {type(sentence_tags).__name__}")
+                raise ValueError(f"{argument}[{index}]: {count} for {len(words)} words; pass one tag name per word")
+            unknown = next((tag for tag in sentence_tags if tag not in ids), None)
+            if unknown is not None:
+                raise ValueError(f"{argument}[{index}]: tag {unknown!r} is not one of the model's labels "
+                                 f"{self.label_names}")
+            tag_ids.append([ids[tag] for tag in sentence_tags])
+        return tag_ids
+
+    # --- raw texts: entities with character offsets ---------------------------------------------
+
+    def predict_entities(self, texts, batch_size=None, **kwargs):
+        """Per raw text (a str, or a list of them), its entities: a list of {"text", "type", "start", "end",
+        "score"}, `text == texts[i][start:end]` (character offsets: Python str indices).
+
+        The rule of `albert_tf.text.entities`, which the exported serving model applies in-graph (a test holds
+        the two equal): the text tokenized as a whole, each word's tag read at its first piece, entities read
+        from the word tags as conlleval reads IOB2, `score` the mean over an entity's words of its tag's softmax
+        probability. A text longer than a window is read in overlapping windows, each piece from the one that
+        gives it the most context, as `predict` reads long sentences. The labels must be IOB2 tag names.
+
+        >>> tagger.predict_entities(["John lives in Paris."])  # doctest: +SKIP
+        [[{'text': 'John', 'type': 'PER', 'start': 0, 'end': 4, 'score': 0.98},
+          {'text': 'Paris', 'type': 'LOC', 'start': 14, 'end': 19, 'score': 0.97}]]
+        """
+        from albert_tf.text.entities import entity_types, text_entities, word_first_pieces, word_pieces
+        from albert_tf.text.piece_alignment import tokenize_with_alignment
+        from albert_tf.text.word_pieces import sentence_windows
+
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, (list, tuple)) or not all(isinstance(text, str) for text in texts):
+            raise ValueError("predict_entities: texts must be a string or a list of strings (raw text)")
+        entity_types(self.label_names)  # refuses tag names that name no entity types
+        tokenizer = self._tokenizer()
+        aligned = [tokenize_with_alignment(tokenizer, text) for text in texts]
+        first_pieces = [word_first_pieces([tokenizer.id_to_piece(piece_id) for piece_id in tokens.ids])
+                        for tokens in aligned]
+        windows = []
+        for index, (tokens, firsts) in enumerate(zip(aligned, first_pieces)):
+            windows.extend(sentence_windows(word_pieces(tokens.ids, firsts), None, self.preprocessor.seq_length,
+                                            self.doc_stride, sentence_index=index))
+        if not windows:  # only texts without pieces
+            return [[] for _ in texts]
+        inputs = {name: array for name, array in window_arrays(windows).items() if name in ENCODER_INPUTS}
+        logits = super().predict(inputs, batch_size=batch_size or DEFAULT_BATCH_SIZE, **kwargs)["logits"]
+        scores = merge_word_scores(windows, logits, [len(firsts) for firsts in first_pieces])
+        return [text_entities(text, tokens, firsts, word_scores, self.label_names)
+                for text, tokens, firsts, word_scores in zip(texts, aligned, first_pieces, scores)]
+
+    def _tokenizer(self):
+        """The Python tokenizer of the model's preprocessor (its vocabulary, casing, accents and quote rule)."""
+        if self.preprocessor is None:
+            raise ValueError("this AlbertTokenClassifier has no vocabulary to split texts into pieces; build it with "
+                             "from_preset(<model directory>) or from_preset(<preset>, spm_model_file=...), or pass "
+                             "preprocessor=AlbertPreprocessor(...)")
+        preprocessor = self.preprocessor
+        return AlbertTokenizer(model_proto=preprocessor.model_proto, lower_case=preprocessor.lower_case,
+                               keep_accents=preprocessor.keep_accents, rewrite_quotes=preprocessor.rewrite_quotes)
+
+
+def _checked_labels(labels, num_labels):
+    """(labels as a list or None, num_labels): names that are distinct strings, as many as `num_labels` says."""
+    if labels is None:
+        if num_labels is None:
+            raise ValueError("AlbertTokenClassifier: pass labels=[tag names] (or num_labels for a head without names)")
+        if not POSITIVE_INTEGER.admits(num_labels):
+            raise ValueError(f"AlbertTokenClassifier: num_labels={num_labels!r} must be a positive integer")
+        return None, int(num_labels)
+    if isinstance(labels, str) or not all(isinstance(name, str) and name for name in labels):
+        raise ValueError(f"AlbertTokenClassifier: labels={labels!r} must be a list of tag names (non-empty strings)")
+    labels = list(labels)
+    if not labels or len(set(labels)) != len(labels):
+        raise ValueError(f"AlbertTokenClassifier: labels={labels} must name at least one tag, each once")
+    if num_labels is not None and num_labels != len(labels):
+        raise ValueError(f"AlbertTokenClassifier: num_labels={num_labels!r} but {len(labels)} labels; pass one of them")
+    return labels, len(labels)
+
+
+def _is_sentences(x):
+    """Whether `x` is sentences as lists of words (not the encoder's inputs, a dataset or raw text); an empty list
+    counts, to be refused as holding none."""
+    return isinstance(x, (list, tuple)) and all(isinstance(words, (list, tuple)) for words in x)
+
+
+def _is_raw_text(x):
+    return isinstance(x, str) or (isinstance(x, (list, tuple)) and x and all(isinstance(item, str) for item in x))
+
+
+def _refuse_raw_text(method, x, argument="x"):
+    """A one-line error for raw strings, which keras.Model would fail on obscurely."""
+    if _is_raw_text(x):
+        raise ValueError(f"{method}: {argument} is raw text; AlbertTokenClassifier trains on sentences as lists of "
+                         "words and their tags (split each text into its words first); predict takes raw text")
+
+
+def _check_sentences(method, sentences, argument):
+    if not isinstance(sentences, (list, tuple)) or not sentences:
+        raise ValueError(f"{method}: {argument} holds no sentences; pass a list of word lists")
+    for index, words in enumerate(sentences):
+        if not isinstance(words, (list, tuple)):
+            raise ValueError(f"{method}: {argument}[{index}] is a {type(words).__name__}, not a list of words")
+        word = next((word for word in words if not isinstance(word, str)), None)
+        if word is not None:
+            raise ValueError(f"{method}: {argument}[{index}] holds {word!r}, not a word (a string)")
+
+
+def _batches(x, batch_size):
+    """Batches per epoch of keras.Model.fit's `x` (the encoder's inputs, arrays or a dataset), or None when it
+    cannot be known up front."""
+    if isinstance(x, tf.data.Dataset):
+        count = int(x.cardinality())
+        return count if count >= 0 else None
+    rows = x.get("input_word_ids") if isinstance(x, dict) else None
+    return None if rows is None else math.ceil(len(rows) / (batch_size or DEFAULT_BATCH_SIZE))

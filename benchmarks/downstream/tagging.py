@@ -1,0 +1,414 @@
+r"""Entity tagging on Universal NER English-EWT: albert_tf's run_tagger from a pretrained checkpoint and from random
+init, beside Hugging Face's AlbertForTokenClassification trained from the same checkpoint, over several seeds.
+
+  python -m benchmarks.downstream.tagging --pretrained=/work/albert_large_cased/runs/smallA_large \
+      [--seeds=1,2,3] [--work_dir=/tmp/albert_tagging]
+
+  # a check of the plumbing in a few minutes (a tiny model tags no entity at this size): a tiny checkpoint, 200
+  # sentences each way, one seed, two epochs
+  python -m benchmarks.downstream.tagging --pretrained=/tmp/albert_learning_curve/pretrain --seeds=1 \
+      --max_train_sentences=200 --max_eval_sentences=200 --epochs=2 --work_dir=/tmp/tag_check \
+      --results_dir=/tmp/tag_check
+
+The data (../shared/data/ner_uner_en_ewt, CC BY-SA 4.0): PER, LOC and ORG in IOB2 over the English Web Treebank's
+tokens, in their original case. Its train split is not available offline, so the dev split (2,001 sentences)
+trains and the test split (2,077) evaluates. --max_train_sentences and --max_eval_sentences draw subsets (fixed
+seed), written as JSON Lines (WORK_DIR/data).
+
+Three runs per seed, the same recipe (--epochs over the training windows at --batch_size, 10% warmup then linear
+decay, --learning_rate, --max_seq_length, seed) and threads:
+  - albert_tf from --pretrained: `python -m albert_tf.run_tagger --init_checkpoint=...` (the casing it records);
+  - albert_tf from random init: run_tagger with --albert_config and --spm_model_file (the checkpoint's config,
+    vocabulary and casing);
+  - Hugging Face from --pretrained: the checkpoint converted by `python -m albert_tf.convert --to=huggingface`,
+    AlbertForTokenClassification.from_pretrained with the label set as num_labels/id2label, trained in a
+    run_glue-style loop: torch AdamW (weight decay 0.01, LayerNorm weights and biases excluded; epsilon 1e-8),
+    gradients clipped to norm 1, transformers.get_linear_schedule_with_warmup.
+Both implementations see the same inputs, so what is compared is the training, not the tokenization: the Hugging
+Face side's windows are made by albert_tf.text.word_pieces.tagging_windows over the same tokenizer (each word
+tokenized on its own, its tag at its first piece, -100 elsewhere, a long sentence cut into overlapping windows),
+and its logits are merged back to one tag per word by merge_word_scores, as run_tagger does; both are scored by
+albert_tf.tasks.tagging_metrics (conlleval's entity-level precision, recall and F1, token accuracy). The converted
+Hugging Face tokenizer gives these pieces too (`is_split_into_words`): the results say on how many of the
+sentences. What differs is each library's own: albert_tf's AdamW is the original's (no bias correction, epsilon
+1e-6), torch's corrects the bias, so at the same rate albert_tf's updates are larger while its second moment is
+still filling (by (1 - 0.9^t) / sqrt(1 - 0.999^t): about 3.2x at step 100, 1.9x at step 325); the heads'
+initializations and the data orders are each library's.
+
+Each run is evaluated once, after its last step: with the test split as the only held-out data, choosing a
+checkpoint on it (the tool's every-tenth-of-the-steps recipe keeps the best) would tune on the test set.
+
+Time per training step, both in --threads threads (TF_NUM_INTRAOP_THREADS for the tool, torch.set_num_threads for
+PyTorch; default: this machine's cores): albert_tf's from its progress lines (each loop's windows/s; loops of
+100 steps, the first, which traces the graph, left out), Hugging Face's from the same steps of its loop (batch,
+forward, backward and update; evaluation left out). Time it on an otherwise idle machine.
+
+Every finished run is kept (WORK_DIR/IMPLEMENTATION/START/seedN.json) and reused when the command is rerun with
+the same settings, checkpoint and data, so the grid can run across sessions. Writes RESULTS_DIR/tagging.{json,md}:
+per run kind the mean, standard deviation and range over seeds of entity F1 overall and per type, precision,
+recall and token accuracy, the time per step, and the judged goals: pretrained beats random init by >= 10 F1;
+albert_tf within 1 F1 of Hugging Face from the same weights; albert_tf's time per step no more than Hugging Face's.
+"""
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import time
+import types
+
+from benchmarks.common import RESULTS, SHARED_DATA, child_env, cpu_description, markdown_table, write_results
+from benchmarks.downstream.own_labels import (ITERATIONS_PER_LOOP, checkpoint_identity, huggingface_checkpoint,
+                                              library_versions, random_init_identity, run_finetuning_tool, spread,
+                                              timed_after_first_loop)
+from benchmarks.downstream.transfer import cached
+
+# (implementation, start) of each run of a seed.
+RUNS = (("albert_tf", "pretrained"), ("albert_tf", "random init"), ("Hugging Face", "pretrained"))
+TRAIN_FILE, EVAL_FILE = "en_ewt-ud-dev.iob2", "en_ewt-ud-test.iob2"
+EVAL_BATCH_SIZE = 64
+PRETRAINING_GAIN_GOAL = 10.0  # entity F1 points pretrained must beat random init by
+PARITY_GOAL = 1.0  # entity F1 points albert_tf may lie from Hugging Face
+
+
+def file_sha256(path):
+    """Hex sha256 of a file (albert_tf.file_utils' imports TensorFlow, which this process, running PyTorch, leaves
+    to the tool's)."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def split_file(source, directory, name, max_sentences):
+    """(path the runs read, its TaggedFile): `source` itself, or `max_sentences` of its sentences drawn with a fixed
+    seed, written as DIRECTORY/NAME.jsonl."""
+    from albert_tf.tasks.tagged_texts import read_tagged_file
+
+    tagged = read_tagged_file(source)
+    if not max_sentences or max_sentences >= len(tagged.sentences):
+        return source, tagged
+    chosen = sorted(random.Random(0).sample(range(len(tagged.sentences)), max_sentences))
+    path = os.path.join(directory, f"{name}.jsonl")
+    with open(path, "w", encoding="utf-8") as f:
+        for index in chosen:
+            sentence = tagged.sentences[index]
+            f.write(json.dumps({"tokens": list(sentence.tokens), "tags": list(sentence.tags)}, ensure_ascii=False)
+                    + "\n")
+    return path, read_tagged_file(path)
+
+
+def described(tagged, windows):
+    from albert_tf.tasks.tagged_texts import entity_counts
+
+    entities = ", ".join(f"{name} {count:,}" for name, count in entity_counts(tagged).items())
+    return (f"{len(tagged.sentences):,} sentences, {sum(len(s.tokens) for s in tagged.sentences):,} tokens, "
+            f"{len(windows):,} windows; entities {entities}")
+
+
+def recipe(train_windows, args):
+    """The settings all runs train with: one evaluation, after the last step."""
+    steps = max(1, math.ceil(train_windows * args.epochs / args.batch_size))
+    return types.SimpleNamespace(epochs=args.epochs, steps=steps, warmup=int(steps * 0.1), eval_every=steps,
+                                 learning_rate=args.learning_rate, batch_size=args.batch_size,
+                                 max_seq_length=args.max_seq_length, threads=args.threads)
+
+
+def scores(metrics):
+    """The figures kept of a tagging_metrics dict: overall entity F1, precision, recall, token accuracy and each
+    type's F1, precision, recall and support."""
+    return {"f1": metrics["f1"], "precision": metrics["precision"], "recall": metrics["recall"],
+            "accuracy": metrics["accuracy"],
+            "per_type": {name: {key: row[key] for key in ("f1", "precision", "recall", "support")}
+                         for name, row in metrics["per_type"].items()}}
+
+
+def albert_tf_run(seed, data, init_flags, settings, output, labels):
+    """Fine-tunes with run_tagger; its evaluation after the last step and its time per step."""
+    seconds, seconds_per_step, timed_steps = run_finetuning_tool(
+        "albert_tf.run_tagger", [f"--train_file={data['train']}", f"--eval_file={data['eval']}"], seed, init_flags,
+        settings, output, labels, extra_flags=["--max_seconds_per_loop=0"])
+    with open(os.path.join(output, "eval_results.json")) as f:
+        evaluation = json.load(f)
+    return {**scores(evaluation), "seconds_per_step": seconds_per_step, "timed_steps": timed_steps,
+            "seconds": round(seconds, 1)}
+
+
+def huggingface_inputs(arrays):
+    """window_arrays' columns under AlbertForTokenClassification's argument names, as int64 tensors."""
+    import torch
+
+    names = {"input_word_ids": "input_ids", "input_mask": "attention_mask", "input_type_ids": "token_type_ids",
+             "label_ids": "labels"}
+    return {names[name]: torch.from_numpy(values.astype("int64")) for name, values in arrays.items()}
+
+
+def huggingface_evaluate(model, eval_windows, eval_file, labels):
+    """tagging_metrics of the model's tags on `eval_file`, its logits merged as run_tagger merges them."""
+    import numpy as np
+    import torch
+
+    from albert_tf.tasks.tagging_metrics import tagging_metrics
+    from albert_tf.text.word_pieces import merge_word_scores, window_arrays
+
+    inputs = huggingface_inputs(window_arrays(eval_windows))
+    inputs.pop("labels")
+    model.eval()
+    logits = []
+    with torch.no_grad():
+        for begin in range(0, len(eval_windows), EVAL_BATCH_SIZE):
+            batch = {name: values[begin:begin + EVAL_BATCH_SIZE] for name, values in inputs.items()}
+            logits.append(model(**batch).logits.float().numpy())
+    model.train()
+    words = merge_word_scores(eval_windows, np.concatenate(logits), [len(s.tokens) for s in eval_file.sentences])
+    predicted = [[labels[index] for index in sentence.argmax(-1)] for sentence in words]
+    return tagging_metrics([sentence.tags for sentence in eval_file.sentences], predicted)
+
+
+def huggingface_run(seed, hf_dir, train_windows, eval_windows, eval_file, settings, labels):
+    """Fine-tunes AlbertForTokenClassification in a run_glue-style loop on the given windows; its evaluation after
+    the last step and its time per step."""
+    import numpy as np
+    import torch
+    import transformers
+
+    from albert_tf.text.word_pieces import window_arrays
+
+    torch.set_num_threads(settings.threads)
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    model = transformers.AlbertForTokenClassification.from_pretrained(
+        hf_dir, num_labels=len(labels), id2label=dict(enumerate(labels)),
+        label2id={name: index for index, name in enumerate(labels)})
+    train = huggingface_inputs(window_arrays(train_windows))
+
+    no_decay = ("bias", "LayerNorm.weight")
+    groups = [{"params": [p for n, p in model.named_parameters() if not any(s in n for s in no_decay)],
+               "weight_decay": 0.01},
+              {"params": [p for n, p in model.named_parameters() if any(s in n for s in no_decay)],
+               "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, eps=1e-8)
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, settings.warmup, settings.steps)
+    # The windows shuffled every epoch, the epochs one stream cut into full batches, as the tool feeds its steps.
+    generator = torch.Generator().manual_seed(seed)
+    epochs = math.ceil(settings.steps * settings.batch_size / len(train_windows))
+    order = torch.cat([torch.randperm(len(train_windows), generator=generator) for _ in range(epochs)])
+    first_timed_step = timed_after_first_loop(settings)
+    step_seconds = []
+    model.train()
+    for step in range(1, settings.steps + 1):
+        started = time.perf_counter()
+        rows = order[(step - 1) * settings.batch_size:step * settings.batch_size]
+        loss = model(**{name: values[rows] for name, values in train.items()}).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        if step >= first_timed_step:
+            step_seconds.append(time.perf_counter() - started)
+        if step % ITERATIONS_PER_LOOP == 0 or step == settings.steps:
+            print(f"Hugging Face seed {seed}: step {step}/{settings.steps}  loss {loss.item():.4f}", flush=True)
+    evaluation = huggingface_evaluate(model, eval_windows, eval_file, labels)
+    print(f"Hugging Face seed {seed}: entity F1 {evaluation['f1']:.4f}  token accuracy {evaluation['accuracy']:.4f}",
+          flush=True)
+    return {**scores(evaluation), "seconds_per_step": statistics.mean(step_seconds), "timed_steps": len(step_seconds)}
+
+
+def tokenizer_agreement(hf_dir, tokenizer, sentences):
+    """(sentences, of `sentences`) whose ids from the converted Hugging Face tokenizer (words given apart,
+    `is_split_into_words`) are [CLS], the words' pieces from `tokenizer` (word_piece_ids), [SEP]."""
+    import transformers
+
+    from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
+    from albert_tf.text.word_pieces import word_piece_ids
+
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
+    theirs = hf_tokenizer([list(words) for words in sentences], is_split_into_words=True)["input_ids"]
+    same = sum(ids == [CLS_ID, *(piece for word in word_piece_ids(tokenizer, words) for piece in word), SEP_ID]
+               for words, ids in zip(sentences, theirs))
+    return same, len(sentences)
+
+
+def run_name(implementation, start):
+    return f"{implementation}/{start}"
+
+
+def summarize(records, types_):
+    """({run name: figures}, goals): metrics in percent, time per step in milliseconds."""
+    summary = {}
+    for implementation, start in RUNS:
+        runs = [r[run_name(implementation, start)] for r in records]
+        summary[run_name(implementation, start)] = {
+            **{metric: spread([100 * r[metric] for r in runs]) for metric in ("f1", "precision", "recall",
+                                                                              "accuracy")},
+            "per_type_f1": {name: spread([100 * r["per_type"].get(name, {"f1": 0.0})["f1"] for r in runs])
+                            for name in types_},
+            "ms_per_step": spread([1000 * r["seconds_per_step"] for r in runs])}
+    pretrained, random_init, huggingface = (summary[run_name(*run)]["f1"] for run in RUNS)
+    gain = pretrained["mean"] - random_init["mean"]
+    difference = pretrained["mean"] - huggingface["mean"]
+    ours = summary[run_name(*RUNS[0])]["ms_per_step"]["mean"]
+    theirs = summary[run_name(*RUNS[2])]["ms_per_step"]["mean"]
+    goals = [
+        {"goal": f"albert_tf: pretrained beats random init by >= {PRETRAINING_GAIN_GOAL:g} entity F1",
+         "met": gain >= PRETRAINING_GAIN_GOAL,
+         "measured": f"pretrained - random init {gain:+.2f} (largest std "
+                     f"{max(pretrained['std'], random_init['std']):.2f})"},
+        {"goal": f"albert_tf within {PARITY_GOAL:g} entity F1 of Hugging Face from the same weights",
+         "met": abs(difference) <= PARITY_GOAL,
+         "measured": f"albert_tf - Hugging Face {difference:+.2f} (largest std "
+                     f"{max(pretrained['std'], huggingface['std']):.2f})"},
+        {"goal": "albert_tf's time per step <= Hugging Face's", "met": ours <= theirs,
+         "measured": f"{ours:.1f} ms vs {theirs:.1f} ms (Hugging Face / albert_tf {theirs / ours:.2f}x)"}]
+    return summary, goals
+
+
+def tables(summary, goals, types_):
+    def cell(figures, with_range=False):
+        text = f"{figures['mean']:.2f} ± {figures['std']:.2f}"
+        return f"{text} ({figures['min']:.2f} - {figures['max']:.2f})" if with_range else text
+
+    rows = []
+    for implementation, start in RUNS:
+        figures = summary[run_name(implementation, start)]
+        rows.append((implementation, start, len(figures["f1"]["values"]), cell(figures["f1"], with_range=True),
+                     *(cell(figures["per_type_f1"][name]) for name in types_), cell(figures["precision"]),
+                     cell(figures["recall"]), cell(figures["accuracy"]), f"{figures['ms_per_step']['mean']:.1f}"))
+    results = markdown_table(["implementation", "initialization", "seeds", "entity F1 %",
+                              *(f"{name} F1 %" for name in types_), "precision %", "recall %", "token accuracy %",
+                              "ms / step"], rows)
+    verdict = {True: "met", False: "missed"}
+    judged = markdown_table(["goal", "measured", ""], [(g["goal"], g["measured"], verdict[g["met"]]) for g in goals])
+    return f"{results}\n\n{judged}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pretrained", required=True, help="albert_tf checkpoint or model directory with spm.model")
+    parser.add_argument("--data_dir", default=os.path.join(SHARED_DATA, "ner_uner_en_ewt"),
+                        help=f"holds {TRAIN_FILE} (trained on) and {EVAL_FILE} (evaluated on)")
+    parser.add_argument("--work_dir", default="/tmp/albert_tagging", help="data, runs and per-run results (reused)")
+    parser.add_argument("--results_dir", default=RESULTS, help="where tagging.{json,md} go")
+    parser.add_argument("--seeds", default="1,2,3", help="comma-separated fine-tuning seeds (default 1,2,3)")
+    parser.add_argument("--epochs", type=float, default=5.0,
+                        help="passes over the training windows (default 5: the 2,001 training sentences make 2,079 "
+                             "windows at seq 64, 65 steps of batch 32 an epoch, so 5 epochs give 325 steps, a quarter "
+                             "of the steps of run_ner's 3 epochs over CoNLL-2003's 14,041 sentences at that batch; the "
+                             "tool's own 3 epochs would give 195)")
+    parser.add_argument("--learning_rate", type=float, default=1e-4,
+                        help="peak AdamW rate (default 1e-4, for small models; the tool's own 2e-5 suits base size)")
+    parser.add_argument("--batch_size", type=int, default=32, help="windows per step (default 32)")
+    parser.add_argument("--max_seq_length", type=int, default=None,
+                        help="pieces per window. Default: the length --pretrained records it was pretrained at (so no "
+                             "position embedding is used that pretraining never trained), else 128")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(),
+                        help=f"threads of both implementations (default: this machine's {os.cpu_count()} cores)")
+    parser.add_argument("--max_train_sentences", type=int, default=0,
+                        help=f"train on this many sentences drawn from {TRAIN_FILE} (default 0: all 2,001); for a "
+                             "quick check")
+    parser.add_argument("--max_eval_sentences", type=int, default=0,
+                        help=f"evaluate on this many sentences drawn from {EVAL_FILE} (default 0: all 2,077); for a "
+                             "quick check")
+    args = parser.parse_args(argv)
+
+    from albert_tf.models.preprocessing_contract import resolve_preprocessing
+    from albert_tf.tasks.tagged_texts import tag_labels
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+    from albert_tf.text.word_pieces import tagging_windows
+
+    metadata_file, spm = (os.path.join(args.pretrained, name) for name in ("albert_tf.json", "spm.model"))
+    for path in (metadata_file, spm):
+        if not os.path.isfile(path):
+            sys.exit(f"{path}: missing; --pretrained must be an albert_tf checkpoint directory with spm.model")
+    for name in (TRAIN_FILE, EVAL_FILE):
+        if not os.path.isfile(os.path.join(args.data_dir, name)):
+            sys.exit(f"{os.path.join(args.data_dir, name)}: missing; pass --data_dir=<the UNER English-EWT directory>")
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    with open(metadata_file) as f:
+        metadata = json.load(f)
+    # The casing and length run_tagger takes from the checkpoint, for the windows of the Hugging Face side.
+    preprocessing = resolve_preprocessing(metadata, max_seq_length=args.max_seq_length, source=args.pretrained)
+    args.max_seq_length = preprocessing.max_seq_length
+    tokenizer = AlbertTokenizer(spm, lower_case=preprocessing.lower_case, keep_accents=preprocessing.keep_accents,
+                                rewrite_quotes=preprocessing.rewrite_quotes)
+
+    data_dir = os.path.join(args.work_dir, "data")
+    os.makedirs(data_dir, exist_ok=True)
+    data, tagged = {}, {}
+    for split, name, limit in (("train", TRAIN_FILE, args.max_train_sentences),
+                               ("eval", EVAL_FILE, args.max_eval_sentences)):
+        data[split], tagged[split] = split_file(os.path.join(args.data_dir, name), data_dir, split, limit)
+    labels = tag_labels(tagged["train"])
+    label_ids = labels.label2id
+    train_windows = tagging_windows(tokenizer, [s.tokens for s in tagged["train"].sentences],
+                                    [[label_ids[tag] for tag in s.tags] for s in tagged["train"].sentences],
+                                    args.max_seq_length)
+    eval_windows = tagging_windows(tokenizer, [s.tokens for s in tagged["eval"].sentences],
+                                   max_seq_length=args.max_seq_length)
+    settings = recipe(len(train_windows), args)
+
+    config_file = os.path.join(args.work_dir, "albert_config.json")
+    with open(config_file, "w") as f:
+        json.dump(metadata["albert_config"], f)
+    casing = [f"--{flag}={str(metadata[name]).lower()}" for flag, name in (
+        ("do_lower_case", "lower_case"), ("keep_accents", "keep_accents"), ("rewrite_quotes", "rewrite_quotes"))
+        if name in metadata]
+    init_flags = {"pretrained": [f"--init_checkpoint={args.pretrained}"],
+                  "random init": [f"--albert_config={config_file}", f"--spm_model_file={spm}", *casing]}
+    identities = {"pretrained": {"pretrained": os.path.abspath(args.pretrained),
+                                 "identity": checkpoint_identity(args.pretrained)},
+                  "random init": random_init_identity(metadata, spm)}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+    hf_dir = huggingface_checkpoint(args.pretrained, args.work_dir, identities["pretrained"]["identity"], env)
+    sentences = [s.tokens for split in ("train", "eval") for s in tagged[split].sentences]
+    same_ids, compared = tokenizer_agreement(hf_dir, tokenizer, sentences)
+    data_key = {"train_sha256": file_sha256(data["train"]), "eval_sha256": file_sha256(data["eval"]),
+                "labels": list(labels.labels)}
+
+    records = []
+    for seed in seeds:
+        record = {"seed": seed}
+        for implementation, start in RUNS:
+            output = os.path.join(args.work_dir, implementation.replace(" ", "_"), start.replace(" ", "_"),
+                                  f"seed{seed}")
+            os.makedirs(os.path.dirname(output), exist_ok=True)
+            key = {"implementation": implementation, "start": start, "seed": seed, **identities[start],
+                   **vars(settings), **data_key}
+            if implementation == "albert_tf":
+                result = cached(output + ".json", key, lambda: albert_tf_run(
+                    seed, data, init_flags[start], settings, output, labels.labels))
+            else:
+                result = cached(output + ".json", key, lambda: huggingface_run(
+                    seed, hf_dir, train_windows, eval_windows, tagged["eval"], settings, labels.labels))
+            record[run_name(implementation, start)] = result
+        records.append(record)
+        print(f"seed {seed}: " + ", ".join(
+            f"{name} entity F1 {record[name]['f1']:.4f} {1000 * record[name]['seconds_per_step']:.1f} ms/step"
+            for name in (run_name(*run) for run in RUNS)), flush=True)
+
+    summary, goals = summarize(records, labels.types)
+    config = metadata["albert_config"]
+    vocabulary_casing = "uncased" if preprocessing.lower_case else "cased"
+    title = (f"Universal NER English-EWT, trained on {os.path.basename(data['train'])} "
+             f"({described(tagged['train'], train_windows)}), evaluated on {os.path.basename(data['eval'])} "
+             f"({described(tagged['eval'], eval_windows)}). Model: {args.pretrained} (hidden {config['hidden_size']}, "
+             f"{config['num_hidden_layers']} layers, {vocabulary_casing} vocabulary of {config['vocab_size']}: its "
+             f"albert_tf.json records lower_case {json.dumps(metadata.get('lower_case'))}) and the same config from "
+             f"random init; "
+             f"{settings.steps} steps ({args.epochs:g} epochs) of batch {settings.batch_size}, seq "
+             f"{settings.max_seq_length}, lr {settings.learning_rate:g}, {settings.warmup} warmup steps, evaluated "
+             f"after the last step; seeds {args.seeds}; {settings.threads} threads each on {cpu_description()}. "
+             f"Hugging Face's converted tokenizer gives albert_tf's ids on {same_ids:,} of {compared:,} sentences.")
+    write_results(args.results_dir, "tagging", f"{title}\n\n{tables(summary, goals, labels.types)}\n", record={
+        "args": vars(args), "settings": vars(settings), "labels": list(labels.labels),
+        "vocabulary": {"lower_case": metadata.get("lower_case"), "keep_accents": metadata.get("keep_accents")},
+        "tokenizer_agreement": {"same_ids": same_ids, "sentences": compared}, "cpu": cpu_description(),
+        "versions": library_versions(), "records": records, "summary": summary, "goals": goals})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""A token classifier served: raw text in, entities with character offsets out, from the TF Serving model (its
+signatures, load_export, its warm-up file) and from AlbertTokenClassifier.predict_entities in Python, which read
+entities by the same rule; LiteRT refuses taggers with the reason.
+
+The entities are checked against what the word-list path says (`predict` on each text's whitespace-separated
+words, read into entities by conlleval's rule, `tagging_metrics.entity_spans`): SentencePiece never joins
+pieces across whitespace, so the whole text's words are those words, and their character spans come from the
+text itself."""
+
+import numpy as np
+import pytest
+
+from albert_tf.albert_config import AlbertConfig
+from albert_tf.export_lib.exporter import export
+from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
+from albert_tf.models.model_io import write_model_dir
+from albert_tf.tasks.tagging_metrics import entity_spans
+from albert_tf.text.albert_preprocessor import AlbertPreprocessor
+from albert_tf.text.albert_tokenizer import AlbertTokenizer
+from test_export import read_warmup_requests
+from text_fixtures import train_small_spm
+
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+SEQ = 16  # the long text takes several windows
+# Texts per request the export takes: load_export splits the texts below into several requests.
+MAX_BATCH = 2
+LONG_TEXT = " ".join(["the old village by the river garden in the summer morning with John and Mary"] * 3)
+TEXTS = ["John Smith lives in Paris with Mary",
+         "Zoë and Ångström visited Zürich near 東京 and 😀 Berlin today",
+         "Dr. O'Neil  (Paris)\tmet «Cafe\u0301» at 3,000 m; ¿Qué?",
+         "", "  \t ", LONG_TEXT]
+def words_with_spans(text):
+    """(word, start, end) of each whitespace-separated word of `text` (str.split's words), in characters."""
+    words, start = [], None
+    for index, character in enumerate(text + " "):
+        if character.isspace() and start is not None:
+            words.append((text[start:index], start, index))
+            start = None
+        elif not character.isspace() and start is None:
+            start = index
+    return words
+
+
+def word_list_entities(model, text):
+    """The entities of `text` from the word-list path: `predict` on its words, conlleval's reading of their tags,
+    the words' own character spans; each entity's score the mean of its words' tag probabilities."""
+    words = words_with_spans(text)
+    if not words:
+        return []
+    tags = model.predict([[word for word, _, _ in words]], verbose=0)[0]
+    logits = model.word_logits([[word for word, _, _ in words]], verbose=0)[0].astype(np.float64)
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    probabilities = (probabilities / probabilities.sum(-1, keepdims=True)).max(-1)
+    return [{"text": text[words[first][1]:words[end - 1][2]], "type": entity_type, "start": words[first][1],
+             "end": words[end - 1][2], "score": float(probabilities[first:end].mean())}
+            for entity_type, first, end in entity_spans(tags)]
+
+
+def without_scores(entities):
+    return [[{key: value for key, value in entity.items() if key != "score"} for entity in row] for row in entities]
+
+
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory):
+    """A tiny cased token classifier with a random head, its model directory, and the entities the word-list path
+    reads."""
+    import keras
+
+    spm = train_small_spm(tmp_path_factory, "tagger_spm", lower_case=False)
+    tokenizer = AlbertTokenizer(str(spm), lower_case=False)
+    keras.utils.set_random_seed(4)
+    config = AlbertConfig(vocab_size=tokenizer.vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    with open(spm, "rb") as f:
+        preprocessor = AlbertPreprocessor(f.read(), seq_length=SEQ, lower_case=False)
+    model = AlbertTokenClassifier(config, labels=TAGS, preprocessor=preprocessor)
+    # Tags that change from word to word (the random head's logits spread 20 times wider), O for about half the
+    # words (its bias raised).
+    kernel, _ = model.classifier.get_weights()
+    model.classifier.set_weights([20 * kernel, np.array([4.0, 0, 0, 0, 0], np.float32)])
+    expected = [word_list_entities(model, text) for text in TEXTS]
+    # What the texts must exercise: I- tags that continue an entity, and I- tags that start one after O and after
+    # another type; entities of several words, of non-ASCII text and after it, and in the long text's later
+    # windows.
+    tags = [["O", *row] for row in model.predict([text.split() for text in TEXTS if text.split()], verbose=0)]
+    follows = [(before, tag) for row in tags for before, tag in zip(row, row[1:]) if tag.startswith("I-")]
+    assert any(before[2:] == tag[2:] for before, tag in follows) and any(before == "O" for before, tag in follows)
+    assert any(before != "O" and before[2:] != tag[2:] for before, tag in follows)
+    flat = [entity for row in expected for entity in row]
+    assert any(" " in entity["text"] for entity in flat)
+    assert any(not entity["text"].isascii() for entity in flat)
+    assert any(not text[:entity["start"]].isascii() for text, row in zip(TEXTS, expected) for entity in row)
+    assert len(tokenizer.encode(LONG_TEXT)) > 2 * SEQ and expected[-1][-1]["start"] > len(LONG_TEXT) // 2
+    directory = write_model_dir(model, str(tmp_path_factory.mktemp("tagger") / "model"), lower_case=False,
+                                max_seq_length=SEQ)
+    return {"model": model, "directory": directory, "expected": expected}
+
+
+@pytest.fixture(scope="module")
+def exported(tagger, tmp_path_factory):
+    """The export, and its serving model loaded (load_export's)."""
+    from albert_tf import load_export
+
+    root = tmp_path_factory.mktemp("export") / "ner"
+    paths = export(tagger["directory"], str(root), serving_name="ner", serving_max_batch_size=MAX_BATCH,
+                   serving_warmup_batch_sizes=(1, MAX_BATCH))
+    return {"root": root, "loaded": load_export(root), **paths}
+
+
+def test_served_entities_are_the_texts_own_words_as_conlleval_reads_their_tags(tagger, exported):
+    served = exported["loaded"](TEXTS)  # several requests: more texts than MAX_BATCH
+    assert len(TEXTS) > MAX_BATCH and len(served) == len(TEXTS)
+    for text, entities in zip(TEXTS, served):
+        for entity in entities:
+            assert entity["text"] == text[entity["start"]:entity["end"]] and entity["text"] == entity["text"].strip()
+            assert 0 < entity["score"] <= 1
+    assert without_scores(served) == without_scores(tagger["expected"])
+    np.testing.assert_allclose([entity["score"] for row in served for entity in row],
+                               [entity["score"] for row in tagger["expected"] for entity in row], atol=1e-5)
+
+
+def test_python_predict_entities_gives_the_served_entities(tagger, exported):
+    python = tagger["model"].predict_entities(TEXTS, verbose=0)
+    served = exported["loaded"](TEXTS)
+    assert without_scores(python) == without_scores(served)
+    np.testing.assert_allclose([entity["score"] for row in python for entity in row],
+                               [entity["score"] for row in served for entity in row], atol=1e-5)
+    assert tagger["model"].predict_entities(TEXTS[0], verbose=0) == python[:1]  # a str is one text
+    assert tagger["model"].predict(TEXTS, verbose=0) == python  # predict on raw text answers the same
+
+
+def test_serving_outputs_are_rows_padded_to_the_requests_most_entities(tagger, exported):
+    import tensorflow as tf
+
+    serving = exported["loaded"].saved_model
+    texts = TEXTS[:2]
+    outputs = {name: value.numpy() for name, value in serving.signatures["serve_text"](text=tf.constant(texts)).items()}
+    counts = [len(row) for row in tagger["expected"][:2]]
+    width = max(counts)
+    assert set(outputs) == {"entity_count", "entity_type", "entity_text", "entity_start", "entity_end",
+                            "entity_score"}
+    assert outputs["entity_count"].dtype == np.int32 and outputs["entity_count"].tolist() == counts
+    assert outputs["entity_start"].dtype == outputs["entity_end"].dtype == np.int32
+    assert outputs["entity_score"].dtype == np.float32
+    for name in ("entity_type", "entity_text", "entity_start", "entity_end", "entity_score"):
+        assert outputs[name].shape == (len(texts), width), name
+    row = counts.index(min(counts))
+    assert outputs["entity_start"][row, counts[row]:].tolist() == [-1] * (width - counts[row])
+    assert outputs["entity_type"][row, counts[row]:].tolist() == [b""] * (width - counts[row])
+    # No entity anywhere in the request: one padding column, so every output still has a row per text.
+    empty = serving.signatures["serve_text"](text=tf.constant(["", " "]))
+    assert empty["entity_count"].numpy().tolist() == [0, 0] and empty["entity_start"].shape == (2, 1)
+    # The pair signature with empty second segments, and serialized tf.Examples, answer the same.
+    pairs = serving.signatures["serving_default"](text=tf.constant(texts), text_b=tf.constant([""] * len(texts)))
+    examples = [tf.train.Example(features=tf.train.Features(feature={
+        "text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()]))})).SerializeToString()
+        for text in texts]
+    from_examples = serving.signatures["serve_examples"](examples=tf.constant(examples))
+    for answer in (pairs, from_examples):
+        for name, value in outputs.items():
+            np.testing.assert_array_equal(answer[name].numpy(), value, err_msg=name)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="a token classifier tags single texts"):
+        serving.signatures["serving_default"](text=tf.constant(texts), text_b=tf.constant(["a", ""]))
+
+
+def test_warmup_requests_replay_on_the_tagger(exported):
+    import tensorflow as tf
+
+    serving = exported["loaded"].saved_model
+    requests = read_warmup_requests(exported["serving"])
+    assert {request.model_spec.signature_name for request in requests} == {"serve_text", "serving_default"}
+    assert {len(request.inputs["text"].string_val) for request in requests} == {1, MAX_BATCH}
+    for request in requests:
+        inputs = {name: tf.constant(tf.make_ndarray(tensor)) for name, tensor in request.inputs.items()}
+        outputs = serving.signatures[request.model_spec.signature_name](**inputs)
+        assert outputs["entity_count"].shape == (len(inputs["text"]),)
+
+
+def test_entities_need_iob2_tag_names(tagger):
+    """A head whose names say no entity types (Hugging Face's LABEL_i) is refused by the export and by
+    predict_entities, before anything is computed."""
+    from albert_tf.export_lib.serving_module import serving_module
+    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+
+    model = tagger["model"]
+    tokenizer = TFAlbertTokenizer(model.preprocessor.model_proto, lower_case=False)
+    metadata = {"model": "token_classifier", "num_labels": len(TAGS), "label_names": [f"LABEL_{i}" for i in range(5)]}
+    with pytest.raises(ValueError, match=r"\['LABEL_0', .*\] are not IOB2 tags"):
+        serving_module(tokenizer, SEQ, model, metadata)
+    with pytest.raises(ValueError, match="records 0 label_names for num_labels=5"):
+        serving_module(tokenizer, SEQ, model, {**metadata, "label_names": None})
+    unnamed = AlbertTokenClassifier(model.encoder, num_labels=len(TAGS), preprocessor=model.preprocessor)
+    with pytest.raises(ValueError, match="are not IOB2 tags"):
+        unnamed.predict_entities(TEXTS)
+    with pytest.raises(ValueError, match="texts must be a string or a list of strings"):
+        model.predict_entities([["John", "Smith"]])
+
+
+def test_litert_export_refuses_a_token_classifier_naming_what_is_missing(tagger, tmp_path):
+    from albert_tf.export_lib.litert_export import export_litert
+
+    with pytest.raises(ValueError, match=r"holds a 'token_classifier' model, which a LiteRT export cannot serve: its "
+                                         r"entities need each piece's character offsets.*FastSentencepieceTokenize.*"
+                                         r"gives ids only.*export a SavedModel instead"):
+        export_litert(tagger["directory"], str(tmp_path / "lite"))
+    assert not (tmp_path / "lite").exists()
+
+
+@pytest.mark.slow
+def test_xla_serving_gives_the_same_entities(tagger):
+    """--serving_xla pads each model run's windows up to shape buckets; the entities stay those of the word-list
+    path."""
+    import tensorflow as tf
+
+    from albert_tf.export_lib.exported_model import _numpy, _text_entities
+    from albert_tf.export_lib.serving_module import serving_module
+    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+
+    model = tagger["model"]
+    serving = serving_module(TFAlbertTokenizer(model.preprocessor.model_proto, lower_case=False), SEQ, model,
+                             {"model": "token_classifier", "num_labels": len(TAGS), "label_names": TAGS}, xla=True,
+                             max_batch_size=len(TEXTS))
+    served = _text_entities({name: _numpy(value) for name, value in serving.serve_text(tf.constant(TEXTS)).items()})
+    assert without_scores(served) == without_scores(tagger["expected"])
+    np.testing.assert_allclose([entity["score"] for row in served for entity in row],
+                               [entity["score"] for row in tagger["expected"] for entity in row], atol=1e-5)
