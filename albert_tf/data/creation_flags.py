@@ -42,8 +42,9 @@ def define_data_flags():
     flags.DEFINE_integer("random_document_pool", 100, "Other-document segments (NSP, --single_segment="
                          "other_document) come from the same pool of this many consecutive documents of a file.")
     flags.DEFINE_integer("random_seed", 12345, "Seed; the same seed gives byte-identical output.")
-    flags.DEFINE_integer("num_output_shards", 1, "Output files. Each shard is sorted in memory at the end: "
-                         "keep shards under ~1 GB (e.g. one per 2 GB of input text at dupe_factor 40).")
+    flags.DEFINE_integer("num_output_shards", 1, "Output files. The local tool sorts each shard in memory at the "
+                         "end: keep shards under ~1 GB (e.g. one per 2 GB of input text at dupe_factor 40); the Beam "
+                         "pipeline merges each shard from sorted spool files, whatever its size.")
     flags.DEFINE_enum("compression", "none", ["none", "gzip"], "Output TFRecord compression.")
     flags.DEFINE_integer("max_line_bytes", 1 << 20, "Lines longer than this are skipped (and counted).")
     flags.DEFINE_integer("max_document_sentences", 100_000, "Documents longer than this many sentences (e.g. a "
