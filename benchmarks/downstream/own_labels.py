@@ -369,6 +369,26 @@ def library_versions():
     return versions
 
 
+def starting_points(args, metadata, spm):
+    """(the tool's flags for each start, what identifies each start, the pretrained checkpoint converted to
+    Hugging Face): the --pretrained checkpoint, and a random init of its config and
+    vocabulary with its casing (`metadata`: its albert_tf.json)."""
+    config_file = os.path.join(args.work_dir, "albert_config.json")
+    with open(config_file, "w") as f:
+        json.dump(metadata["albert_config"], f)
+    casing = [f"--{flag}={str(metadata[name]).lower()}" for flag, name in (
+        ("do_lower_case", "lower_case"), ("keep_accents", "keep_accents"), ("rewrite_quotes", "rewrite_quotes"))
+        if name in metadata]
+    init_flags = {"pretrained": [f"--init_checkpoint={args.pretrained}"],
+                  "random init": [f"--albert_config={config_file}", f"--spm_model_file={spm}", *casing]}
+    identities = {"pretrained": {"pretrained": os.path.abspath(args.pretrained),
+                                 "identity": checkpoint_identity(args.pretrained)},
+                  "random init": random_init_identity(metadata, spm)}
+    env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+    return init_flags, identities, huggingface_checkpoint(args.pretrained, args.work_dir,
+                                                          identities["pretrained"]["identity"], env)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pretrained", required=True, help="albert_tf checkpoint or model directory with spm.model")
@@ -411,19 +431,7 @@ def main(argv=None):
                                           args.max_train_rows if split == "train" else args.max_eval_rows)
               for split in data}
     settings = recipe(sum(counts["train"].values()), args)
-    config_file = os.path.join(args.work_dir, "albert_config.json")
-    with open(config_file, "w") as f:
-        json.dump(metadata["albert_config"], f)
-    casing = [f"--{flag}={str(metadata[name]).lower()}" for flag, name in (
-        ("do_lower_case", "lower_case"), ("keep_accents", "keep_accents"), ("rewrite_quotes", "rewrite_quotes"))
-        if name in metadata]
-    init_flags = {"pretrained": [f"--init_checkpoint={args.pretrained}"],
-                  "random init": [f"--albert_config={config_file}", f"--spm_model_file={spm}", *casing]}
-    identities = {"pretrained": {"pretrained": os.path.abspath(args.pretrained),
-                                 "identity": checkpoint_identity(args.pretrained)},
-                  "random init": random_init_identity(metadata, spm)}
-    env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
-    hf_dir = huggingface_checkpoint(args.pretrained, args.work_dir, identities["pretrained"]["identity"], env)
+    init_flags, identities, hf_dir = starting_points(args, metadata, spm)
     data_key = {"counts": counts, "max_train_rows": args.max_train_rows, "max_eval_rows": args.max_eval_rows}
 
     records = []

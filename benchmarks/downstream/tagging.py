@@ -61,10 +61,9 @@ import sys
 import time
 import types
 
-from benchmarks.common import RESULTS, SHARED_DATA, child_env, cpu_description, markdown_table, write_results
-from benchmarks.downstream.own_labels import (ITERATIONS_PER_LOOP, checkpoint_identity, huggingface_checkpoint,
-                                              library_versions, random_init_identity, run_finetuning_tool, spread,
-                                              timed_after_first_loop)
+from benchmarks.common import RESULTS, SHARED_DATA, cpu_description, markdown_table, write_results
+from benchmarks.downstream.own_labels import (ITERATIONS_PER_LOOP, library_versions, run_finetuning_tool, spread,
+                                              starting_points, timed_after_first_loop)
 from benchmarks.downstream.transfer import cached
 
 # (implementation, start) of each run of a seed.
@@ -351,19 +350,7 @@ def main(argv=None):
                                    max_seq_length=args.max_seq_length)
     settings = recipe(len(train_windows), args)
 
-    config_file = os.path.join(args.work_dir, "albert_config.json")
-    with open(config_file, "w") as f:
-        json.dump(metadata["albert_config"], f)
-    casing = [f"--{flag}={str(metadata[name]).lower()}" for flag, name in (
-        ("do_lower_case", "lower_case"), ("keep_accents", "keep_accents"), ("rewrite_quotes", "rewrite_quotes"))
-        if name in metadata]
-    init_flags = {"pretrained": [f"--init_checkpoint={args.pretrained}"],
-                  "random init": [f"--albert_config={config_file}", f"--spm_model_file={spm}", *casing]}
-    identities = {"pretrained": {"pretrained": os.path.abspath(args.pretrained),
-                                 "identity": checkpoint_identity(args.pretrained)},
-                  "random init": random_init_identity(metadata, spm)}
-    env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
-    hf_dir = huggingface_checkpoint(args.pretrained, args.work_dir, identities["pretrained"]["identity"], env)
+    init_flags, identities, hf_dir = starting_points(args, metadata, spm)
     sentences = [s.tokens for split in ("train", "eval") for s in tagged[split].sentences]
     same_ids, compared = tokenizer_agreement(hf_dir, tokenizer, sentences)
     data_key = {"train_sha256": file_sha256(data["train"]), "eval_sha256": file_sha256(data["eval"]),
