@@ -12,6 +12,7 @@ from albert_tf.models.model_io import write_model_dir
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from albert_tf.text.packing import pack_batch
 from test_export import read_warmup_requests
+from serving_fixtures import assert_every_signature_answers_alike
 from text_fixtures import SPECIAL_LINES, train_small_spm
 
 SEQ = 24
@@ -92,14 +93,7 @@ def test_serving_answers_sigmoid_probabilities_and_the_labels_at_the_recorded_th
     np.testing.assert_array_equal(single["predicted"].numpy(), expected >= THRESHOLD)
     assert single["label_names"].numpy().astype(str).tolist() == [LABELS] * len(TEXTS)
     # The pair signature with no second segments, and serialized tf.Examples, answer the same.
-    pairs = serving.signatures["serving_default"](text=tf.constant(TEXTS), text_b=tf.constant([""] * len(TEXTS)))
-    examples = [tf.train.Example(features=tf.train.Features(feature={
-        "text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()]))})).SerializeToString()
-        for text in TEXTS]
-    from_examples = serving.signatures["serve_examples"](examples=tf.constant(examples))
-    for outputs in (pairs, from_examples):
-        for name, value in single.items():
-            np.testing.assert_array_equal(outputs[name].numpy(), value.numpy(), err_msg=name)
+    assert_every_signature_answers_alike(serving, TEXTS, {name: value.numpy() for name, value in single.items()})
     recorded = json.loads((exported["root"] / "albert_tf.json").read_text())
     assert recorded["problem_type"] == "multi_label" and recorded["multi_label_threshold"] == THRESHOLD
     assert recorded["label_names"] == LABELS

@@ -18,6 +18,7 @@ from albert_tf.tasks.tagging_metrics import entity_spans
 from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from test_export import read_warmup_requests
+from serving_fixtures import assert_every_signature_answers_alike
 from text_fixtures import train_small_spm
 
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
@@ -151,14 +152,7 @@ def test_serving_outputs_are_rows_padded_to_the_requests_most_entities(tagger, e
     empty = serving.signatures["serve_text"](text=tf.constant(["", " "]))
     assert empty["entity_count"].numpy().tolist() == [0, 0] and empty["entity_start"].shape == (2, 1)
     # The pair signature with empty second segments, and serialized tf.Examples, answer the same.
-    pairs = serving.signatures["serving_default"](text=tf.constant(texts), text_b=tf.constant([""] * len(texts)))
-    examples = [tf.train.Example(features=tf.train.Features(feature={
-        "text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()]))})).SerializeToString()
-        for text in texts]
-    from_examples = serving.signatures["serve_examples"](examples=tf.constant(examples))
-    for answer in (pairs, from_examples):
-        for name, value in outputs.items():
-            np.testing.assert_array_equal(answer[name].numpy(), value, err_msg=name)
+    assert_every_signature_answers_alike(serving, texts, outputs)
     with pytest.raises(tf.errors.InvalidArgumentError, match="a token classifier tags single texts"):
         serving.signatures["serving_default"](text=tf.constant(texts), text_b=tf.constant(["a", ""]))
 

@@ -269,6 +269,35 @@ def huggingface_run(start, seed, data, hf_dir, settings):
     texts, texts_b, eval_labels = read_labelled_csv(data["dev"])
     eval_inputs = encode(tokenizer, texts, texts_b, settings.max_seq_length)
 
+    history = []
+
+    def evaluate_every(step, loss):
+        if step % settings.eval_every == 0 or step == settings.steps:
+            results = {"step": step, **huggingface_evaluate(model, eval_inputs, eval_labels)}
+            history.append(results)
+            print(f"Hugging Face {start} seed {seed}: step {step}/{settings.steps}  loss {float(loss):.4f}  "
+                  f"eval accuracy {results['accuracy']:.4f}  macro_f1 {results['macro_f1']:.4f}", flush=True)
+
+    step_seconds = huggingface_train(
+        model, len(train_labels),
+        lambda rows: model(**{name: value[rows] for name, value in train_inputs.items()},
+                           labels=train_labels[rows]).loss,
+        settings, seed, evaluate_every)
+    best = max(history, key=lambda r: r["accuracy"])
+    return {"accuracy": best["accuracy"], "macro_f1": best["macro_f1"], "best_step": best["step"],
+            "last": {"accuracy": history[-1]["accuracy"], "macro_f1": history[-1]["macro_f1"]},
+            "seconds_per_step": statistics.mean(step_seconds), "timed_steps": len(step_seconds)}
+
+
+def huggingface_train(model, num_rows, batch_loss, settings, seed, after_step):
+    """Trains `model` as run_glue does (AdamW with weight decay 0.01 off biases and LayerNorm, linear warmup then
+    decay, gradients clipped to norm 1) for settings.steps steps over `num_rows` rows: the rows shuffled every
+    epoch, the epochs one stream cut into full batches, as the tool feeds its steps. `batch_loss(rows)` is the
+    loss of a batch of row indices; `after_step(step, loss)` runs after each step, untimed (evaluations,
+    progress). Returns the seconds of each step from the first the tool's timing counts too."""
+    import torch
+    import transformers
+
     no_decay = ("bias", "LayerNorm.weight")
     groups = [{"params": [p for n, p in model.named_parameters() if not any(s in n for s in no_decay)],
                "weight_decay": 0.01},
@@ -276,18 +305,15 @@ def huggingface_run(start, seed, data, hf_dir, settings):
                "weight_decay": 0.0}]
     optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, eps=1e-8)
     schedule = transformers.get_linear_schedule_with_warmup(optimizer, settings.warmup, settings.steps)
-    # The rows shuffled every epoch, the epochs one stream cut into full batches, as the tool feeds its steps.
     generator = torch.Generator().manual_seed(seed)
-    epochs = math.ceil(settings.steps * settings.batch_size / len(train_labels))
-    order = torch.cat([torch.randperm(len(train_labels), generator=generator) for _ in range(epochs)])
+    epochs = math.ceil(settings.steps * settings.batch_size / num_rows)
+    order = torch.cat([torch.randperm(num_rows, generator=generator) for _ in range(epochs)])
     first_timed_step = timed_after_first_loop(settings)
-    history, step_seconds = [], []
+    step_seconds = []
     model.train()
     for step in range(1, settings.steps + 1):
         started = time.perf_counter()
-        rows = order[(step - 1) * settings.batch_size:step * settings.batch_size]
-        batch = {name: value[rows] for name, value in train_inputs.items()}
-        loss = model(**batch, labels=train_labels[rows]).loss
+        loss = batch_loss(order[(step - 1) * settings.batch_size:step * settings.batch_size])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -295,15 +321,8 @@ def huggingface_run(start, seed, data, hf_dir, settings):
         optimizer.zero_grad()
         if step >= first_timed_step:
             step_seconds.append(time.perf_counter() - started)
-        if step % settings.eval_every == 0 or step == settings.steps:
-            results = {"step": step, **huggingface_evaluate(model, eval_inputs, eval_labels)}
-            history.append(results)
-            print(f"Hugging Face {start} seed {seed}: step {step}/{settings.steps}  loss {float(loss):.4f}  "
-                  f"eval accuracy {results['accuracy']:.4f}  macro_f1 {results['macro_f1']:.4f}", flush=True)
-    best = max(history, key=lambda r: r["accuracy"])
-    return {"accuracy": best["accuracy"], "macro_f1": best["macro_f1"], "best_step": best["step"],
-            "last": {"accuracy": history[-1]["accuracy"], "macro_f1": history[-1]["macro_f1"]},
-            "seconds_per_step": statistics.mean(step_seconds), "timed_steps": len(step_seconds)}
+        after_step(step, loss)
+    return step_seconds
 
 
 def spread(values):

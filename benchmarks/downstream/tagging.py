@@ -58,12 +58,11 @@ import os
 import random
 import statistics
 import sys
-import time
 import types
 
 from benchmarks.common import RESULTS, SHARED_DATA, cpu_description, markdown_table, write_results
-from benchmarks.downstream.own_labels import (ITERATIONS_PER_LOOP, library_versions, run_finetuning_tool, spread,
-                                              starting_points, timed_after_first_loop)
+from benchmarks.downstream.own_labels import (ITERATIONS_PER_LOOP, huggingface_train, library_versions,
+                                              run_finetuning_tool, spread, starting_points)
 from benchmarks.downstream.transfer import cached
 
 # (implementation, start) of each run of a seed.
@@ -184,33 +183,13 @@ def huggingface_run(seed, hf_dir, train_windows, eval_windows, eval_file, settin
         label2id={name: index for index, name in enumerate(labels)})
     train = huggingface_inputs(window_arrays(train_windows))
 
-    no_decay = ("bias", "LayerNorm.weight")
-    groups = [{"params": [p for n, p in model.named_parameters() if not any(s in n for s in no_decay)],
-               "weight_decay": 0.01},
-              {"params": [p for n, p in model.named_parameters() if any(s in n for s in no_decay)],
-               "weight_decay": 0.0}]
-    optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, eps=1e-8)
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, settings.warmup, settings.steps)
-    # The windows shuffled every epoch, the epochs one stream cut into full batches, as the tool feeds its steps.
-    generator = torch.Generator().manual_seed(seed)
-    epochs = math.ceil(settings.steps * settings.batch_size / len(train_windows))
-    order = torch.cat([torch.randperm(len(train_windows), generator=generator) for _ in range(epochs)])
-    first_timed_step = timed_after_first_loop(settings)
-    step_seconds = []
-    model.train()
-    for step in range(1, settings.steps + 1):
-        started = time.perf_counter()
-        rows = order[(step - 1) * settings.batch_size:step * settings.batch_size]
-        loss = model(**{name: values[rows] for name, values in train.items()}).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-        if step >= first_timed_step:
-            step_seconds.append(time.perf_counter() - started)
+    def progress(step, loss):
         if step % ITERATIONS_PER_LOOP == 0 or step == settings.steps:
             print(f"Hugging Face seed {seed}: step {step}/{settings.steps}  loss {loss.item():.4f}", flush=True)
+
+    step_seconds = huggingface_train(
+        model, len(train_windows), lambda rows: model(**{name: values[rows] for name, values in train.items()}).loss,
+        settings, seed, progress)
     evaluation = huggingface_evaluate(model, eval_windows, eval_file, labels)
     print(f"Hugging Face seed {seed}: entity F1 {evaluation['f1']:.4f}  token accuracy {evaluation['accuracy']:.4f}",
           flush=True)
