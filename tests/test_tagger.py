@@ -193,3 +193,15 @@ def test_predictions_are_named_after_the_file_they_answer():
     assert _predictions_name("predictions", "/data/test.iob2.gz") == "predictions.iob2"
     assert _predictions_name("eval_predictions", "eng.testa") == "eval_predictions.testa"
     assert _predictions_name("predictions", "/data/sentences") == "predictions.txt"
+
+
+def test_column_settings_are_refused_before_any_file_is_read(checkpoint, tmp_path):
+    train = write_jsonl(tmp_path / "train.jsonl", tagged_sentences("t", 4))
+    config = FinetuningConfig(output_dir=str(tmp_path / "out"), init_checkpoint=checkpoint, do_train=True,
+                              num_train_steps=2, task=TaggingConfig(train_file=train, token_column=1, tag_column=1),
+                              **TINY)
+    with pytest.raises(SettingError, match="token_column and tag_column are both 1"):
+        TaggingTask().validate(config)
+    with pytest.raises(SettingError, match="both 1"):
+        run_finetuning(TaggingTask(), config)
+    assert not (tmp_path / "out").exists()

@@ -146,7 +146,8 @@ def file_format(path):
     return JSON_LINES if os.path.splitext(name)[1].lower() in _JSON_LINES_EXTENSIONS else COLUMNS
 
 
-def _check_settings(token_column, tag_column, scheme):
+def check_settings(token_column, tag_column, scheme):
+    """Refuses (SettingError) column numbers that are no column or the same one twice, and an unknown scheme."""
     for name, value in (("token_column", token_column), ("tag_column", tag_column)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise SettingError(f"<{name}> must be a column number, 0 or more (0 is the first column), got {value!r}")
@@ -161,7 +162,7 @@ def read_tagged_file(path, token_column=None, tag_column=None, scheme=None, tagg
     `scheme` are detected where None (the module's docstring says how). `tagged`: the file must hold tags (a
     training or evaluation file); otherwise they are read where it has them (a predict file). Raises ValueError
     (SettingError for a setting) naming the file and line."""
-    _check_settings(token_column, tag_column, scheme)
+    check_settings(token_column, tag_column, scheme)
     if file_format(path) == JSON_LINES:
         for name, value in (("token_column", token_column), ("tag_column", tag_column)):
             if value is not None:
@@ -174,7 +175,7 @@ def read_tagged_file(path, token_column=None, tag_column=None, scheme=None, tagg
 def tagged_lists(token_lists, tag_lists=None, scheme=None, name="sentences"):
     """In-memory sentences (a model's `fit` on token and tag lists) read as a file's are: tags checked,
     the scheme detected where None, converted to IOB2. Messages name `name[i]`, the i-th sentence."""
-    _check_settings(None, None, scheme)
+    check_settings(None, None, scheme)
     token_lists = list(token_lists)
     if tag_lists is not None:
         tag_lists = list(tag_lists)

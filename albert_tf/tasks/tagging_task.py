@@ -141,12 +141,7 @@ class TaggingTask(FinetuningTask):
     def validate(self, config):
         task = config.task
         check_data_files(config)
-        for name in ("token_column", "tag_column"):
-            value = getattr(task, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise SettingError(f"<{name}> must be a column number, 0 or more, got {value!r}")
-        if task.scheme is not None and task.scheme not in tagged_texts.SCHEMES:
-            raise SettingError(f"<scheme> must be one of {list(tagged_texts.SCHEMES)}, got {task.scheme!r}")
+        tagged_texts.check_settings(task.token_column, task.tag_column, task.scheme)
         POSITIVE_INTEGER.check("doc_stride", task.doc_stride, allow_none=True)
         DROPOUT_RATE.check("dropout", task.dropout)
 
