@@ -68,6 +68,33 @@ def test_the_shared_block_is_applied_at_every_layer():
         np.testing.assert_allclose(layer_output, hidden, atol=1e-6)
 
 
+def test_the_shared_blocks_query_key_value_kernels_are_joined_once_per_forward_pass():
+    """Joining the three [H, H] kernels into one [H, 3H] matmul costs a copy; with one block applied L
+    times it is made once per pass (graph and eager), and outputs and gradients are those of the
+    block applied layer by layer on its own."""
+    config = dataclasses.replace(TINY, num_hidden_layers=6)
+    encoder = AlbertEncoder(config)
+    inputs = {name: tf.constant(value) for name, value in random_inputs(pad_from=8).items()}
+    traced = tf.function(lambda batch: encoder(batch)["sequence_output"]).get_concrete_function(inputs)
+    joined = [op for op in traced.graph.get_operations()
+              if op.type == "ConcatV2" and op.outputs[0].shape == (16, 48)]
+    assert len(joined) == 1
+
+    block = encoder.transformer_blocks[0]
+    bias = (1.0 - tf.cast(inputs["input_mask"], tf.float32))[:, None, None, :] * -10000.0
+    with tf.GradientTape(persistent=True) as tape:
+        sequence_output = encoder(inputs)["sequence_output"]
+        hidden = encoder.embedding_projection(encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"]))
+        for _ in range(config.num_hidden_layers):
+            hidden = block(hidden, bias)  # outside any forward pass: joined anew on each call
+        reused_loss, per_call_loss = (tf.reduce_sum(tf.sin(output)) for output in (sequence_output, hidden))
+    np.testing.assert_allclose(sequence_output.numpy(), hidden.numpy(), atol=1e-6)
+    for variable in block.trainable_variables:
+        np.testing.assert_allclose(tape.gradient(reused_loss, variable).numpy(),
+                                   tape.gradient(per_call_loss, variable).numpy(), rtol=1e-4, atol=1e-6,
+                                   err_msg=variable.path)
+
+
 @pytest.mark.parametrize(
     "sharing, shared_type, per_layer_type",
     [("attention", SelfAttentionBlock, FeedForwardBlock), ("ffn", FeedForwardBlock, SelfAttentionBlock)],

@@ -6,6 +6,7 @@ from keras import ops
 from albert_tf.albert_config import ATTENTION_MASK_BIAS, AlbertConfig
 from albert_tf.layers.albert_embeddings import AlbertEmbeddings
 from albert_tf.layers.initializers import truncated_normal
+from albert_tf.layers.self_attention_block import fused_projections_reused
 from albert_tf.layers.transformer_block import TransformerBlock
 from albert_tf.networks.memory_estimate import check_fits, weight_bytes
 from albert_tf.settings import KERAS_ARGUMENTS, refuse_unknown_keywords
@@ -124,6 +125,11 @@ class AlbertEncoder(keras.Model):
         self.albert_config = config
         self.seq_length = seq_length
 
+    def call(self, inputs, training=None, mask=None):
+        # A shared block's query/key/value kernels are joined once per forward pass, not once per layer.
+        with fused_projections_reused():
+            return super().call(inputs, training=training, mask=mask)
+
     def last_layer_rows(self, inputs, positions, training=None):
         """The final hidden states at `positions` only (float32 [batch, n, H]).
 
@@ -136,9 +142,10 @@ class AlbertEncoder(keras.Model):
         hidden_states, attention_bias = self._embedded(inputs, training=training)
         applied = [block for blocks in _blocks_by_layer(self.albert_config, self.transformer_blocks)
                    for block in blocks]
-        for block in applied[:-1]:
-            hidden_states = block(hidden_states, attention_bias, training=training)
-        return applied[-1](hidden_states, attention_bias, training=training, query_positions=positions)
+        with fused_projections_reused():
+            for block in applied[:-1]:
+                hidden_states = block(hidden_states, attention_bias, training=training)
+            return applied[-1](hidden_states, attention_bias, training=training, query_positions=positions)
 
     def first_token_pooled_output(self, inputs, training=None):
         """`pooled_output` with the last layer computed at the first token alone (what a classifier
