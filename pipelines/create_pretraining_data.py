@@ -30,18 +30,20 @@ The runner must be named; Beam options go through untouched:
 
 How it is laid out: each input file is read by --readers_per_file tasks
 (document numbering is per file, so every one of them parses the whole file and
-keeps every Nth of its work units; the units are the local tool's). The units
-are redistributed and turned into instances by the same `UnitProcessor`; each
-instance's sort key picks its output shard. A unit's records leave its worker
-as files, not as elements: one spool file per (unit, output set, shard), sorted,
-in a folder beside the output (.PREFIX.beam-temp-RUN, on the output's
-filesystem: local, gs://, ...), and only their paths travel through the
-shuffle. Each shard's writer streams a merge of its spool files into the shard
-under a temporary name, so no process holds more than one unit's records or
+keeps every Nth of its work units; the units are the local tool's). Data leaves
+a worker as files, not as elements, in a folder beside the output
+(.PREFIX.beam-temp-RUN, on the output's filesystem: local, gs://, ...), and only
+their paths travel through the shuffle: a reader writes each of its units (about
+1 MB of text) to a unit file; the units' paths are redistributed and each unit
+is turned into instances by the same `UnitProcessor`, each instance's sort key
+picking its output shard; the unit's records go to one spool file per (unit,
+output set, shard), sorted. The folder holds about the corpus's text besides
+the spooled records until the job ends. Each shard's writer streams a merge of its spool files into the shard
+under a temporary name, so no process holds more than one unit, its records, or
 one record per spool file: memory does not grow with the corpus. A final step
 renames every shard into place, writes the metadata and removes the spool
 folder. Nothing appears under the output names unless all of it was written.
-A spool file's name says which unit and shard it holds and it appears only
+A unit or spool file's name says which unit (and shard) it holds and it appears only
 whole (written under a temporary name, then renamed), so a task retried after
 its worker died rewrites the same file; what a stopped run leaves (spool
 folder, temporary shards) is never read again and is removed by the next run
@@ -64,6 +66,7 @@ import contextlib
 import json
 import operator
 import os
+import pickle
 import sys
 import typing
 import uuid
@@ -160,19 +163,31 @@ def _create(path):
     return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
-def read_units(reading_task, config, readers_per_file):
-    """(file index, path, reader) -> ((file index, unit ordinal), unit) for every `readers_per_file`-th work unit
-    of the file from the reader-th on; the first reader then yields the file's CorpusStats (every reader reads
-    all of the file to find its units). The pair names the unit in every run and attempt."""
+def read_units(reading_task, config, readers_per_file, spool_directory):
+    """(file index, path, reader) -> ((file index, unit ordinal), the path of its unit file) for every
+    `readers_per_file`-th work unit of the file from the reader-th on, each unit written to its file (`read_unit`
+    reads it); the first reader then yields the file's CorpusStats (every reader reads all of the file to find
+    its units). The pair names the unit in every run and attempt, and so does its file's name.
+
+    Units leave as files because a runner may hold a step's whole output in memory (Beam's Dask runner makes
+    each task's output a list): as elements, the units of a 960 MB corpus would sit in the workers at once."""
     file_index, path, reader = reading_task
     stats = CorpusStats()
     units = job.group_into_units(job.iter_file(path, file_index, config, stats, opener=_open_uncompressed),
                                  config.instances)
     for ordinal, unit in enumerate(units):
         if ordinal % readers_per_file == reader:
-            yield (file_index, ordinal), unit
+            unit_path = FileSystems.join(spool_directory, f"unit-{file_index}-{ordinal}")
+            _write_whole(unit_path, [pickle.dumps(unit, protocol=pickle.HIGHEST_PROTOCOL)])
+            yield (file_index, ordinal), unit_path
     if reader == 0:
         yield stats
+
+
+def read_unit(unit_path):
+    """The work unit `read_units` wrote to `unit_path`."""
+    with _open_uncompressed(unit_path) as f:
+        return pickle.loads(f.read())
 
 
 # The key under which the statistics travel with the records (no output set is negative).
@@ -182,7 +197,7 @@ STATISTICS_KEY = (-1, -1)
 # Declared: Beam would otherwise infer the output's type from a generator that also yields the statistics.
 @beam.typehints.with_output_types(typing.Tuple[typing.Tuple[int, int], typing.Any])
 class ProcessUnit(beam.DoFn):
-    """(unit id, work unit) -> ((output set, shard), the path of its spool file) for every shard it has records
+    """(unit id, the path of its unit file) -> ((output set, shard), the path of its spool file) for every shard it has records
     for, each spool file holding the unit's records of that shard sorted, then (STATISTICS_KEY, its
     RunStatistics); a file's CorpusStats (what read_units yields last) passes on as (STATISTICS_KEY,
     RunStatistics). The records stay in files: what the shuffle moves, and a worker holds between steps, is
@@ -200,7 +215,8 @@ class ProcessUnit(beam.DoFn):
         if isinstance(element, CorpusStats):
             yield STATISTICS_KEY, RunStatistics(corpus=element)
             return
-        (file_index, ordinal), unit = element
+        (file_index, ordinal), unit_path = element
+        unit = read_unit(unit_path)
         stats, heldout_stats = InstanceStats(), InstanceStats()
         by_shard = collections.defaultdict(list)
         for output_set, shard, sort_tuple, example in self.processor.process(unit, stats, heldout_stats):
@@ -339,7 +355,7 @@ def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, ov
         | "Files" >> beam.Create(reading_tasks)
         # Declared: Beam's inference of the union of (unit id, unit) pairs and CorpusStats sometimes failed
         # (a ValueError from its schema code while the pipeline was built, seen on paragraph input).
-        | "ReadUnits" >> beam.FlatMap(read_units, config, readers_per_file).with_output_types(typing.Any)
+        | "ReadUnits" >> beam.FlatMap(read_units, config, readers_per_file, spooled).with_output_types(typing.Any)
         | "Redistribute" >> beam.Reshuffle()
         | "MakeInstances" >> beam.ParDo(ProcessUnit(model_proto, config, spooled))
         | "GroupByShard" >> beam.GroupByKey()

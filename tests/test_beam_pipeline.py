@@ -101,18 +101,23 @@ def test_a_unit_leaves_its_worker_as_sorted_spool_files_that_a_retry_rewrites(tm
 
     paths, spm_model = inputs
     config = dataclasses.replace(CONFIG, heldout_every=3)
-    [(unit_id, unit), corpus_stats] = beam_job.read_units((2, paths[2], 0), config, readers_per_file=1)
+    spool_folder = tmp_path / ".data.beam-temp-run"
+    [(unit_id, unit_path), corpus_stats] = beam_job.read_units((2, paths[2], 0), config, readers_per_file=1,
+                                                               spool_directory=str(spool_folder))
     assert unit_id == (2, 0) and isinstance(corpus_stats, CorpusStats)
+    # The unit itself stays in a file (a runner may hold a step's whole output in memory): the local tool's unit.
+    assert unit_path == str(spool_folder / "unit-2-0") and os.listdir(spool_folder) == ["unit-2-0"]
+    [unit] = job.group_into_units(job.iter_file(paths[2], 2, config, CorpusStats()), config.instances)
+    assert beam_job.read_unit(unit_path) == unit
     expected = collections.defaultdict(list)
     for output_set, shard, sort_tuple, example in job.UnitProcessor(open(spm_model, "rb").read(), config).process(
             unit, InstanceStats(), InstanceStats()):
         expected[output_set, shard].append((sort_tuple, example))
     assert {output_set for output_set, _ in expected} == {0, 1}
 
-    spool_folder = tmp_path / ".data.beam-temp-run"
     process_unit = beam_job.ProcessUnit(open(spm_model, "rb").read(), config, str(spool_folder))
     process_unit.setup()
-    first = list(process_unit.process((unit_id, unit)))
+    first = list(process_unit.process((unit_id, unit_path)))
     *spooled, (statistics_key, _) = first
     assert statistics_key == beam_job.STATISTICS_KEY
     assert [key for key, _ in spooled] == sorted(expected)
@@ -120,8 +125,8 @@ def test_a_unit_leaves_its_worker_as_sorted_spool_files_that_a_retry_rewrites(tm
         assert path == str(spool_folder / f"spool-{output_set}-2-0-{shard:05d}")
         assert job.read_spool(path) == sorted(expected[output_set, shard])
     written = {name: (spool_folder / name).read_bytes() for name in os.listdir(spool_folder)}
-    assert len(written) == len(spooled)  # no temporary name is left
-    again = list(process_unit.process((unit_id, unit)))
+    assert len(written) == len(spooled) + 1  # and the unit file; no temporary name is left
+    again = list(process_unit.process((unit_id, unit_path)))
     assert again[:-1] == spooled
     assert {name: (spool_folder / name).read_bytes() for name in os.listdir(spool_folder)} == written
 
