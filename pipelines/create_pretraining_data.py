@@ -38,13 +38,14 @@ their paths travel through the shuffle: a reader writes each of its units (about
 is turned into instances by the same `UnitProcessor`, each instance's sort key
 picking its output shard; the unit's records go to one spool file per (unit,
 output set, shard), sorted. The folder holds about the corpus's text besides
-the spooled records until the job ends. Each shard's writer streams a merge of its spool files into the shard
-under a temporary name, so no process holds more than one unit, its records, or
-one record per spool file: memory does not grow with the corpus. A final step
+the spooled records until the job ends. Each shard's writer streams a merge of
+its spool files into the shard under a temporary name, so no process holds more
+than one unit, its records, or one record per spool file: memory does not grow
+with the corpus. A final step
 renames every shard into place, writes the metadata and removes the spool
 folder. Nothing appears under the output names unless all of it was written.
-A unit or spool file's name says which unit (and shard) it holds and it appears only
-whole (written under a temporary name, then renamed), so a task retried after
+A unit or spool file's name says which unit (and shard) it holds and it appears
+only whole (written under a temporary name, then renamed), so a task retried after
 its worker died rewrites the same file; what a stopped run leaves (spool
 folder, temporary shards) is never read again and is removed by the next run
 with the same --output_file.
