@@ -167,6 +167,14 @@ BENCHMARKS = [
      "the corpus, batch 1 and 32, 1 and 2 threads (each in a fresh process), interleaved rounds, p50 and p99; "
      "label agreement and largest logit difference of every int8 file against its float model, and albert_tf's "
      "float outputs against ONNX Runtime fp32 on the same ids."),
+    ("cpu_projections", "The products of one request alone: each CPU runtime's kernels on albert_base's projections",
+     "python -m benchmarks.speed.cpu_projections",
+     "What separates the serving rows above at batch 1: albert_base's four weight products with their biases "
+     "(query/key/value joined, attention output, feed-forward in and out), chained over twelve layers of shared "
+     "weights on 12, 40 and 128 rows (a text's tokens), with nothing between them. TensorFlow's matmul and bias "
+     "add over variables (as the SavedModel runs them; and under XLA), LiteRT's FULLY_CONNECTED in float32 and "
+     "dynamic-range int8 (XNNPack), and the same graph in ONNX Runtime (MLAS) in fp32 and after quantize_dynamic, "
+     "in one process on 1 thread, interleaved; each output checked against numpy float64."),
     ("in_graph_tokenizer", "The in-graph tokenizer: one op against the string ops it replaced",
      "python -m benchmarks.speed.in_graph_tokenizer",
      "2,000 paragraphs of the 14 MB corpus, 30k-clean.model, through TFAlbertTokenizer (tensorflow-text's "
@@ -286,6 +294,10 @@ CONCLUSIONS = {
                    "batches of 32 at 1.29-1.59x ONNX Runtime's best int8 and long texts at 1.03-1.17x, level on "
                    "medium texts at batch 1 (0.97-0.98x, 1 thread); in fp32 at batch 1 on short and medium texts "
                    "ONNX Runtime is ahead (albert_tf 0.42-0.80x), so the issue's goals are not met yet.",
+    "cpu_projections": "The 48 weight products of a batch-1 request alone: TensorFlow's fp32 kernels are 0.55x "
+                       "ONNX Runtime's (MLAS) on 12 rows, 0.84x on 40 and 1.04x on 128 at 1 thread (0.40-0.83x at "
+                       "2), and LiteRT's dynamic int8 (XNNPack) 0.71-0.78x ONNX Runtime's int8 at 1 thread, level "
+                       "at 2: most of what separates the serving rows at batch 1 is the runtimes' matrix kernels.",
     "in_graph_tokenizer": "The one-op tokenizer is 1.93-2.11x the string-op one it replaced on a batch of 2,000 "
                           "paragraphs and 1.37-1.42x on one paragraph per call, with the Python tokenizer's "
                           "ids on every paragraph of the 240 MB corpus (the replaced one: 151 of 833,840 "
