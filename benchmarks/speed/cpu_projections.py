@@ -46,7 +46,6 @@ HIDDEN, INTERMEDIATE, LAYERS = 768, 3072, 12  # albert_base
 # (name, rows in, columns out) of the four products of a layer, in the order they are chained.
 PROJECTIONS = (("qkv", HIDDEN, 3 * HIDDEN), ("attention_output", HIDDEN, HIDDEN),
                ("intermediate", HIDDEN, INTERMEDIATE), ("output", INTERMEDIATE, HIDDEN))
-FLOAT_IMPLEMENTATIONS = ("TensorFlow (oneDNN)", "TensorFlow, XLA", "LiteRT float32 (XNNPack)", "ONNX Runtime (MLAS)")
 INT8_IMPLEMENTATIONS = ("LiteRT dynamic_int8 (XNNPack)", "ONNX Runtime quantize_dynamic")
 ONNX_FLOAT, ONNX_INT8 = "ONNX Runtime (MLAS)", "ONNX Runtime quantize_dynamic"
 FLOPS_PER_ROW = 2 * LAYERS * sum(rows * columns for _, rows, columns in PROJECTIONS)
@@ -179,7 +178,7 @@ def time_interleaved(functions, h, calls, warmup):
 
 
 def worker(args):
-    """Times every implementation at --worker_threads (one count) and prints RESULT [records]."""
+    """Times every implementation at --worker_threads (one count); prints RESULT {"records", "tensorflow"}."""
     import tensorflow as tf
 
     threads = args.worker_threads
