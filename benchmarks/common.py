@@ -117,6 +117,20 @@ def cached_json(path, key, compute):
     return result
 
 
+def installed_versions(*packages):
+    """{package: its installed version, or None where it is not installed} (distribution names, e.g.
+    "ai-edge-litert"), read without importing the packages."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for package in packages:
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
 def markdown_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]

@@ -56,8 +56,8 @@ import sys
 import time
 import types
 
-from benchmarks.common import (REPO, RESULTS, SHARED_DATA, child_env, cpu_description, markdown_table,
-                               write_results)
+from benchmarks.common import (REPO, RESULTS, SHARED_DATA, child_env, cpu_description, installed_versions,
+                               markdown_table, write_results)
 from benchmarks.downstream.transfer import cached
 
 STARTS = ("pretrained", "random init")
@@ -377,15 +377,7 @@ def tables(summary, goals):
 
 
 def library_versions():
-    from importlib.metadata import PackageNotFoundError, version
-
-    versions = {}
-    for package in ("tensorflow", "torch", "transformers"):
-        try:
-            versions[package] = version(package)
-        except PackageNotFoundError:
-            versions[package] = None
-    return versions
+    return installed_versions("tensorflow", "torch", "transformers")
 
 
 def starting_points(args, metadata, spm):

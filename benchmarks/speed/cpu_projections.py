@@ -39,7 +39,8 @@ import time
 
 import numpy as np
 
-from benchmarks.common import RESULTS, child_env, cpu_description, markdown_table, module_command, write_results
+from benchmarks.common import (RESULTS, child_env, cpu_description, installed_versions, markdown_table,
+                               module_command, write_results)
 from benchmarks.speed.cpu_serving import int8_cpu_flags
 
 HIDDEN, INTERMEDIATE, LAYERS = 768, 3072, 12  # albert_base
@@ -251,20 +252,11 @@ def main(argv=None):
     title = (f"albert_base's four projections with their biases, twelve layers over shared weights "
              f"({FLOPS_PER_ROW / 1e6:.0f} MFLOP per row), median of {args.calls} calls, interleaved; "
              f"{cpu_description()}; int8 flags: {int8_cpu_flags()}; tensorflow {measured[0]['tensorflow']}, "
-             f"onnxruntime {version('onnxruntime')}, ai-edge-litert {version('ai-edge-litert')}.")
+             + ", ".join(f"{package} {found or 'not installed'}"
+                         for package, found in installed_versions("onnxruntime", "ai-edge-litert").items()) + ".")
     write_results(args.results_dir, "cpu_projections", f"{title}\n\n{table}\n",
                   record={"args": {key: value for key, value in vars(args).items() if key != "worker_threads"},
                           "cpu": cpu_description(), "int8_cpu_flags": int8_cpu_flags(), "records": records})
-
-
-def version(package):
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed(package)
-    except PackageNotFoundError:
-        return "not installed"
 
 
 if __name__ == "__main__":
