@@ -296,8 +296,8 @@ CONCLUSIONS = {
                     "locally, 46 s through Beam with the same bytes. Transfer from it: SST-2 +2.3, SQuAD F1 +3.1 (the goal of "
                     "+5 missed: at seq 64 only 18% of SQuAD's windows hold the answer), MRPC within noise.",
     "large_corpus_cased": "Kept cased, the same run ends level with the lowercased one: 26.0% at held-out [MASK] and "
-                          "72.2% held-out sentence order (lowercased 26.2% and 71.5%), within 0.4 points at [MASK] at "
-                          "every step, never memorizing; the local tool and Beam wrote the same bytes.",
+                          "72.2% held-out sentence order (lowercased 26.2% and 71.5%), within 0.4 points at [MASK] every "
+                          "2,000 steps, never memorizing; the local tool and Beam wrote the same bytes.",
     "litert": "On a device, albert_base_v2's default LiteRT file (dynamic-range int8, raw text in) is 12.8 MB and "
               "answers a 40-token text in 23.0 ms on one thread, 3.9x the SavedModel; on SST-2 its tokenizer gives "
               "the Python ids on every dev sentence and it keeps 99.77% of the SavedModel's labels at the same "
