@@ -435,6 +435,45 @@ def test_lite_model_checks_the_record_beside_the_file_and_names_it(pairs_float32
         LiteModel(tmp_path / "model.tflite")
 
 
+def test_lite_model_batches_texts_of_similar_length_and_answers_in_their_order(models, pairs_float32, tmp_path,
+                                                                              monkeypatch):
+    """max_batch_tokens: fewer interpreter calls, each within the budget, the same answers in the texts' order;
+    the rows counted as the file packs them."""
+    lite = LiteModel(pairs_float32["dir"])
+    first, second = texts(20, seed=3), texts(20, seed=4)[::-1]
+    second[::3] = [""] * len(second[::3])
+    alone = lite(first, second)
+    lengths = lite.request_lengths(first, second)
+    assert lengths == pack_batch(models["tokenizer"], first, second, SEQ)["input_mask"].sum(-1).tolist()
+    calls, runner = [], lite._runner
+
+    def counted(**inputs):
+        calls.append([int(lengths[first.index(text.decode())]) for text in inputs["text"]])
+        return runner(**inputs)
+
+    monkeypatch.setattr(lite, "_runner", counted)
+    budget = 3 * SEQ
+    batched = lite(first, second, max_batch_tokens=budget)
+    assert sum(len(call) for call in calls) == len(first) and len(calls) < len(first) / 2
+    assert all(len(call) == 1 or len(call) * max(call) <= budget for call in calls)
+    np.testing.assert_allclose(batched["logits"], alone["logits"], atol=1e-5)
+    assert batched["label"] == alone["label"]
+
+    from albert_tf.models.lite_model import length_groups, run_batches
+
+    assert length_groups([5, 30, 6, 31, 7], 20) == [[0, 2], [4], [1], [3]]  # a request over the budget goes alone
+    for bad in (0, -3, 2.5, True, "512"):
+        with pytest.raises(ValueError, match="max_batch_tokens"):
+            lite(first[:2], second[:2], max_batch_tokens=bad)
+    # A file exported before batches worked answers one row for a batch: refused, not misread.
+    with pytest.raises(ValueError, match="answers a batch of 2 texts with \\[1\\] rows: it was exported before"):
+        run_batches(lambda **inputs: {"logits": np.zeros((1, 3))}, ["a", "b"], None, [[0, 1]])
+    # A bare .tflite without the export's vocabulary beside it cannot count pieces.
+    shutil.copy(pairs_float32["dir"] / "model.tflite", tmp_path / "model.tflite")
+    with pytest.raises(ValueError, match="max_batch_tokens counts each text's pieces"):
+        LiteModel(tmp_path / "model.tflite")(["a"], [""], max_batch_tokens=64)
+
+
 def test_a_python_export_onto_its_own_checkpoint_is_refused_and_leaves_it(tmp_path):
     """Only the command line used to check: export_litert(X, X, overwrite=True) from Python left only the .tflite
     files."""
