@@ -349,3 +349,41 @@ def test_first_token_heads_train_on_the_same_outputs_and_gradients(model_kind):
         if full is not None:
             np.testing.assert_allclose(tf.convert_to_tensor(fast).numpy(), tf.convert_to_tensor(full).numpy(),
                                        rtol=1e-4, atol=1e-6, err_msg=variable.path)
+
+
+@pytest.mark.parametrize("sharing", ["all", "attention"])
+def test_tagger_trains_on_the_labelled_positions_outputs_and_gradients(sharing):
+    """Token-classifier training runs every layer on the unpadded positions alone and the last layer's output at
+    the labelled positions alone (scattered over the batch): the same logits there and the same loss gradients as
+    the full model, with one shared block or one per layer."""
+    from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
+    from albert_tf.text.word_pieces import IGNORED_LABEL_ID
+
+    keras.utils.set_random_seed(6)
+    model = AlbertTokenClassifier(dataclasses.replace(TINY, sharing=sharing), labels=["O", "B-PER", "I-PER"],
+                                  dropout=0.0)
+    inputs = {name: tf.constant(value) for name, value in random_inputs(seq=10, pad_from=7).items()}
+    label_ids = np.full((3, 10), IGNORED_LABEL_ID, np.int32)
+    label_ids[0, [1, 2, 5]] = [1, 2, 0]
+    label_ids[2, [1, 6]] = [0, 1]  # the second window labels nothing
+    labelled = label_ids != IGNORED_LABEL_ID
+
+    def loss_and_gradients(forward):
+        with tf.GradientTape() as tape:
+            logits = forward()
+            loss = tf.reduce_sum(tf.sin(logits))
+        return logits, tape.gradient(loss, model.trainable_variables)
+
+    fast_logits, fast_gradients = loss_and_gradients(
+        lambda: model.head_outputs({**inputs, "label_ids": tf.constant(label_ids)}, training=True)["labelled_logits"])
+    full_logits, full_gradients = loss_and_gradients(
+        lambda: tf.boolean_mask(model(inputs, training=True)["logits"], labelled))
+    assert fast_logits.shape == (labelled.sum(), 3)
+    np.testing.assert_allclose(fast_logits.numpy(), full_logits.numpy(), rtol=1e-5, atol=1e-6)
+    outputs = model.head_outputs({**inputs, "label_ids": tf.constant(label_ids)}, training=True)
+    np.testing.assert_array_equal(outputs["labelled_ids"].numpy(), label_ids[labelled])
+    for fast, full, variable in zip(fast_gradients, full_gradients, model.trainable_variables):
+        assert (fast is None) == (full is None), variable.path
+        if full is not None:
+            np.testing.assert_allclose(tf.convert_to_tensor(fast).numpy(), tf.convert_to_tensor(full).numpy(),
+                                       rtol=1e-4, atol=1e-6, err_msg=variable.path)

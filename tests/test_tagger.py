@@ -182,6 +182,13 @@ def test_the_training_loss_is_the_token_mean_of_the_global_batch_as_torch_comput
                                                           {"label_ids": tf.constant(label_ids[i:i + 2])}),
                                      global_sums, 4) for i in (0, 2)]
     assert float(sum(shares)) == pytest.approx(float(expected), rel=1e-5)
+    # The training step's outputs: the logits of the labelled positions alone (the tagger's head_outputs).
+    labelled = label_ids != -100
+    shares = [objective.replica_loss(objective.batch_sums(
+        {"labelled_logits": tf.constant(logits[i:i + 2][labelled[i:i + 2]]),
+         "labelled_ids": tf.constant(label_ids[i:i + 2][labelled[i:i + 2]])}, {"label_ids": tf.constant(
+             label_ids[i:i + 2])}), global_sums, 4) for i in (0, 2)]
+    assert float(sum(shares)) == pytest.approx(float(expected), rel=1e-5)
     totals = objective.batch_sums({"logits": tf.constant(logits)}, batch)
     assert objective.metrics({name: value.numpy() for name, value in totals.items()})["loss"] == pytest.approx(
         float(expected), rel=1e-5)

@@ -51,9 +51,20 @@ class SelfAttentionBlock(keras.layers.Layer):
         output (attending over every position), as pretraining's last layer
         needs only the masked positions and [CLS]. The rows equal the same rows
         of the full output.
+      rows: optional int32 [n]: `hidden_states` are [n, hidden_size], the rows
+        at these positions of the flattened [batch * seq] sequence; every other
+        position is padding, which `attention_bias` masks as a key. Projections,
+        residuals and LayerNorm run on the n rows alone (batch and seq come from
+        `attention_bias`): with short sentences padded to a window, a fraction
+        of the work. The rows equal the same rows of the full output.
+      output_rows: optional int32 [m]: compute only these rows of the output,
+        indices into `hidden_states` flattened to [-1, hidden_size] (every
+        query still attends; the output projection and residual run at these
+        rows alone), as a tagger's loss reads only each word's first piece.
 
-    Returns float32 [batch, seq, hidden_size], or [batch, n, hidden_size] with
-    `query_positions`.
+    Returns float32 [batch, seq, hidden_size], [batch, n, hidden_size] with
+    `query_positions`, [n, hidden_size] with `rows` and [m, hidden_size] with
+    `output_rows`.
     """
 
     def __init__(
@@ -98,16 +109,29 @@ class SelfAttentionBlock(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         super().build(input_shape)
 
-    def call(self, hidden_states, attention_bias, training=None, query_positions=None):
-        batch_size = tf.shape(hidden_states)[0]
-        seq_length = tf.shape(hidden_states)[1]
+    def call(self, hidden_states, attention_bias, training=None, query_positions=None, rows=None, output_rows=None):
+        if query_positions is not None and (rows is not None or output_rows is not None):
+            raise ValueError("SelfAttentionBlock takes query_positions, or rows and output_rows, not both")
         inputs = tf.cast(hidden_states, self.compute_dtype)
 
-        if query_positions is None:
+        if rows is not None:
+            batch_size, seq_length = tf.shape(attention_bias)[0], tf.shape(attention_bias)[-1]
+            rows = tf.cast(rows, tf.int32)
+            kernel, bias = self._fused_weights((self.query, self.key, self.value))
+            # The n rows' projections, placed at their positions of the padded [batch * seq] layout that
+            # attention works in (zeros at padding: masked keys, queries nobody reads).
+            projected = tf.scatter_nd(rows[:, None], tf.matmul(inputs, kernel) + bias,
+                                      tf.stack([batch_size * seq_length, 3 * self.hidden_size]))
+            query, key, value = self._split_heads(projected, batch_size, seq_length, 3)
+            residual = hidden_states
+            num_queries = seq_length
+        elif query_positions is None:
+            batch_size, seq_length = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1]
             query, key, value = self._project_to_heads(inputs, (self.query, self.key, self.value))
             residual = hidden_states
             num_queries = seq_length
         else:
+            batch_size, seq_length = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1]
             # Only the rows at `query_positions` are asked for: keys and values still come from every
             # position, queries (and everything after attention) from those rows alone.
             residual = tf.gather(hidden_states, tf.cast(query_positions, tf.int32), batch_dims=1)
@@ -124,6 +148,15 @@ class SelfAttentionBlock(keras.layers.Layer):
         probabilities = self.attention_dropout(probabilities, training=training)
         context = tf.matmul(tf.cast(probabilities, value.dtype), value)
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch_size, num_queries, self.hidden_size])
+        if rows is not None or output_rows is not None:
+            # Back to the block's rows (or only those asked for): the output projection, and the
+            # feed-forward block after it, run on them alone.
+            wanted = rows if output_rows is None else tf.cast(output_rows, tf.int32)
+            if rows is not None and output_rows is not None:
+                wanted = tf.gather(rows, wanted)
+            context = tf.gather(tf.reshape(context, [-1, self.hidden_size]), wanted)
+            if output_rows is not None:
+                residual = tf.gather(tf.reshape(residual, [-1, self.hidden_size]), tf.cast(output_rows, tf.int32))
 
         attention_output = self.output_dropout(self.output_dense(context), training=training)
         return self.layer_norm(tf.cast(residual, tf.float32) + tf.cast(attention_output, tf.float32))
@@ -134,9 +167,12 @@ class SelfAttentionBlock(keras.layers.Layer):
         batch_size, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
         kernel, bias = self._fused_weights(projections)
         projected = tf.matmul(tf.reshape(inputs, [-1, self.hidden_size]), kernel) + bias
-        projected = tf.reshape(projected, [batch_size, length, len(projections), self.num_attention_heads,
-                                           self.head_size])
-        return tf.unstack(tf.transpose(projected, [2, 0, 3, 1, 4]), num=len(projections))
+        return self._split_heads(projected, batch_size, length, len(projections))
+
+    def _split_heads(self, projected, batch_size, length, count):
+        """[batch * length, count * H] -> `count` tensors of [batch, heads, length, head_size]."""
+        projected = tf.reshape(projected, [batch_size, length, count, self.num_attention_heads, self.head_size])
+        return tf.unstack(tf.transpose(projected, [2, 0, 3, 1, 4]), num=count)
 
     def _fused_weights(self, projections):
         """(the [H, n*H] kernel, the [n*H] bias) of `projections` side by side, made once per
@@ -154,7 +190,10 @@ class SelfAttentionBlock(keras.layers.Layer):
             fused[key] = weights
         return weights
 
-    def compute_output_spec(self, hidden_states, attention_bias, training=None, query_positions=None):
+    def compute_output_spec(self, hidden_states, attention_bias, training=None, query_positions=None, rows=None,
+                            output_rows=None):
+        if output_rows is not None:
+            return keras.KerasTensor((output_rows.shape[0], hidden_states.shape[-1]), dtype="float32")
         if query_positions is not None:
             return keras.KerasTensor((hidden_states.shape[0], query_positions.shape[1], hidden_states.shape[2]),
                                      dtype="float32")

@@ -21,9 +21,13 @@ class TransformerBlock(keras.layers.Layer):
       attention_bias: float32 [batch, 1, 1, seq] additive mask.
       query_positions: optional int32 [batch, n]: only these output rows (see
         `SelfAttentionBlock`).
+      rows, output_rows: optional int32 [n] and [m]: `hidden_states` holds only
+        the unpadded rows of the flattened [batch * seq] sequence, and only
+        some rows of the output are wanted (see `SelfAttentionBlock`).
 
     Returns float32 [batch, seq, hidden_size] ([batch, n, hidden_size] with
-    `query_positions`).
+    `query_positions`, [n, hidden_size] with `rows`, [m, hidden_size] with
+    `output_rows`).
 
     >>> block = TransformerBlock(hidden_size=16, num_attention_heads=2, intermediate_size=32)
     >>> block(keras.ops.zeros((1, 4, 16)), keras.ops.zeros((1, 1, 1, 4))).shape
@@ -75,14 +79,15 @@ class TransformerBlock(keras.layers.Layer):
                 sublayer.build(input_shape)
         super().build(input_shape)
 
-    def call(self, hidden_states, attention_bias, training=None, query_positions=None):
+    def call(self, hidden_states, attention_bias, training=None, query_positions=None, rows=None, output_rows=None):
         attention_output = self.attention_block(hidden_states, attention_bias, training=training,
-                                                query_positions=query_positions)
+                                                query_positions=query_positions, rows=rows, output_rows=output_rows)
         return self.feed_forward_block(attention_output, training=training)
 
-    def compute_output_spec(self, hidden_states, attention_bias, training=None, query_positions=None):
-        return self.attention_block.compute_output_spec(hidden_states, attention_bias,
-                                                        query_positions=query_positions)
+    def compute_output_spec(self, hidden_states, attention_bias, training=None, query_positions=None, rows=None,
+                            output_rows=None):
+        return self.attention_block.compute_output_spec(hidden_states, attention_bias, query_positions=query_positions,
+                                                        rows=rows, output_rows=output_rows)
 
     def get_config(self):
         # A shared sublayer is a reference to another layer's object, which a

@@ -47,6 +47,8 @@ class AlbertTokenClassifier(AlbertTaskModel, keras.Model):
     (2, 8, 3)
     """
 
+    # Fine-tuning's training step reads the labels too: the last layer is computed where they are (`head_outputs`).
+    TRAINING_INPUTS = (*ENCODER_INPUTS, "label_ids")
     CONFIG_ATTRIBUTES = {"labels": "labels", "num_labels": "num_labels", "dropout": "dropout_rate",
                          "seq_length": "seq_length", "doc_stride": "doc_stride"}
     preprocessor = None
@@ -101,6 +103,22 @@ class AlbertTokenClassifier(AlbertTaskModel, keras.Model):
             kwargs["labels"] = list(labels)
             kwargs.setdefault("num_labels", len(labels))
         return super().from_preset(preset, max_seq_length=max_seq_length, spm_model_file=spm_model_file, **kwargs)
+
+    def head_outputs(self, inputs, training=True):
+        """What fine-tuning's loss reads, at the labelled positions only (each word's first piece; label_ids other
+        than IGNORED_LABEL_ID): {"labelled_logits": float32 [n, num_labels], "labelled_ids": int32 [n]}, the n
+        labelled positions of the whole batch in row-major order. The same values as `logits` gathered there, at a
+        fraction of the work for short sentences: every layer runs on the unpadded positions alone, the last
+        layer's output projection and feed-forward block on the labelled ones
+        (`AlbertEncoder.last_layer_flat_rows`). Without `label_ids` among `inputs`: the model's outputs."""
+        if "label_ids" not in inputs:
+            return self({name: inputs[name] for name in ENCODER_INPUTS}, training=training)
+        label_ids = tf.reshape(tf.cast(inputs["label_ids"], tf.int32), [-1])
+        rows = tf.cast(tf.where(label_ids != IGNORED_LABEL_ID)[:, 0], tf.int32)
+        hidden_states = self.encoder.last_layer_flat_rows({name: inputs[name] for name in ENCODER_INPUTS}, rows,
+                                                          training=training)
+        logits = self.classifier(self.dropout(hidden_states, training=training))
+        return {"labelled_logits": tf.cast(logits, tf.float32), "labelled_ids": tf.gather(label_ids, rows)}
 
     @property
     def trainable_weights(self):
