@@ -18,7 +18,8 @@ from test_glue import write_task
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 FAMILIES = ("speed", "learning", "downstream")
 # Modules a benchmark imports for its own use, not benchmarks themselves.
-HELPERS = {"benchmarks.learning.cloze", "benchmarks.speed.step_comparison"}
+HELPERS = {"benchmarks.learning.cloze", "benchmarks.speed.step_comparison",
+           "benchmarks.downstream.original_adamw_torch"}
 
 
 def benchmark_modules():
@@ -439,3 +440,45 @@ def test_answer_windows_counts_the_grid_squad_windows_that_hold_the_answer(tmp_p
     counts = answer_windows(str(train_file), str(spm), max_seq_length=32)
     assert counts["questions"] == 2 and counts["with_answer"] == 2
     assert counts["windows"] % 2 == 0 and counts["windows"] >= 2 * 4, counts
+
+
+def test_the_torch_original_adamw_takes_albert_tfs_steps_at_its_rates():
+    """The tagging benchmark's Hugging Face run with the original optimizer: its steps are albert_tf's
+    AdamWeightDecay's (no bias correction, decay inside the step, none where a group says 0), not torch's AdamW's,
+    and its schedule gives albert_tf's WarmupPolynomialDecay rates."""
+    import keras
+    import numpy as np
+    import torch
+
+    from albert_tf.optimization.original_optimizers import AdamWeightDecay
+    from albert_tf.optimization.schedules import WarmupPolynomialDecay
+    from benchmarks.downstream.original_adamw_torch import OriginalAdamW, original_schedule
+
+    rng = np.random.default_rng(0)
+    start = {"kernel": rng.normal(size=(3, 2)).astype(np.float32), "bias": rng.normal(size=2).astype(np.float32)}
+    gradients = [{name: rng.normal(size=value.shape).astype(np.float32) for name, value in start.items()}
+                 for _ in range(4)]
+
+    variables = {name: keras.Variable(value, name=name) for name, value in start.items()}
+    ours = AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.01)
+    parameters = {name: torch.nn.Parameter(torch.tensor(value)) for name, value in start.items()}
+    theirs = OriginalAdamW([{"params": [parameters["kernel"]], "weight_decay": 0.01},
+                            {"params": [parameters["bias"]], "weight_decay": 0.0}], lr=0.1)
+    for step in gradients:
+        ours.apply([step[name] for name in variables], list(variables.values()))
+        for name, parameter in parameters.items():
+            parameter.grad = torch.tensor(step[name])
+        theirs.step()
+    for name in start:
+        np.testing.assert_allclose(parameters[name].detach().numpy(), variables[name].numpy(), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(variables["kernel"].numpy(), start["kernel"])
+
+    ours = WarmupPolynomialDecay(2.0, num_train_steps=10, num_warmup_steps=3)
+    optimizer = OriginalAdamW([torch.nn.Parameter(torch.zeros(1))], lr=2.0)
+    schedule = original_schedule(optimizer, 3, 10)
+    rates = []
+    for _ in range(12):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    np.testing.assert_allclose(rates, [float(ours(step)) for step in range(12)], rtol=1e-6, atol=1e-7)

@@ -289,22 +289,28 @@ def huggingface_run(start, seed, data, hf_dir, settings):
             "seconds_per_step": statistics.mean(step_seconds), "timed_steps": len(step_seconds)}
 
 
-def huggingface_train(model, num_rows, batch_loss, settings, seed, after_step):
+def huggingface_train(model, num_rows, batch_loss, settings, seed, after_step, original_adamw=False):
     """Trains `model` as run_glue does (AdamW with weight decay 0.01 off biases and LayerNorm, linear warmup then
     decay, gradients clipped to norm 1) for settings.steps steps over `num_rows` rows: the rows shuffled every
     epoch, the epochs one stream cut into full batches, as the tool feeds its steps. `batch_loss(rows)` is the
     loss of a batch of row indices; `after_step(step, loss)` runs after each step, untimed (evaluations,
-    progress). Returns the seconds of each step from the first the tool's timing counts too."""
+    progress). `original_adamw`: the original's AdamW (no bias correction, epsilon 1e-6) and schedule (the decay
+    measured from step 0), albert_tf's, instead of torch's AdamW (epsilon 1e-8) and transformers' schedule
+    (run_glue's). Returns the seconds of each step from the first the tool's timing counts too."""
     import torch
     import transformers
+
+    from benchmarks.downstream.original_adamw_torch import OriginalAdamW, original_schedule
 
     no_decay = ("bias", "LayerNorm.weight")
     groups = [{"params": [p for n, p in model.named_parameters() if not any(s in n for s in no_decay)],
                "weight_decay": 0.01},
               {"params": [p for n, p in model.named_parameters() if any(s in n for s in no_decay)],
                "weight_decay": 0.0}]
-    optimizer = torch.optim.AdamW(groups, lr=settings.learning_rate, eps=1e-8)
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, settings.warmup, settings.steps)
+    optimizer = (OriginalAdamW(groups, lr=settings.learning_rate) if original_adamw
+                 else torch.optim.AdamW(groups, lr=settings.learning_rate, eps=1e-8))
+    schedule = (original_schedule(optimizer, settings.warmup, settings.steps) if original_adamw
+                else transformers.get_linear_schedule_with_warmup(optimizer, settings.warmup, settings.steps))
     generator = torch.Generator().manual_seed(seed)
     epochs = math.ceil(settings.steps * settings.batch_size / num_rows)
     order = torch.cat([torch.randperm(num_rows, generator=generator) for _ in range(epochs)])
