@@ -141,8 +141,7 @@ class AlbertEncoder(keras.Model):
         positions that skips ~70% of the last layer's work.
         """
         hidden_states, attention_bias = self._embedded(inputs, training=training)
-        applied = [block for blocks in _blocks_by_layer(self.albert_config, self.transformer_blocks)
-                   for block in blocks]
+        applied = self._blocks_in_order()
         with fused_projections_reused():
             for block in applied[:-1]:
                 hidden_states = block(hidden_states, attention_bias, training=training)
@@ -159,20 +158,23 @@ class AlbertEncoder(keras.Model):
         loss reads each word's first piece: in UNER English-EWT's windows of 64, 23 positions of a window are
         text on average and 13 of them first pieces.
         """
-        input_mask = tf.reshape(inputs["input_mask"], [-1])
-        unpadded = tf.cast(tf.where(input_mask != 0)[:, 0], tf.int32)
+        is_text = tf.reshape(inputs["input_mask"], [-1]) != 0
+        unpadded = tf.cast(tf.where(is_text)[:, 0], tf.int32)
         # Where each position sits among the unpadded ones: `rows` as indices into the layers' rows.
-        index_among_unpadded = tf.cumsum(tf.cast(input_mask != 0, tf.int32)) - 1
+        index_among_unpadded = tf.cumsum(tf.cast(is_text, tf.int32)) - 1
         embeddings = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=training)
         hidden_states = self.project(tf.gather(tf.reshape(embeddings, [-1, embeddings.shape[-1]]), unpadded))
         attention_bias = _attention_bias(inputs["input_mask"])
-        applied = [block for blocks in _blocks_by_layer(self.albert_config, self.transformer_blocks)
-                   for block in blocks]
+        applied = self._blocks_in_order()
         with fused_projections_reused():
             for block in applied[:-1]:
                 hidden_states = block(hidden_states, attention_bias, training=training, rows=unpadded)
             return applied[-1](hidden_states, attention_bias, training=training, rows=unpadded,
                                output_rows=tf.gather(index_among_unpadded, tf.cast(rows, tf.int32)))
+
+    def _blocks_in_order(self):
+        """The transformer block applied at each layer, first to last (one object L times when all is shared)."""
+        return [block for blocks in _blocks_by_layer(self.albert_config, self.transformer_blocks) for block in blocks]
 
     def first_token_pooled_output(self, inputs, training=None):
         """`pooled_output` with the last layer computed at the first token alone (what a classifier

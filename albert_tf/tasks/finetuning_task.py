@@ -213,7 +213,9 @@ class FinetuningObjective(Objective):
         head_outputs = getattr(model, "head_outputs", None)
         if training and head_outputs is not None:
             return head_outputs(inputs, training=True)
-        return model(inputs, training=training)
+        # The model itself takes the encoder inputs alone (what else the head reads in training, such as the
+        # labels, would only earn a Keras warning about the inputs' structure).
+        return model({name: inputs[name] for name in ENCODER_INPUTS}, training=training)
 
     def batch_sums(self, outputs, batch):
         import tensorflow as tf

@@ -86,18 +86,10 @@ class TaggingObjective(FinetuningObjective):
 
         return {"labelled": tf.reduce_sum(tf.cast(batch["label_ids"] != IGNORED_LABEL_ID, tf.float32))}
 
-    def outputs(self, model, inputs, training):
-        """In training the tagger's `head_outputs` (the logits of the labelled positions alone); otherwise the
-        model's logits at every position."""
-        from albert_tf.networks.albert_encoder import ENCODER_INPUTS
-
-        if training and hasattr(model, "head_outputs"):
-            return model.head_outputs(inputs, training=True)
-        return model({name: inputs[name] for name in ENCODER_INPUTS}, training=training)
-
     def batch_sums(self, outputs, batch):
         import tensorflow as tf
 
+        # Training reads the tagger's `head_outputs`, the labelled positions' logits alone; evaluation the model's.
         if "labelled_logits" in outputs:
             losses = tf.nn.sparse_softmax_cross_entropy_with_logits(outputs["labelled_ids"],
                                                                     outputs["labelled_logits"])
