@@ -68,6 +68,7 @@ def test_the_wheel_declares_dependencies_extras_and_scripts(wheel):
     # The tested majors only (constraints.txt): TensorFlow alone would take protobuf 7, the hf extra transformers 6.
     assert "Requires-Dist: protobuf<7,>=6.31.1\n" in metadata
     assert 'Requires-Dist: transformers<6,>=5.23; extra == "hf"' in metadata
+    assert 'Requires-Dist: tokenizers<1,>=0.20; extra == "wordpiece"' in metadata
     assert not [line for line in metadata.splitlines() if line.startswith("Requires-Dist: torch")]  # the user's choice
     assert "Requires-Python: <3.14,>=3.11" in metadata
     presets = sorted(p.name for p in (REPO_ROOT / "configs").glob("*.json"))
