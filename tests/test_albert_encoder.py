@@ -317,21 +317,25 @@ def test_last_layer_rows_are_the_sequence_outputs_rows():
     np.testing.assert_allclose(rows.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("model_kind", ["classifier", "multiple_choice"])
-def test_first_token_heads_train_on_the_same_outputs_and_gradients(model_kind):
-    """Classifier and multiple-choice training computes the last layer at [CLS] alone: same logits, same
-    gradients as the full model (dropout off, so both are deterministic)."""
+@pytest.mark.parametrize("model_kind, sharing", [("classifier", "attention"), ("classifier", "all"),
+                                                  ("multiple_choice", "attention")])
+def test_first_token_heads_train_on_the_same_outputs_and_gradients(model_kind, sharing):
+    """Classifier and multiple-choice training runs every layer on the unpadded positions alone and the last
+    layer at [CLS] alone: same logits, same gradients as the full model (dropout off, so both are
+    deterministic), with one shared block or one per layer."""
     from albert_tf.models.albert_classifier import AlbertClassifier
     from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 
     keras.utils.set_random_seed(5)
-    config = dataclasses.replace(TINY, sharing="attention")
+    config = dataclasses.replace(TINY, sharing=sharing)
     if model_kind == "classifier":
         model = AlbertClassifier(config, num_labels=3, dropout=0.0)
         inputs = random_inputs(seq=10, pad_from=7)
+        inputs["input_mask"][1, 4:] = inputs["input_word_ids"][1, 4:] = 0  # rows of different lengths
     else:
         model = AlbertMultipleChoice(config, num_choices=2, dropout=0.0).build_variables()
-        inputs = {name: value.reshape(3, 1, 10).repeat(2, 1) for name, value in random_inputs(seq=10).items()}
+        inputs = {name: value.reshape(3, 1, 10).repeat(2, 1)
+                  for name, value in random_inputs(seq=10, pad_from=6).items()}
         inputs["input_word_ids"][:, 1, 3] = 7  # the two choices differ
     inputs = {name: tf.constant(value) for name, value in inputs.items()}
 
@@ -341,7 +345,12 @@ def test_first_token_heads_train_on_the_same_outputs_and_gradients(model_kind):
             loss = tf.reduce_sum(tf.sin(logits))
         return logits, tape.gradient(loss, model.trainable_variables)
 
+    flat_rows_calls = []
+    flat_rows = model.encoder.last_layer_flat_rows
+    model.encoder.last_layer_flat_rows = lambda *args, **kwargs: flat_rows_calls.append(1) or flat_rows(*args,
+                                                                                                        **kwargs)
     fast_logits, fast_gradients = loss_and_gradients(lambda: model.head_outputs(inputs, training=True))
+    assert flat_rows_calls  # the unpadded positions' path, not the padded one
     full_logits, full_gradients = loss_and_gradients(lambda: model(inputs, training=True))
     np.testing.assert_allclose(fast_logits.numpy(), full_logits.numpy(), rtol=1e-5, atol=1e-6)
     for fast, full, variable in zip(fast_gradients, full_gradients, model.trainable_variables):

@@ -133,8 +133,10 @@ class AlbertClassifier(AlbertTaskModel, keras.Model):
             self.preprocessor = preprocessor
 
     def head_outputs(self, inputs, training=True):
+        # Training skips the padding too (a tagger's training step does likewise); serving's requests are cut
+        # to their longest text already.
         pooled = self.encoder.first_token_pooled_output({name: inputs[name] for name in ENCODER_INPUTS},
-                                                        training=training)
+                                                        training=training, skip_padding=bool(training))
         return {"logits": self.classifier(self.dropout(pooled, training=training))}
 
     @classmethod

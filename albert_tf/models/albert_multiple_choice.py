@@ -40,8 +40,8 @@ class AlbertMultipleChoice(AlbertTaskModel, keras.Model):
         return self._choice_logits(inputs, training, lambda flat: self.encoder(flat, training=training)["pooled_output"])
 
     def head_outputs(self, inputs, training=True):
-        return self._choice_logits(inputs, training,
-                                   lambda flat: self.encoder.first_token_pooled_output(flat, training=training))
+        return self._choice_logits(inputs, training, lambda flat: self.encoder.first_token_pooled_output(
+            flat, training=training, skip_padding=bool(training)))
 
     def _choice_logits(self, inputs, training, pooled_output):
         shape = ops.shape(inputs["input_word_ids"])

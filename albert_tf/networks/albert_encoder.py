@@ -176,9 +176,17 @@ class AlbertEncoder(keras.Model):
         """The transformer block applied at each layer, first to last (one object L times when all is shared)."""
         return [block for blocks in _blocks_by_layer(self.albert_config, self.transformer_blocks) for block in blocks]
 
-    def first_token_pooled_output(self, inputs, training=None):
+    def first_token_pooled_output(self, inputs, training=None, skip_padding=False):
         """`pooled_output` with the last layer computed at the first token alone (what a classifier
-        head reads): the same values, ~(1 - 1/seq) of the last layer's query-side work skipped."""
+        head reads): the same values, ~(1 - 1/seq) of the last layer's query-side work skipped.
+
+        `skip_padding`: also run every layer on the unpadded positions alone (`last_layer_flat_rows`), as
+        fine-tuning does: a classifier's windows are mostly padding (SST-2 at 128: 13 tokens of 128 on
+        average). Needs the first token unpadded in every row, as packed inputs have it ([CLS])."""
+        if skip_padding:
+            shape = tf.shape(inputs["input_word_ids"])
+            first_tokens = tf.range(shape[0], dtype=tf.int32) * tf.cast(shape[1], tf.int32)
+            return self.pool(self.last_layer_flat_rows(inputs, first_tokens, training=training))
         first_token = keras.ops.zeros_like(inputs["input_word_ids"][:, :1])
         return self.pool(self.last_layer_rows(inputs, first_token, training=training)[:, 0, :])
 
