@@ -22,6 +22,13 @@ byte-identical files for any --num_workers (and from the Beam pipeline in
 pipelines/). Outputs appear only once complete: everything is written under
 temporary names and renamed at the end.
 
+Chinese, Japanese and Korean: --input_format=paragraphs splits their sentences
+too (no whitespace needed after 。！？; albert_tf.text.sentence_splitter), and
+whole-word masking masks a Korean word (from one '▁' to the next) whole. Chinese
+and Japanese words are known only from a segmenter: --pre_segmented reads its
+output (words separated by spaces), removes the spaces before tokenizing and
+masks those words whole (albert_tf.text.segmented_text).
+
 Differences from the original script, on purpose (docs/reference.md, "Pretraining data"): seeded
 everywhere (the original used numpy's global RNG for n-gram lengths); a
 one-sentence chunk is split at a random word boundary instead of taking B from

@@ -1,4 +1,4 @@
-r"""Fine-tunes ALBERT on SQuAD v1.1 or v2.0 and writes predictions in the official format.
+r"""Fine-tunes ALBERT on SQuAD v1.1 / v2.0 (or CMRC 2018, JSQuAD) and writes predictions in the official format.
 
   # Train on SQuAD 1.1 from a pretrained (or converted) albert_tf checkpoint, keep the checkpoint with
   # the best dev F1, then answer dev with it
@@ -17,6 +17,12 @@ r"""Fine-tunes ALBERT on SQuAD v1.1 or v2.0 and writes predictions in the offici
   python -m albert_tf.run_squad --version=2.0 --squad_v2_head=null_score --do_train --do_predict \
       --train_file=train-v2.0.json --predict_file=dev-v2.0.json \
       --init_checkpoint=/ckpt/albert_base --output_dir=/tmp/squad20_null_score
+
+  # CMRC 2018 (Chinese) or JSQuAD (Japanese): SQuAD 1.1's layout, scored with their own official metric,
+  # which --metric=auto (the default) picks from the predict file's contexts
+  python -m albert_tf.run_squad --version=1.1 --do_train --do_predict \
+      --train_file=cmrc2018_train.json --predict_file=cmrc2018_dev.json \
+      --init_checkpoint=/ckpt/albert_base_zh --output_dir=/tmp/cmrc2018
 
   # Predict only, with a fine-tuned model (OUTPUT_DIR/best or OUTPUT_DIR/checkpoints of a training run)
   python -m albert_tf.run_squad --version=1.1 --do_predict --predict_file=dev-v1.1.json \
@@ -41,8 +47,9 @@ Writes into --output_dir, as every fine-tuning tool does (albert_tf.training.fin
   null_odds.json           v2.0: the no-answer score of each question (the official
                            evaluation's --na-prob-file): the original head's smallest
                            cls_logits over its windows, or score_null - best span score
-  eval_results.json        EM / F1 (official definitions) when the predict file
-                           has answers; for v2.0 also the best no-answer threshold,
+  eval_results.json        EM / F1 (official definitions, of the --metric named in
+                           its "metric") when the predict file has answers; for v2.0
+                           also the best no-answer threshold,
                            and for the original head the threshold used
                            (null_score_diff_threshold) and EM / F1 at threshold 0. The
                            original head's EM / F1 are the original's: a question whose
@@ -56,7 +63,7 @@ import dataclasses
 from absl import flags
 
 from albert_tf.settings import field_default
-from albert_tf.tasks import squad
+from albert_tf.tasks import qa_metrics, squad
 from albert_tf.training import finetuning_flags
 
 # The task module is imported in the functions: its TensorFlow-using parts, after cli.run has imported
@@ -96,6 +103,11 @@ def define_squad_flags():
                        "when its questions have answers (as the original tunes it; 0.0 when no threshold beats "
                        "answering nothing), else 0.0; for null_score 0.0. "
                        "eval_results.json's best_f1_thresh is the value that is best on the predict file.")
+    flags.DEFINE_enum("metric", default("metric"), list(qa_metrics.CHOICES), "The official metric that scores "
+                      "--predict_file: squad (SQuAD's EM and whitespace-token F1), cmrc2018 (CMRC 2018's: EM and F1 "
+                      "over each Chinese character and each other word, punctuation removed), jsquad (JGLUE's "
+                      "JSQuAD: EM and character F1), or auto: cmrc2018 for Chinese contexts, jsquad for Japanese, "
+                      "else squad (SQuAD 2.0: squad). The choice is printed and recorded in eval_results.json.")
 
 
 def squad_config():

@@ -14,10 +14,18 @@ Memory stays bounded on big corpora: lines are streamed to the trainer, which
 keeps a uniform random sample of --input_sentence_size sentences (reservoir
 sampling); --seed makes that sample and the model reproducible.
 
+Accents are stripped as the original does (NFKD, combining marks dropped: é becomes e),
+except where that would change what the text says: when 0.1% or more of the corpus's
+first 16M characters are letters of scripts whose marks carry meaning (Japanese kana's
+dakuten: が would become か; Indic, Arabic, Hebrew, Thai marks), accents are kept and
+the summary says so. --keep_accents / --nokeep_accents decide instead. The vocabulary's
+pieces record the choice, and create_pretraining_data follows it. Hangul is unaffected
+either way (SentencePiece's normalizer composes the jamo that stripping splits).
+
 The summary names the characters --character_coverage left out of the vocabulary
-(they become <unk>) with their counts, and, where accents are stripped, counts the
-text in scripts whose marks carry meaning (kana, Hangul, Indic, Arabic, Hebrew,
-Thai...), which stripping rewrites: --keep_accents keeps them.
+(they become <unk>, counted as the model sees the text) with their counts, and, where
+accents are stripped, counts the characters that stripping rewrote in scripts whose
+marks carry meaning.
 """
 
 import os
@@ -39,9 +47,14 @@ def define_flags():
     flags.DEFINE_bool("do_lower_case", True, "Train on lowercased text (a lowercase vocabulary, as the original "
                       "30k-clean); --nodo_lower_case keeps capitals (a cased vocabulary). Pass the same to "
                       "create_pretraining_data.")
-    flags.DEFINE_bool("keep_accents", False, "Keep accents (the original strips them: NFKD, combining marks "
-                      "dropped, which also drops kana's dakuten and splits Hangul into jamo: the summary counts such "
-                      "text). Pass the same to create_pretraining_data.")
+    flags.DEFINE_bool("keep_accents", None, "Keep accents (--keep_accents) or strip them as the original does "
+                      "(--nokeep_accents: NFKD, combining marks dropped, which also drops kana's dakuten). Default: "
+                      "kept where stripping would rewrite 0.1% or more of the corpus's characters (kana, Indic, "
+                      "Arabic, Hebrew, Thai text), stripped otherwise; the summary says which. The vocabulary "
+                      "records it and create_pretraining_data follows it.")
+    flags.DEFINE_bool("pre_segmented", False, "Chinese or Japanese input whose words a segmenter (jieba, MeCab) "
+                      "separated with spaces: trained on without those spaces, the text create_pretraining_data "
+                      "--pre_segmented tokenizes.")
     flags.DEFINE_integer("vocab_size", 30000, "Vocabulary size, special pieces included (ALBERT: 30000).")
     flags.DEFINE_string("output_prefix", None, "Writes PREFIX.model and PREFIX.vocab.")
     flags.DEFINE_integer("input_sentence_size", 10_000_000, "Sentences sampled for training (reservoir "
@@ -79,19 +92,19 @@ def main(argv):
         input_sentence_size=FLAGS.input_sentence_size, character_coverage=FLAGS.character_coverage,
         user_defined_symbols=FLAGS.user_defined_symbols, hard_vocab_limit=FLAGS.hard_vocab_limit,
         seed=FLAGS.seed, num_threads=FLAGS.num_threads, overwrite=FLAGS.overwrite, lower_case=FLAGS.do_lower_case,
-        keep_accents=FLAGS.keep_accents,
+        keep_accents=FLAGS.keep_accents, pre_segmented=FLAGS.pre_segmented,
     )
     tokenizer = AlbertTokenizer(f"{FLAGS.output_prefix}.model", lower_case=FLAGS.do_lower_case,
-                                keep_accents=FLAGS.keep_accents)
+                                keep_accents=stats.keep_accents)
     sampled = min(stats.sentences, FLAGS.input_sentence_size or stats.sentences)
     print(
         f"Wrote {FLAGS.output_prefix}.model and .vocab ({tokenizer.vocab_size} pieces, "
-        f"{vocabulary_casing(tokenizer)}{', accents kept' if FLAGS.keep_accents else ''}) in "
+        f"{vocabulary_casing(tokenizer)}{', accents kept' if stats.keep_accents else ''}) in "
         f"{time.time() - start:.1f}s from {stats.sentences:,} sentences of {stats.files} file(s) "
         f"({sampled:,} sampled)."
     )
-    for problem in stats.problems():
-        print(f"  {problem}")
+    for line in ([stats.accents_chosen] if stats.accents_chosen else []) + stats.problems():
+        print(f"  {line}")
     return 0
 
 

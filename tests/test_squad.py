@@ -151,7 +151,8 @@ def test_reader_reads_v1_and_v2(tmp_path):
     articles, examples = squad.read_squad(path, "2.0")
     assert len(articles) == 1
     assert examples == [
-        squad.SquadExample("q1", "Largest animal?", context, "blue whale", 4),
+        squad.SquadExample("q1", "Largest animal?", context, "blue whale", 4,
+                           gold_answers=("blue whale", "The blue whale")),
         squad.SquadExample("q2", "Smallest animal?", context, "", -1, is_impossible=True),
     ]
     with pytest.raises(ValueError, match=r"squad.json: data\[0\].paragraphs\[0\].qas\[1\] \(question id q2\): "
@@ -164,11 +165,15 @@ def test_reader_reads_v1_and_v2(tmp_path):
      r"qas\[0\] \(question id q1\): missing 'question'"),
     (lambda d: d["data"][0]["paragraphs"][0].pop("context"), r"data\[0\].paragraphs\[0\]: missing 'context'"),
     (lambda d: d["data"][0]["paragraphs"][0]["qas"][0].pop("id"), r"qas\[0\]: missing 'id'"),
-    (lambda d: d["data"][0]["paragraphs"][0]["qas"][0]["answers"][0].update(answer_start=5),
-     r"question id q1\), answers\[0\]: answer 'blue whale' is not at answer_start 5 of the context "
-     r"\(found 'lue whale ' there\)"),
-    (lambda d: d["data"][0]["paragraphs"][0]["qas"][0]["answers"][0].update(text="grey whale"),
-     r"question id q1\), answers\[0\]: answer 'grey whale' is not at answer_start 4"),
+    # -1 marks an answer that is not in the context (CMRC 2018's extra gold answers); below it, or past the
+    # context's end, answer_start is wrong.
+    (lambda d: d["data"][0]["paragraphs"][0]["qas"][0]["answers"][0].update(answer_start=-2),
+     r"question id q1\), answers\[0\]: answer_start -2 is outside the context of 37 characters "
+     r"\(-1 marks an answer that is not in it\)"),
+    (lambda d: d["data"][0]["paragraphs"][0]["qas"][0]["answers"][0].update(answer_start=37),
+     r"question id q1\), answers\[0\]: answer_start 37 is outside the context of 37 characters"),
+    (lambda d: d["data"][0]["paragraphs"][0]["qas"][0]["answers"][0].update(text=" "),
+     r"question id q1\), answers\[0\]: empty answer text"),
     (lambda d: d["data"][0]["paragraphs"][0]["qas"][0]["answers"][0].update(answer_start="4"),
      r"'answer_start' must be of type int, got str"),
     (lambda d: d["data"][0]["paragraphs"][0]["qas"][0].update(answers=[]),
@@ -590,7 +595,7 @@ def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
 
     metrics = json.loads((output / "eval_results.json").read_text())
     articles, _ = squad.read_squad(str(train_file), "1.1")
-    assert metrics == evaluate(articles, predictions)
+    assert metrics == {**evaluate(articles, predictions), "metric": "squad"}  # English contexts: --metric=auto
 
     # The training checkpoints are the last fine-tuned model.
     model, metadata = load_model(str(output / "checkpoints"))
@@ -643,14 +648,15 @@ def test_cli_v2_null_score_head_decides_no_answer_with_the_null_threshold(tmp_pa
         assert odds == pytest.approx(score_null - best_span["start_logit"] - best_span["end_logit"], abs=1e-4)
     metrics = json.loads((output / "eval_results.json").read_text())
     articles, _ = squad.read_squad(str(train_file), "2.0")
-    assert metrics == evaluate(articles, predictions, na_probs=null_odds, na_prob_thresh=math.inf)
+    assert metrics == {**evaluate(articles, predictions, na_probs=null_odds, na_prob_thresh=math.inf),
+                       "metric": "squad"}
     assert metrics["HasAns_total"] == 4 and metrics["NoAns_total"] == 2
     assert metrics["best_f1"] >= metrics["f1"]
 
 
 def test_cli_rejects_a_malformed_file_in_one_line(tmp_path, encoder_dir):
     content = squad_json([(CONTEXTS[0], [qa("q7", "Largest?", CONTEXTS[0], ["The blue whale"])])])
-    content["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] = 3
+    content["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] = -3
     bad = write_json(tmp_path, content, name="bad.json")
     result = run_squad("--version=1.1", "--do_train", f"--train_file={bad}", f"--init_checkpoint={encoder_dir}",
                        f"--output_dir={tmp_path / 'out'}", *SMALL_RUN)

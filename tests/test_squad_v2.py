@@ -380,7 +380,7 @@ def test_the_threshold_is_the_one_with_the_best_f1_and_predictions_use_it(monkey
     assert metrics["f1"] == pytest.approx(100.0)
     # At threshold 0: e (0.25) is left unanswered, b and c too.
     assert metrics["f1_at_threshold_0"] == pytest.approx(f1_at(0.0)[0]) == pytest.approx(80.0)
-    assert metrics == {**evaluate(articles, predictions), **{key: metrics[key] for key in (
+    assert metrics == {**evaluate(articles, predictions), "metric": "squad", **{key: metrics[key] for key in (
         "best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh", "null_score_diff_threshold",
         "exact_at_threshold_0", "f1_at_threshold_0")}}
 

@@ -118,27 +118,6 @@ def test_the_summary_names_the_characters_character_coverage_left_out(tmp_path):
     assert kept.dropped_characters == [] and not any("character_coverage" in line for line in kept.problems())
 
 
-def test_vocabulary_training_says_when_accent_stripping_rewrites_kana_or_hangul(tmp_path):
-    """が becomes か, Hangul syllables become jamo: said in one line with the fix; Latin accents are what
-    stripping is for, and keep_accents keeps every mark."""
-    from albert_tf.data.vocabulary import VocabularyStats, preprocessed_sentences
-
-    (tmp_path / "ja_ko.txt").write_text("がっこうへ行きます。\nゲームです。\n\n한국어 문장입니다.\nplain text\n")
-    (tmp_path / "latin.txt").write_text(SPECIAL_LINES[0] + "\nΆλφα ёлка й\n")
-
-    def problems(name, keep_accents=False):
-        stats = VocabularyStats()
-        list(preprocessed_sentences([str(tmp_path / name)], "sentences", stats, keep_accents=keep_accents))
-        return stats.problems()
-
-    assert problems("ja_ko.txt") == [
-        "accent stripping (the original's rule) rewrote 11 character(s) in 3 sentence(s) of scripts whose marks "
-        "carry meaning (Hangul 8, Hiragana 2, Katakana 1; が becomes か, Hangul syllables become jamo): pass "
-        "--keep_accents to train_sentencepiece and create_pretraining_data alike to keep them"]
-    assert problems("ja_ko.txt", keep_accents=True) == []
-    assert problems("latin.txt") == []
-
-
 def test_foreign_vocabulary_is_refused(tmp_path):
     corpus = write_corpus(tmp_path / "c.txt", num_documents=10)
     sentencepiece.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "plain"),

@@ -32,6 +32,7 @@ tokenization), not only transformers' own conversion of it:
 import base64
 import json
 import os
+import unicodedata
 
 from albert_tf.text.albert_tokenizer import SPECIAL_PIECES, AlbertTokenizer, ends_with_digit_comma
 from albert_tf.text.preprocessing import combining_codepoints, re2_class, whitespace_codepoints
@@ -57,14 +58,31 @@ def _normalizers(tokenizer, charsmap):
     ]
     if tokenizer.rewrite_quotes:
         steps += [{"type": "Replace", "pattern": {"String": quotes}, "content": '"'} for quotes in ("``", "''")]
-    if not tokenizer.keep_accents:
-        steps += [{"type": "NFKD"}, _replace(re2_class(combining_codepoints()), "")]
+    if tokenizer.keep_accents:
+        # A kana and its (han)dakuten written apart (か + U+3099, ｶ + ﾞ): SentencePiece's map composes them (が);
+        # tokenizers' Precompiled step looks up a grapheme whole only under 6 bytes, and these are 6.
+        steps += [{"type": "Replace", "pattern": {"String": pair}, "content": composed}
+                  for pair, composed in _kana_compositions()]
+    else:
+        # NFC after the marks are gone composes what NFKD split without a mark: Hangul syllables, which NFKD
+        # turns into two or three jamo. SentencePiece's own normalizer composes them again (its map is matched
+        # longest first over the whole text); the Precompiled step would leave a syllable of three jamo (9
+        # bytes) as jamo, each <unk> to the model.
+        steps += [{"type": "NFKD"}, _replace(re2_class(combining_codepoints()), ""), {"type": "NFC"}]
     if tokenizer.lower_case:
         # str.lower's Final_Sigma: after a letter and not before one.
         steps += [_replace("(?<=\\p{L})\u03a3(?!\\p{L})", "\u03c2"), {"type": "Lowercase"}]
     if charsmap:
         steps.append({"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii")})
     return {"type": "Sequence", "normalizers": steps}
+
+
+def _kana_compositions():
+    """[(kana + voicing mark, the one character NFKC makes of them)] for full- and half-width kana and marks."""
+    kana = [chr(c) for c in [*range(0x3041, 0x3097), *range(0x30A1, 0x30FB), *range(0xFF66, 0xFF9E)]]
+    pairs = [(base + mark, unicodedata.normalize("NFKC", base + mark))
+             for base in kana for mark in ("\u3099", "\u309a", "\uff9e", "\uff9f")]
+    return [(pair, composed) for pair, composed in pairs if len(composed) == 1]
 
 
 def _metaspace():

@@ -21,12 +21,14 @@ sentences, and counted, so one document never has to fit a whole file.
 import collections
 import contextlib
 import dataclasses
+import functools
 import glob
 import gzip
 import os
 import zlib
 
 from albert_tf.data import marked_scripts
+from albert_tf.text.segmented_text import split_segmented_sentences
 from albert_tf.text.sentence_splitter import split_sentences
 
 INPUT_FORMATS = ("sentences", "paragraphs")
@@ -211,10 +213,13 @@ def iter_file_lines(path, stats, max_line_bytes=DEFAULT_MAX_LINE_BYTES, opener=o
 
 
 def iter_documents(path, file_index, stats, input_format="sentences", max_line_bytes=DEFAULT_MAX_LINE_BYTES,
-                   max_document_sentences=DEFAULT_MAX_DOCUMENT_SENTENCES, opener=open_local):
-    """Yields the `Document`s of one file, numbered from 0 in file order."""
+                   max_document_sentences=DEFAULT_MAX_DOCUMENT_SENTENCES, opener=open_local, pre_segmented=False):
+    """Yields the `Document`s of one file, numbered from 0 in file order. `pre_segmented`: the text is
+    Chinese or Japanese words separated by spaces; paragraphs are split where the unsegmented text's sentences
+    end, and each sentence keeps its words' spaces (albert_tf.text.segmented_text)."""
     if input_format not in INPUT_FORMATS:
         raise ValueError(f"input_format must be one of {INPUT_FORMATS}, got {input_format!r}")
+    split = functools.partial(split_segmented_sentences, split=split_sentences) if pre_segmented else split_sentences
     document_index = 0
     sentences = []
 
@@ -232,7 +237,7 @@ def iter_documents(path, file_index, stats, input_format="sentences", max_line_b
             if sentences:
                 yield finish()
             continue
-        for sentence in split_sentences(line) if input_format == "paragraphs" else (line,):
+        for sentence in split(line) if input_format == "paragraphs" else (line,):
             sentences.append(sentence)
             if len(sentences) >= max_document_sentences:
                 stats.documents_cut += 1

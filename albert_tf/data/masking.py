@@ -72,7 +72,8 @@ class MaskedBatch:
     replacement_counts: np.ndarray  # int64 [3]: [MASK], kept, random
 
 
-def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative, random_piece_ids, rng):
+def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative, random_piece_ids, rng,
+               word_starts=None):
     """Chooses and applies the masked-LM predictions of N sequences.
 
     Args:
@@ -80,6 +81,8 @@ def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative
       lengths: int [N] real lengths.
       is_special: bool [N, S], True at [CLS]/[SEP].
       word_start_table: bool [V], whether a piece starts a word.
+      word_starts: bool [N, S], whether the token at each position starts a word, where that depends on more
+        than the piece (pre-segmented Chinese or Japanese: albert_tf.text.segmented_text); None: the table's.
       config: MaskingConfig; cumulative: config.ngram_cumulative_probabilities() (passed
         in so it is computed once, not per batch).
       random_piece_ids: ids a random replacement may take.
@@ -101,8 +104,12 @@ def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative
     in_row = np.arange(width)[None, :] < lengths[:, None]
     candidate_positions = np.flatnonzero(in_row & ~is_special)  # flat positions, ascending
     candidate_rows = candidate_positions // width
-    starts_word = (word_start_table[tokens.ravel()[candidate_positions]] if config.do_whole_word_mask
-                   else np.ones(len(candidate_positions), bool))
+    if not config.do_whole_word_mask:
+        starts_word = np.ones(len(candidate_positions), bool)
+    elif word_starts is not None:
+        starts_word = word_starts.ravel()[candidate_positions]
+    else:
+        starts_word = word_start_table[tokens.ravel()[candidate_positions]]
     starts_word[np.flatnonzero(np.diff(candidate_rows, prepend=-1))] = True
     word_starts = np.flatnonzero(starts_word)
     word_row = candidate_rows[word_starts]

@@ -63,6 +63,7 @@ from albert_tf.data.data_set_files import METADATA_SUFFIX
 from albert_tf.data.tfrecord_io import ExampleEncoder, TFRecordWriter
 from albert_tf.settings import SettingError
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
+from albert_tf.text.segmented_text import unsegmented_piece_table
 
 FORMAT_VERSION = 1
 INSTANCES_FORMAT = "albert_tf.pretraining_data"
@@ -92,6 +93,9 @@ class CreationConfig:
     max_document_sentences: int = DEFAULT_MAX_DOCUMENT_SENTENCES
     output_format: str = "instances"
     heldout_every: int = 0  # 0: no held-out set
+    # Chinese or Japanese words separated by spaces (a segmenter's output): the spaces next to those scripts
+    # mark word boundaries for whole-word masking and are removed (albert_tf.text.segmented_text).
+    pre_segmented: bool = False
 
     def __post_init__(self):
         if self.output_format not in OUTPUT_FORMATS:
@@ -106,6 +110,11 @@ class CreationConfig:
             raise SettingError(f"<num_output_shards> must be at least 1, got {self.num_output_shards}")
         if self.compression not in ("none", "gzip"):
             raise SettingError(f"<compression> must be 'none' or 'gzip', got {self.compression!r}")
+        if self.pre_segmented and self.output_format == "documents":
+            # The documents format records token ids alone; run_pretraining would take word starts from the
+            # vocabulary and mask pieces, not the segmenter's words.
+            raise SettingError("<pre_segmented> needs <output_format>=instances: the documents format does not "
+                               "record the segmenter's word boundaries")
 
     def to_json(self):
         return dataclasses.asdict(self)
@@ -177,7 +186,7 @@ def iter_file(path, file_index, config, stats, opener=open_local):
     """Documents of one input file, with the reading limits of `config`; where `config` strips accents, the
     characters that rewrites in scripts whose marks carry meaning are counted into `stats`."""
     documents = iter_documents(path, file_index, stats, config.input_format, config.max_line_bytes,
-                               config.max_document_sentences, opener)
+                               config.max_document_sentences, opener, pre_segmented=config.pre_segmented)
     return documents if config.keep_accents else _counting_marked_text(documents, stats)
 
 
@@ -231,9 +240,10 @@ class UnitProcessor:
         self.heldout_builder = InstanceBuilder(config.heldout_config.instances, *tables)
         self.encoder = ExampleEncoder(INT_FEATURES, FLOAT_FEATURES)
         self.document_encoder = ExampleEncoder(DOCUMENT_FEATURES)
+        self.segmented_pieces = unsegmented_piece_table(self.tokenizer) if config.pre_segmented else None
 
     def tokenize(self, unit):
-        return tokenize_documents(self.tokenizer, unit)
+        return tokenize_documents(self.tokenizer, unit, self.config.pre_segmented, self.segmented_pieces)
 
     def process(self, unit, stats, heldout_stats=None):
         """Yields (output set, shard, (sort key, file, document, ordinal), example bytes).

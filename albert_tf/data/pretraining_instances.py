@@ -36,6 +36,7 @@ from albert_tf.data.masking import MaskingConfig, mask_batch
 from albert_tf.albert_config import SIZE_LIMITS
 from albert_tf.settings import POSITIVE_INTEGER, PROBABILITY, NumberRange, raise_problems
 from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
+from albert_tf.text.segmented_text import encode_segmented
 
 SINGLE_SEGMENT_MODES = ("split", "other_document")
 # From room for [CLS] A [SEP] B [SEP] to the most positions an AlbertConfig allows: a longer row fits no
@@ -75,12 +76,15 @@ class InstanceConfig:
 
 @dataclasses.dataclass
 class TokenizedDocument:
-    """A document's identity and its sentences' ids, flat with sentence offsets."""
+    """A document's identity and its sentences' ids, flat with sentence offsets; and, for text whose words
+    a segmenter marked (pre-segmented Chinese or Japanese), whether each token starts a word (without it, the
+    vocabulary's word_start_table says, by piece)."""
 
     file_index: int
     document_index: int
     tokens: np.ndarray  # int32, all sentences concatenated
     offsets: np.ndarray  # int64 [num_sentences + 1]
+    word_starts: np.ndarray | None = None  # bool, one per token
 
     @property
     def num_sentences(self):
@@ -89,23 +93,41 @@ class TokenizedDocument:
     def span(self, first_sentence, end_sentence):
         return self.tokens[self.offsets[first_sentence] : self.offsets[end_sentence]]
 
+    def starts_span(self, first_sentence, end_sentence):
+        """`word_starts` of span(first_sentence, end_sentence), or None where the document has none."""
+        if self.word_starts is None:
+            return None
+        return self.word_starts[self.offsets[first_sentence] : self.offsets[end_sentence]]
+
     @classmethod
-    def from_sentences(cls, file_index, document_index, sentence_ids):
-        sentence_ids = [ids for ids in sentence_ids if len(ids)]
+    def from_sentences(cls, file_index, document_index, sentence_ids, sentence_starts=None):
+        kept = [index for index, ids in enumerate(sentence_ids) if len(ids)]
+        sentence_ids = [sentence_ids[index] for index in kept]
         lengths = [len(ids) for ids in sentence_ids]
         tokens = np.fromiter((i for ids in sentence_ids for i in ids), dtype=np.int32, count=sum(lengths))
-        return cls(file_index, document_index, tokens, np.concatenate(([0], np.cumsum(lengths))).astype(np.int64))
+        word_starts = None if sentence_starts is None else np.concatenate(
+            [np.zeros(0, bool)] + [sentence_starts[index] for index in kept])
+        return cls(file_index, document_index, tokens, np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+                   word_starts)
 
 
-def tokenize_documents(tokenizer, documents):
+def tokenize_documents(tokenizer, documents, pre_segmented=False, segmented_pieces=None):
     """The corpus reader's `documents` (file_index, document_index, sentences) as TokenizedDocuments, all
-    their sentences encoded in one batch; documents left with no sentence are dropped."""
+    their sentences encoded in one batch; documents left with no sentence are dropped. `pre_segmented`: the
+    sentences are Chinese or Japanese words separated by spaces (albert_tf.text.segmented_text), whose
+    boundaries become the documents' word starts; `segmented_pieces` is that module's
+    unsegmented_piece_table(tokenizer), computed once by the caller."""
     sentences = [sentence for document in documents for sentence in document.sentences]
-    ids = tokenizer.encode_batch(sentences)
+    if pre_segmented:
+        encoded = encode_segmented(tokenizer, sentences, segmented_pieces)
+        ids, starts = [ids for ids, _ in encoded], [starts for _, starts in encoded]
+    else:
+        ids, starts = tokenizer.encode_batch(sentences), None
     tokenized, start = [], 0
     for document in documents:
         end = start + len(document.sentences)
-        tokenized.append(TokenizedDocument.from_sentences(document.file_index, document.document_index, ids[start:end]))
+        tokenized.append(TokenizedDocument.from_sentences(document.file_index, document.document_index, ids[start:end],
+                                                          None if starts is None else starts[start:end]))
         start = end
     return [document for document in tokenized if document.num_sentences]
 
@@ -175,12 +197,14 @@ def truncation_counts(length_a, length_b, max_tokens):
     return (rest + 1) // 2, first + rest // 2
 
 
-def _truncate(tokens, removed, rng):
-    """Removes `removed` tokens, each from the front or the back with p=0.5."""
+def _truncate(tokens, removed, rng, starts=None):
+    """(tokens, starts) with `removed` tokens taken off, each from the front or the back with p=0.5, and the
+    same taken off `starts` (a token's word start flags, or None)."""
     if not removed:
-        return tokens
+        return tokens, starts
     front = int(rng.binomial(removed, 0.5))
-    return tokens[front : len(tokens) - (removed - front)]
+    end = len(tokens) - (removed - front)
+    return tokens[front:end], None if starts is None else starts[front:end]
 
 
 class InstanceBuilder:
@@ -226,7 +250,8 @@ class InstanceBuilder:
             yield self._assemble(pairs, stats, rng)
 
     def _one_round(self, document, pool, stats, rng):
-        """Yields (tokens_a, tokens_b, label, short_target) for one pass over the document."""
+        """Yields (tokens_a, tokens_b, label, short_target, starts_a, starts_b) for one pass over the document;
+        starts_* are the tokens' word starts where the document has its own (`word_starts`), else None."""
         config = self.config
         max_tokens = config.max_seq_length - 3
         target = max_tokens
@@ -244,45 +269,51 @@ class InstanceBuilder:
             chunk_end = sentence + 1
             num_segments = chunk_end - chunk_start
             a_end = chunk_start + 1 if num_segments == 1 else int(rng.integers(chunk_start + 1, chunk_end))
-            tokens_a = document.span(chunk_start, a_end)
+            tokens_a, starts_a = document.span(chunk_start, a_end), document.starts_span(chunk_start, a_end)
             label = 0
             next_chunk_start = chunk_end
             use_other_document = (num_segments == 1 and config.single_segment == "other_document") or (
                 config.random_next_sentence and (num_segments == 1 or rng.random() < 0.5)
             )
             if use_other_document:
-                tokens_b = self._other_document_segment(document, pool, target - len(tokens_a), rng)
+                tokens_b, starts_b = self._other_document_segment(document, pool, target - len(tokens_a), rng)
                 label = 1
                 next_chunk_start = a_end  # the unused sentences start the next chunk
             elif num_segments == 1:
-                split = self._split_point(tokens_a, rng)
+                split = self._split_point(tokens_a, starts_a, rng)
                 if split is None:
                     stats.skipped_chunks += 1
                     chunk_start = sentence = next_chunk_start
                     continue
                 stats.single_segment_splits += 1
                 tokens_a, tokens_b = tokens_a[:split], tokens_a[split:]
+                starts_b = None if starts_a is None else starts_a[split:]
+                starts_a = None if starts_a is None else starts_a[:split]
                 if rng.random() < 0.5:
-                    tokens_a, tokens_b, label = tokens_b, tokens_a, 1
+                    tokens_a, tokens_b, starts_a, starts_b, label = tokens_b, tokens_a, starts_b, starts_a, 1
             else:
-                tokens_b = document.span(a_end, chunk_end)
+                tokens_b, starts_b = document.span(a_end, chunk_end), document.starts_span(a_end, chunk_end)
                 if not config.random_next_sentence and rng.random() < 0.5:
-                    tokens_a, tokens_b, label = tokens_b, tokens_a, 1
+                    tokens_a, tokens_b, starts_a, starts_b, label = tokens_b, tokens_a, starts_b, starts_a, 1
             removed_a, removed_b = truncation_counts(len(tokens_a), len(tokens_b), max_tokens)
-            yield _truncate(tokens_a, removed_a, rng), _truncate(tokens_b, removed_b, rng), label, short
+            tokens_a, starts_a = _truncate(tokens_a, removed_a, rng, starts_a)
+            tokens_b, starts_b = _truncate(tokens_b, removed_b, rng, starts_b)
+            yield tokens_a, tokens_b, label, short, starts_a, starts_b
             chunk_start = sentence = next_chunk_start
 
-    def _split_point(self, tokens, rng):
-        """A random word boundary strictly inside `tokens`, or None if it has < 2 tokens."""
+    def _split_point(self, tokens, starts, rng):
+        """A random word boundary strictly inside `tokens` (`starts`: their word starts, or None for the
+        table's), or None if it has < 2 tokens."""
         if len(tokens) < 2:
             return None
-        boundaries = np.flatnonzero(self.word_start_table[tokens[1:]]) + 1
+        boundaries = np.flatnonzero(self.word_start_table[tokens[1:]] if starts is None else starts[1:]) + 1
         if len(boundaries):
             return int(boundaries[rng.integers(len(boundaries))])
         return int(rng.integers(1, len(tokens)))
 
     def _other_document_segment(self, document, pool, target_length, rng):
-        """Sentences of a random other pool document, from a random start, up to `target_length`."""
+        """(tokens, word starts or None) of sentences of a random other pool document, from a random start, up to
+        `target_length`."""
         choice = document
         # As the original: up to 10 tries to draw a document other than this one.
         for _ in range(10):
@@ -293,16 +324,16 @@ class InstanceBuilder:
         end = start + 1
         while end < choice.num_sentences and choice.offsets[end] - choice.offsets[start] < target_length:
             end += 1
-        return choice.span(start, end)
+        return choice.span(start, end), choice.starts_span(start, end)
 
     def _assemble(self, pairs, stats, rng):
         """[CLS] A [SEP] B [SEP] for every pair, padded, masked; updates `stats`."""
         width = self.config.max_seq_length
         count = len(pairs)
         tokens = np.zeros((count, width), np.int32)
-        lengths_a = np.fromiter((len(a) for a, _, _, _ in pairs), dtype=np.int64, count=count)
-        lengths = lengths_a + np.fromiter((len(b) for _, b, _, _ in pairs), dtype=np.int64, count=count) + 3
-        for row, (tokens_a, tokens_b, _, _) in enumerate(pairs):
+        lengths_a = np.fromiter((len(pair[0]) for pair in pairs), dtype=np.int64, count=count)
+        lengths = lengths_a + np.fromiter((len(pair[1]) for pair in pairs), dtype=np.int64, count=count) + 3
+        for row, (tokens_a, tokens_b, *_) in enumerate(pairs):
             length_a = len(tokens_a)
             tokens[row, 1 : 1 + length_a] = tokens_a
             tokens[row, 2 + length_a : 2 + length_a + len(tokens_b)] = tokens_b
@@ -314,15 +345,16 @@ class InstanceBuilder:
         is_special[rows, 0] = is_special[rows, lengths_a + 1] = is_special[rows, lengths - 1] = True
         columns = np.arange(width)[None, :]
         in_row = columns < lengths[:, None]
+        word_starts = self._word_starts(pairs, tokens)
         masked = mask_batch(
             tokens, lengths, is_special, self.word_start_table, self.config.masking, self.cumulative,
-            self.random_piece_ids, rng,
+            self.random_piece_ids, rng, word_starts,
         )
-        labels = np.array([label for _, _, label, _ in pairs], dtype=np.int32)
+        labels = np.array([pair[2] for pair in pairs], dtype=np.int32)
         stats.instances += count
         stats.tokens += int(lengths.sum())
         stats.masked += int(masked.weights.sum())
-        stats.short_targets += sum(short for _, _, _, short in pairs)
+        stats.short_targets += sum(pair[3] for pair in pairs)
         stats.labels.update(labels.tolist())
         stats.ngram_lengths.update(masked.ngram_lengths)
         stats.replacements.update(dict(enumerate(masked.replacement_counts.tolist())))
@@ -332,12 +364,27 @@ class InstanceBuilder:
             "input_ids": masked.input_ids,
             "input_mask": in_row.astype(np.int32),
             "segment_ids": ((columns >= lengths_a[:, None] + 2) & in_row).astype(np.int32),
-            "token_boundary": ((self.word_start_table[tokens] | is_special) & in_row).astype(np.int32),
+            "token_boundary": (((self.word_start_table[tokens] if word_starts is None else word_starts) | is_special)
+                               & in_row).astype(np.int32),
             "masked_lm_positions": masked.positions,
             "masked_lm_ids": masked.labels,
             "next_sentence_labels": labels[:, None],
         }
         return sort_keys, int_features, {"masked_lm_weights": masked.weights}
+
+    def _word_starts(self, pairs, tokens):
+        """bool [N, S]: whether each position's token starts a word, for pairs whose documents carry their own
+        word starts (pre-segmented text; other positions: the table's); None where no pair does."""
+        if all(pair[4] is None and pair[5] is None for pair in pairs):
+            return None
+        word_starts = self.word_start_table[tokens]
+        for row, (tokens_a, tokens_b, _, _, starts_a, starts_b) in enumerate(pairs):
+            length_a = len(tokens_a)
+            if starts_a is not None:
+                word_starts[row, 1 : 1 + length_a] = starts_a
+            if starts_b is not None:
+                word_starts[row, 2 + length_a : 2 + length_a + len(tokens_b)] = starts_b
+        return word_starts
 
 
 # The original feature names (docs/reference.md, "Pretraining data").

@@ -2,7 +2,9 @@
 
 <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4 and the original's user-defined
 symbols, trained on text preprocessed exactly as AlbertTokenizer preprocesses it
-(lowercased unless asked otherwise, accents stripped), as the original 30k-clean model was. Lines are
+(lowercased unless asked otherwise, accents stripped), as the original 30k-clean model was; accents are
+kept instead where stripping would change what the text says (Japanese kana, Indic, Arabic, Hebrew or
+Thai text: `choose_keep_accents`), unless the caller decides. Lines are
 streamed to the trainer, which keeps a uniform random sample of
 `input_sentence_size` sentences (reservoir sampling), so memory stays bounded;
 the seed makes that sample and the model reproducible. The model appears only
@@ -13,7 +15,9 @@ import collections
 import dataclasses
 import os
 import shutil
+import unicodedata
 
+from albert_tf.data import marked_scripts
 from albert_tf.data.corpus_reader import CorpusStats
 from albert_tf.settings import SettingError, SettingFileExists
 
@@ -33,10 +37,14 @@ class VocabularyStats(CorpusStats):
     character_counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     characters_counted: int = 0
     dropped_characters: list = dataclasses.field(default_factory=list)  # [(character, count)], most frequent first
+    keep_accents: bool = False  # what the vocabulary was trained with
+    accents_chosen: str = None  # the line that says why, where train chose it (keep_accents=None)
 
     def count_characters(self, text):
         if self.characters_counted < CHARACTER_SAMPLE:
-            self.character_counts.update(text)
+            # As the model sees them: NFC composes the Hangul syllables that NFKD (accent stripping) split into
+            # jamo, as the model's own NFKC normalizer does; counted apart, each jamo would look like an <unk>.
+            self.character_counts.update(text if text.isascii() else unicodedata.normalize("NFC", text))
             self.characters_counted += len(text)
 
     def find_dropped(self, model):
@@ -64,15 +72,20 @@ class VocabularyStats(CorpusStats):
                 f"{counted} ({occurrences / self.characters_counted:.3%})")
 
 
-def preprocessed_sentences(paths, input_format, stats, lower_case=True, keep_accents=False):
+def preprocessed_sentences(paths, input_format, stats, lower_case=True, keep_accents=False, pre_segmented=False):
     """Yields preprocessed, non-empty sentences of `paths`, counting into `stats` (a VocabularyStats): where
-    accents are stripped, also the characters that rewrites in scripts whose marks carry meaning."""
+    accents are stripped, also the characters that rewrites in scripts whose marks carry meaning.
+    `pre_segmented`: Chinese or Japanese text whose words a segmenter separated with spaces, trained on without
+    those spaces (the text the data tool's --pre_segmented tokenizes)."""
     from albert_tf.data.corpus_reader import iter_file_lines
     from albert_tf.text.preprocessing import preprocess_text
+    from albert_tf.text.segmented_text import join_words
     from albert_tf.text.sentence_splitter import split_sentences
 
     for path in paths:
         for line in iter_file_lines(path, stats):
+            if pre_segmented:
+                line = join_words(line)[0]
             units = split_sentences(line) if input_format == "paragraphs" else [line]
             for unit in units:
                 if not keep_accents:
@@ -82,6 +95,30 @@ def preprocessed_sentences(paths, input_format, stats, lower_case=True, keep_acc
                     stats.sentences += 1
                     stats.count_characters(text)
                     yield text
+
+
+def choose_keep_accents(paths):
+    """(keep_accents, the line that says why): keep accents where stripping them would rewrite
+    marked_scripts.KEEP_ACCENTS_SHARE or more of the first CHARACTER_SAMPLE characters of `paths` (kana's
+    dakuten and the like, as the model would see the text); strip them, as the original does, otherwise."""
+    from albert_tf.data.corpus_reader import iter_file_lines
+
+    counts, characters = collections.Counter(), 0
+    for path in paths:
+        for line in iter_file_lines(path, CorpusStats()):
+            marked_scripts.count_marked(line, counts)
+            characters += len(line)
+            if characters >= CHARACTER_SAMPLE:
+                break
+        if characters >= CHARACTER_SAMPLE:
+            break
+    rewritten = sum(counts.values())
+    scripts = ", ".join(f"{script} {count:,}" for script, count in counts.most_common())
+    if marked_scripts.keeps_meaningful_marks(counts, characters):
+        return True, (f"accents kept: stripping them (the original's rule) would rewrite {rewritten:,} of the text's "
+                      f"{'first ' if characters >= CHARACTER_SAMPLE else ''}{characters:,} characters "
+                      f"({rewritten / characters:.1%}; {scripts}; が would become か); --nokeep_accents strips them")
+    return False, None
 
 
 def _remembering_errors(sentences, errors):
@@ -106,14 +143,17 @@ def _last_sentence(message):
 
 def train(paths, output_prefix, vocab_size=30000, input_format="sentences", input_sentence_size=10_000_000,
           character_coverage=0.99995, user_defined_symbols=ORIGINAL_USER_DEFINED_SYMBOLS,
-          hard_vocab_limit=True, seed=12345, num_threads=1, overwrite=False, lower_case=True, keep_accents=False):
+          hard_vocab_limit=True, seed=12345, num_threads=1, overwrite=False, lower_case=True, keep_accents=None,
+          pre_segmented=False):
     """Trains and writes OUTPUT_PREFIX.{model,vocab}; returns its VocabularyStats.
 
     `lower_case`: train on lowercased text (a lowercase vocabulary, as 30k-clean) or on the text's
     own casing (a cased vocabulary). The pieces themselves record which
     (`albert_tokenizer.vocabulary_casing`), and the data tool refuses data of the other casing.
-    `keep_accents`: keep accents instead of stripping them as the original does (then make the data with
-    the same setting).
+    `keep_accents`: keep accents instead of stripping them as the original does; None (the default) keeps them
+    where stripping would change what the text says (`choose_keep_accents`), and the returned stats say so. The
+    vocabulary's pieces record the choice (`albert_tokenizer.vocabulary_has_accents`), and the data tool
+    follows it. `pre_segmented`: as `preprocessed_sentences`.
 
     Refuses to replace an existing PREFIX.model or PREFIX.vocab unless `overwrite`:
     data sets and checkpoints made with the old model would no longer match it.
@@ -125,7 +165,10 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
     if existing and not overwrite:
         raise SettingFileExists(f"{existing[0]} exists (data made with it would no longer match): choose another "
                                 "<output_prefix> or pass <overwrite>")
-    stats = VocabularyStats()
+    accents_chosen = None
+    if keep_accents is None:
+        keep_accents, accents_chosen = choose_keep_accents(paths)
+    stats = VocabularyStats(keep_accents=bool(keep_accents), accents_chosen=accents_chosen)
     output_dir = os.path.dirname(os.path.abspath(output_prefix))
     os.makedirs(output_dir, exist_ok=True)
     sentencepiece.set_random_generator_seed(seed)
@@ -140,7 +183,8 @@ def train(paths, output_prefix, vocab_size=30000, input_format="sentences", inpu
         try:
             sentencepiece.SentencePieceTrainer.train(
                 sentence_iterator=_remembering_errors(
-                    preprocessed_sentences(paths, input_format, stats, lower_case, keep_accents), reading_errors),
+                    preprocessed_sentences(paths, input_format, stats, lower_case, keep_accents, pre_segmented),
+                    reading_errors),
                 model_prefix=staged_prefix,
                 model_type="unigram",
                 vocab_size=vocab_size,

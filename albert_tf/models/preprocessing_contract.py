@@ -58,12 +58,15 @@ def recorded_rewrite_quotes(metadata, source="the model"):
 
 
 def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, default_max_seq_length=128, force=False,
-                          source="the model", keep_accents=None, rewrite_quotes=None):
+                          source="the model", keep_accents=None, rewrite_quotes=None,
+                          record="its albert_tf.json records"):
     """The casing and length to use with the model of `metadata` (its albert_tf.json dict).
 
     `lower_case`, `max_seq_length`, `keep_accents`, `rewrite_quotes`: the caller's explicit settings, None when
     not given. An explicit `rewrite_quotes` where the model records none is taken as it is.
     `default_max_seq_length`: the length when neither the caller nor the model says one.
+    `record`: where `metadata`'s preprocessing keys come from, as the refusal names it (a random start's come
+    from its vocabulary's pieces).
     Raises SettingError (a ValueError) for a contradiction that cannot work or that `force` does not allow.
     """
     recorded_case = metadata.get("lower_case")
@@ -76,7 +79,7 @@ def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, defaul
         _refuse_or_force("do_lower_case|lower_case", lower_case, "lower_case", recorded_case,
                          "lowercased text" if recorded_case else "cased text",
                          "lowercasing the input" if lower_case else "keeping the case of the input", source, force,
-                         warnings)
+                         warnings, record)
     if max_seq_length is None:
         max_seq_length = min(recorded_length or default_max_seq_length, positions)
     else:
@@ -92,7 +95,7 @@ def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, defaul
         _refuse_or_force("keep_accents", keep_accents, "keep_accents", recorded_accents,
                          "text with its accents" if recorded_accents else "text with accents stripped",
                          f"{'keeping' if keep_accents else 'stripping'} the accents of the input", source, force,
-                         warnings)
+                         warnings, record)
     recorded_quotes = metadata.get("rewrite_quotes")
     if rewrite_quotes is None:
         rewrite_quotes = recorded_rewrite_quotes(metadata, source)
@@ -101,18 +104,19 @@ def resolve_preprocessing(metadata, lower_case=None, max_seq_length=None, defaul
                          "text with `` and '' rewritten as \"" if recorded_quotes
                          else "text with `` and '' kept as they are",
                          f"{'rewriting' if rewrite_quotes else 'keeping'} the `` and '' of the input", source, force,
-                         warnings)
+                         warnings, record)
     return Preprocessing(bool(lower_case), int(max_seq_length), tuple(warnings),
                          keep_accents=recorded_accents if keep_accents is None else bool(keep_accents),
                          rewrite_quotes=bool(rewrite_quotes))
 
 
-def _refuse_or_force(setting, value, key, recorded, trained, forcing, source, force, warnings):
+def _refuse_or_force(setting, value, key, recorded, trained, forcing, source, force, warnings,
+                     record="its albert_tf.json records"):
     """An explicit `setting` that contradicts the model's record of `key`: a SettingError naming both, or with
     `force` a warning. `trained`: the model's text ("lowercased text"); `forcing`: what the setting then does
     ("lowercasing the input")."""
     if not force:
-        raise SettingError(f"<{setting}>={bool(value)} contradicts {source}, trained on {trained} (its albert_tf.json "
-                           f"records {key}={bool(recorded)}): its vocabulary and weights expect that. Leave the "
+        raise SettingError(f"<{setting}>={bool(value)} contradicts {source}, trained on {trained} ({record} "
+                           f"{key}={bool(recorded)}): its vocabulary and weights expect that. Leave the "
                            "setting out to use the model's, or pass <force>")
     warnings.append(f"forced: {forcing} for {source}, which was trained on {trained}")

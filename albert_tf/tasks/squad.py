@@ -2,8 +2,19 @@
 
 Reading: `read_squad` checks every record of the official layout
 (data[].paragraphs[].{context, qas[].{id, question, answers[].{text,
-answer_start}, is_impossible}}) and that each answer's text really sits at its
-answer_start; a malformed file fails with the file, the record and the question id.
+answer_start}, is_impossible}}); a malformed file fails with the file, the record
+and the question id. An answer whose text is not at its answer_start (CMRC 2018
+marks with answer_start -1 the extra gold answers its annotators wrote that are not
+verbatim in the context, and has a few 1-2 characters off) is a gold answer for
+evaluation only: the metrics read every answer's text, training only a first answer
+found where it says. A training question whose first answer is not is left out of
+training; one line says how many answers and questions that concerns.
+
+Separator: a literal "[SEP]" in a context (JSQuAD writes each as "title [SEP]
+paragraph") is read as the separator it stands for: the [SEP] token, as the
+Hugging Face tokenizers of JGLUE's models read it, not the text "[", "sep", "]".
+It is never the start or end of an answer; answer offsets stay those of the
+context as written.
 
 Features: the question is segment A and the context segment B,
 `[CLS] question [SEP] context [SEP]`, with contexts longer than a window split
@@ -44,7 +55,7 @@ import numpy as np
 
 from albert_tf.settings import SettingError
 from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
-from albert_tf.text.piece_alignment import tokenize_with_alignment
+from albert_tf.text.piece_alignment import AlignedTokens, tokenize_with_alignment
 from albert_tf.text.sliding_windows import doc_windows, is_max_context
 
 VERSIONS = ("1.1", "2.0")
@@ -66,7 +77,9 @@ class SquadExample:
 
     `answer_text`/`answer_start` are the first gold answer (what training
     learns; the official training sets have exactly one), "" and -1 for an
-    unanswerable SQuAD 2.0 question or a question read without answers.
+    unanswerable SQuAD 2.0 question, a question read without answers, or one
+    whose first answer is not in the context at its answer_start.
+    `gold_answers`: the texts of all its answers, those for evaluation only too.
     """
 
     qas_id: str
@@ -75,6 +88,7 @@ class SquadExample:
     answer_text: str
     answer_start: int
     is_impossible: bool = False
+    gold_answers: tuple = ()
 
 
 def _require(record, key, kind, where, path):
@@ -86,15 +100,19 @@ def _require(record, key, kind, where, path):
     return value
 
 
-def read_squad(path, version, labeled=True):
+def read_squad(path, version, labeled=True, report=None):
     """(articles, examples) of an official SQuAD JSON file.
 
     `articles` is the file's `data` list (what `squad_evaluation.evaluate`
     scores against); `examples` holds one `SquadExample` per question, in file
     order. With labeled=False (questions to answer, not to learn from), a
     question may come without answers; it gets answer_start -1. Answers that
-    are there are checked all the same. Raises FileNotFoundError or ValueError
-    naming the file, the record (data[i].paragraphs[j].qas[k]) and the question id.
+    are there are checked all the same. With labeled=True (questions to learn
+    from), a question whose first answer is not at its answer_start is left out.
+    `report` (e.g. print), when given, gets one line saying how many answers are
+    kept for evaluation only, and how many questions that leaves out, if any.
+    Raises FileNotFoundError or ValueError naming the file, the record
+    (data[i].paragraphs[j].qas[k]) and the question id.
     """
     if version not in VERSIONS:
         raise ValueError(f"SQuAD version must be one of {VERSIONS}, got {version!r}")
@@ -108,6 +126,7 @@ def read_squad(path, version, labeled=True):
     articles = _require(dataset, "data", list, "top level", path)
     examples = []
     seen_ids = {}
+    counts = collections.Counter()  # answers for evaluation only ("eval_only", "minus_one"); questions "left_out"
     for i, article in enumerate(articles):
         paragraphs = _require(article, "paragraphs", list, f"data[{i}]", path)
         for j, paragraph in enumerate(paragraphs):
@@ -120,11 +139,24 @@ def read_squad(path, version, labeled=True):
                 if qas_id in seen_ids:
                     raise ValueError(f"{path}: {qa_where}: duplicate question id, first seen at {seen_ids[qas_id]}")
                 seen_ids[qas_id] = qa_where
-                examples.append(_read_question(qa, qas_id, context, version, labeled, qa_where, path))
+                example = _read_question(qa, qas_id, context, version, labeled, qa_where, path, counts)
+                if labeled and not example.is_impossible and example.answer_start < 0:
+                    counts["left_out"] += 1  # its first answer is for evaluation only: nothing to learn
+                    continue
+                examples.append(example)
+    if labeled and counts["left_out"] and not examples:
+        raise ValueError(f"{path}: no question to train on: none has its first answer in the context at its "
+                         "answer_start (fix the answer_start of the first answers)")
+    if report is not None and counts["eval_only"]:
+        left_out = (f"; {counts['left_out']} questions whose first answer is one of them left out of training"
+                    if counts["left_out"] else "")
+        report(f"{path}: {counts['eval_only']} gold answers are not in the context at their answer_start "
+               f"({counts['minus_one']} with answer_start -1): kept for evaluation only, never a training "
+               f"target{left_out}.")
     return articles, examples
 
 
-def _read_question(qa, qas_id, context, version, labeled, where, path):
+def _read_question(qa, qas_id, context, version, labeled, where, path, counts):
     question = _require(qa, "question", str, where, path)
     answers = _require(qa, "answers", list, where, path) if labeled or "answers" in qa else []
     is_impossible = qa.get("is_impossible", False)
@@ -138,21 +170,27 @@ def _read_question(qa, qas_id, context, version, labeled, where, path):
                          "(SQuAD 2.0 keeps those under 'plausible_answers')")
     if not is_impossible and not answers and labeled:
         raise ValueError(f"{path}: {where}: no answers, and not marked is_impossible")
+    located = []
     for a, answer in enumerate(answers):
         answer_where = f"{where}, answers[{a}]"
         text = _require(answer, "text", str, answer_where, path)
         start = _require(answer, "answer_start", int, answer_where, path)
         if not text.strip():
             raise ValueError(f"{path}: {answer_where}: empty answer text")
-        found = context[start : start + len(text)] if start >= 0 else ""
-        if found != text:
-            raise ValueError(f"{path}: {answer_where}: answer {text!r} is not at answer_start {start} of the "
-                             f"context (found {found!r} there)")
+        if start < -1 or start >= len(context):
+            raise ValueError(f"{path}: {answer_where}: answer_start {start} is outside the context of "
+                             f"{len(context)} characters (-1 marks an answer that is not in it)")
+        located.append(context[start : start + len(text)] == text if start >= 0 else False)
+        if not located[-1]:
+            counts["eval_only"] += 1
+            counts["minus_one"] += start == -1
     if is_impossible:
         return SquadExample(qas_id, question, context, "", -1, True)
-    if not answers:
-        return SquadExample(qas_id, question, context, "", -1)
-    return SquadExample(qas_id, question, context, answers[0]["text"], answers[0]["answer_start"])
+    golds = tuple(answer["text"] for answer in answers)
+    if not answers or not located[0]:
+        return SquadExample(qas_id, question, context, "", -1, gold_answers=golds)
+    return SquadExample(qas_id, question, context, answers[0]["text"], answers[0]["answer_start"],
+                        gold_answers=golds)
 
 
 # ----------------------------------------------------------------------------
@@ -164,7 +202,7 @@ class SquadFeature:
     """One window of one example, padded to max_seq_length.
 
     token_spans: sequence position -> [start, end) in the example's context, for
-      every context token of the window.
+      every context token of the window but a separator ("[SEP]" in the context).
     token_is_max_context: sequence position -> whether this window gives that
       token more context than any other window.
     start_position, end_position: sequence positions of the answer's first and
@@ -187,6 +225,37 @@ class SquadFeature:
     is_impossible: bool
 
 
+# A context's literal separator: JSQuAD's "title [SEP] paragraph".
+CONTEXT_SEPARATOR = "[SEP]"
+
+
+def tokenize_context(tokenizer, context):
+    """(AlignedTokens of `context`, the indexes of its separator tokens).
+
+    Each literal "[SEP]" is the [SEP] token (SEP_ID), covering that text; the
+    text around it is tokenized apart, with offsets in the whole context. JGLUE's
+    models read it so (Hugging Face's tokenizers match special tokens in the
+    text), and to SentencePiece it would be the pieces of "[", "sep" and "]".
+    """
+    if CONTEXT_SEPARATOR not in context:
+        return tokenize_with_alignment(tokenizer, context), frozenset()
+    ids, starts, ends, separators = [], [], [], set()
+    offset = 0
+    for index, part in enumerate(context.split(CONTEXT_SEPARATOR)):
+        if index:
+            separators.add(len(ids))
+            ids.append(SEP_ID)
+            starts.append(offset - len(CONTEXT_SEPARATOR))
+            ends.append(offset)
+        if part.strip():
+            aligned = tokenize_with_alignment(tokenizer, part)
+            ids.extend(aligned.ids)
+            starts.extend(offset + start for start in aligned.starts)
+            ends.extend(offset + end for end in aligned.ends)
+        offset += len(part) + len(CONTEXT_SEPARATOR)
+    return AlignedTokens(ids=ids, starts=starts, ends=ends), frozenset(separators)
+
+
 def convert_examples_to_features(examples, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64,
                                  progress=None):
     """SquadFeatures of `examples`, in order (an example gives one feature per window)."""
@@ -201,7 +270,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length=384, doc_st
         query_ids = tokenizer.encode(example.question_text)[:max_query_length]
         if example.context_text != context_text:
             context_text = example.context_text
-            context = tokenize_with_alignment(tokenizer, context_text)
+            context, separators = tokenize_context(tokenizer, context_text)
         answer_tokens = None
         if not example.is_impossible and example.answer_start >= 0:
             answer_tokens = context.token_span(example.answer_start, example.answer_start + len(example.answer_text))
@@ -218,6 +287,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length=384, doc_st
             token_spans, token_is_max_context = {}, {}
             for i in range(window_length):
                 token_index = window_start + i
+                if token_index in separators:
+                    continue  # never the start or end of an answer
                 token_spans[context_offset + i] = (context.starts[token_index], context.ends[token_index])
                 token_is_max_context[context_offset + i] = is_max_context(windows, window_index, token_index)
 

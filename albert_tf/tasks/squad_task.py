@@ -22,9 +22,15 @@ that does not name one uses it.
                            smallest cls_logits over the question's windows, the
                            null-score head's score_null - best span score
 and scores them (eval_results.json) when the file's questions have answers; for
-v2.0 also the best no-answer threshold. The original head answers "" where the
-no-answer score exceeds null_score_diff_threshold, by default the threshold with
-the best F1 on the scored file (the original's best_f1_thresh; 0 when none beats
+v2.0 also the best no-answer threshold. The scores are those of one official
+metric (`qa_metrics`, recorded as eval_results.json's "metric"): SQuAD's,
+CMRC 2018's or JSQuAD's, as `metric` names it, or picked from the contexts of
+the predict file (`auto`: Chinese -> cmrc2018, Japanese -> jsquad, else squad).
+SQuAD 2.0 is scored with SQuAD's, whose no-answer thresholds it reports.
+
+The original head answers "" where the no-answer score exceeds
+null_score_diff_threshold, by default the threshold with the best F1 on the
+scored file (the original's best_f1_thresh; 0 when none beats
 answering nothing): its EM and F1 are those at that threshold, scored as the
 original reports them, with the official evaluation's --na-prob-thresh 1.0: a
 question whose no-answer score exceeds 1.0 counts as answered "" even where a
@@ -43,7 +49,7 @@ import math
 import os
 
 from albert_tf.settings import SettingError, check_at_least
-from albert_tf.tasks import squad
+from albert_tf.tasks import qa_metrics, squad
 from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, predict_outputs
 
 DEFAULT_LEARNING_RATES = {"1.1": 5e-5, "2.0": 5e-5}
@@ -73,6 +79,8 @@ class SquadConfig:
     # v2.0: no answer where a question's no-answer score exceeds this; None: the original head's threshold with
     # the best F1 on a scored file (0 on a file without answers), the null-score head's 0.
     null_score_diff_threshold: float | None = None
+    # The official metric that scores --predict_file: qa_metrics.CHOICES; "auto" picks from its contexts.
+    metric: str = "auto"
 
 
 class SquadTask(FinetuningTask):
@@ -108,6 +116,11 @@ class SquadTask(FinetuningTask):
             if task.version != "2.0":
                 raise SettingError("<squad_v2_head> is for <version>=2.0; SQuAD 1.1 fine-tunes BERT's span head, as "
                                    "the original does")
+        if task.metric not in qa_metrics.CHOICES:
+            raise SettingError(f"<metric> must be one of {list(qa_metrics.CHOICES)}, got {task.metric!r}")
+        if task.version == "2.0" and task.metric not in ("auto", "squad"):
+            raise SettingError(f"<metric>={task.metric} scores questions that all have answers; SQuAD 2.0 files are "
+                               "scored with <metric>=squad, whose no-answer thresholds they need")
         if config.max_seq_length <= task.max_query_length + 3:
             raise SettingError(f"<max_seq_length>={config.max_seq_length} must exceed <max_query_length>="
                                f"{task.max_query_length} + 3 ([CLS] and two [SEP]) to leave room for the context")
@@ -117,6 +130,7 @@ class SquadTask(FinetuningTask):
                 raise SettingError(f"<{name}>={path}: no such file")
 
     def resolve(self, config):
+        config = self._resolve_metric(config)
         task = config.task
         if config.do_train and config.do_predict and not config.do_eval and _answered(
                 squad.read_squad(task.predict_file, task.version, labeled=False)[1]):
@@ -127,6 +141,20 @@ class SquadTask(FinetuningTask):
             return config
         head = recorded_v2_head(config.init_checkpoint) or "original"
         return dataclasses.replace(config, task=dataclasses.replace(task, squad_v2_head=head))
+
+    def _resolve_metric(self, config):
+        """`config` with --metric=auto replaced by the metric that fits the predict file's contexts (said in a
+        line); SQuAD 2.0 is SQuAD's. Left auto when nothing is scored."""
+        task = config.task
+        if task.metric != "auto" or not (config.do_predict or config.do_eval) or not task.predict_file:
+            return config
+        if task.version == "2.0":
+            metric = "squad"
+        else:
+            articles = squad.read_squad(task.predict_file, task.version, labeled=False)[0]
+            metric, line = qa_metrics.pick_metric(articles, task.predict_file)
+            print(line, flush=True)
+        return dataclasses.replace(config, task=dataclasses.replace(task, metric=metric))
 
     def recipe(self, config):
         # A checkpoint every 5000 steps, as the original README runs run_squad_v1/v2.py: on the real data
@@ -167,7 +195,7 @@ class SquadTask(FinetuningTask):
     def _features(self, path, tokenizer, config, labeled, what):
         from albert_tf.progress import Progress
 
-        articles, examples = squad.read_squad(path, config.task.version, labeled=labeled)
+        articles, examples = squad.read_squad(path, config.task.version, labeled=labeled, report=self._report_once)
         if not examples:
             raise ValueError(f"{path}: no questions")
         progress = Progress(len(examples), lambda done, elapsed: f"{what}: {done}/{len(examples)} questions")
@@ -176,6 +204,13 @@ class SquadTask(FinetuningTask):
             max_query_length=config.task.max_query_length, progress=progress)
         progress.finish(len(examples))
         return articles, examples, features
+
+    def _report_once(self, line):
+        # The predict file is read for --do_eval and again for --do_predict: its line is said once.
+        reported = self.__dict__.setdefault("_reported", set())
+        if line not in reported:
+            reported.add(line)
+            print(line, flush=True)
 
     def read_train(self, tokenizer, config):
         features = self._features(config.task.train_file, tokenizer, config, True, "train")[2]
@@ -210,10 +245,14 @@ class SquadTask(FinetuningTask):
             examples, features, start_logits, end_logits, n_best_size=config.task.n_best_size,
             max_answer_length=config.task.max_answer_length, version_2_with_negative=config.task.version == "2.0",
             null_score_diff_threshold=0.0 if threshold is None else threshold)
-        # math.inf: score the predictions as written; null_odds only feed the best-threshold search.
-        metrics = None if articles is None else evaluate(
-            articles, predictions, na_probs=null_odds if config.task.version == "2.0" else None,
-            na_prob_thresh=math.inf)
+        if articles is None:
+            metrics = None
+        elif config.task.version == "2.0":
+            # math.inf: score the predictions as written; null_odds only feed the best-threshold search.
+            metrics = {**evaluate(articles, predictions, na_probs=null_odds, na_prob_thresh=math.inf),
+                       "metric": "squad"}
+        else:
+            metrics = qa_metrics.evaluate(scoring_metric(config, articles), articles, predictions)
         return predictions, nbest, null_odds, metrics
 
     def _beam_answers(self, model, articles, examples, features, config):
@@ -241,7 +280,7 @@ class SquadTask(FinetuningTask):
         scored = evaluate(articles, predictions, na_probs=no_answer_scores, na_prob_thresh=OFFICIAL_NA_PROB_THRESH)
         metrics = {**scored, **{key: searched[key] for key in BEST_THRESHOLD_KEYS},
                    "null_score_diff_threshold": threshold, "exact_at_threshold_0": at_zero["exact"],
-                   "f1_at_threshold_0": at_zero["f1"]}
+                   "f1_at_threshold_0": at_zero["f1"], "metric": "squad"}
         return predictions, nbest, no_answer_scores, metrics
 
     def evaluate(self, model, eval_data, config):
@@ -276,6 +315,8 @@ class SquadTask(FinetuningTask):
 
     def summary(self, metrics):
         line = f"EM {metrics['exact']:.2f}, F1 {metrics['f1']:.2f} on {metrics['total']} questions"
+        if metrics.get("metric", "squad") != "squad":
+            line += f" ({qa_metrics.TITLES[metrics['metric']]} official metric)"
         if "f1_at_threshold_0" in metrics:
             line += (f" with --null_score_diff_threshold={metrics['null_score_diff_threshold']:.4g} (at 0: EM "
                      f"{metrics['exact_at_threshold_0']:.2f}, F1 {metrics['f1_at_threshold_0']:.2f})")
@@ -283,6 +324,16 @@ class SquadTask(FinetuningTask):
             line += (f" (best F1 {metrics['best_f1']:.2f} with --null_score_diff_threshold="
                      f"{metrics['best_f1_thresh']:.4g})")
         return line
+
+
+def scoring_metric(config, articles):
+    """The official metric that scores this run's answers on `articles`: --metric, or for a --metric=auto
+    that nothing resolved (a task built by hand) the one their contexts call for."""
+    if config.task.metric != "auto":
+        return config.task.metric
+    if config.task.version == "2.0":
+        return "squad"
+    return qa_metrics.pick_metric(articles, config.task.predict_file or "the scored file")[0]
 
 
 def v2_head(config):
@@ -345,7 +396,7 @@ def span_losses(start_positions, end_positions, outputs):
 
 
 def _answered(examples):
-    return all(example.is_impossible or example.answer_start >= 0 for example in examples)
+    return all(example.is_impossible or example.gold_answers for example in examples)
 
 
 def span_logits(model, features, batch_size):

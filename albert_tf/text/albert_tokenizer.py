@@ -6,6 +6,7 @@
 """
 
 import os
+import re
 import unicodedata
 
 import numpy as np
@@ -67,6 +68,8 @@ def copy_spm_model(source: str | os.PathLike, destination: str | os.PathLike) ->
 # out here for the same result: a piece holding either is a start by the last rule of is_word_start_piece.
 _WORD_START_PUNCTUATION = set('!"#$%&"()*+,-./:;?@[\\]^_`{|}~')
 _ENGLISH_LETTERS = set("abcdefghijklmnopqrstuvwxyz")
+# Hangul syllables and jamo: Korean separates its words with spaces, so its pieces follow the '▁' rule.
+_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7a3\ud7b0-\ud7ff]+")
 
 
 def is_word_start_piece(piece):
@@ -74,13 +77,17 @@ def is_word_start_piece(piece):
 
     A piece starts a word if it begins with '▁' or '<', is a punctuation piece,
     or contains any character outside a-z and that punctuation (digits, accented
-    or non-Latin letters: "foreign characters" are treated as whole pieces).
+    or non-Latin letters: "foreign characters" are treated as whole pieces),
+    except a piece of Hangul alone, which continues the word before it as a-z
+    pieces do (a Korean word is the pieces from one '▁' to the next, so n-gram
+    masking masks it whole; the original takes each of its pieces for a word).
     """
     return (
         piece.startswith(SPIECE_UNDERLINE)
         or piece.startswith("<")
         or piece in _WORD_START_PUNCTUATION
-        or not all(char.lower() in _ENGLISH_LETTERS or char in _WORD_START_PUNCTUATION for char in piece)
+        or (not all(char.lower() in _ENGLISH_LETTERS or char in _WORD_START_PUNCTUATION for char in piece)
+            and not _HANGUL.fullmatch(piece))
     )
 
 
