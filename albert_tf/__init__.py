@@ -1,7 +1,9 @@
 """albert_tf: ALBERT (Lan et al., 2019) in TensorFlow 2 / Keras 3, from raw text to a served model.
 
 Heavy submodules (TensorFlow, Keras) load on first use, so data-pipeline
-processes that never touch the model do not pay for them.
+processes that never touch the model do not pay for them. TensorFlow's C++
+start-up and device-probe lines are hidden, as the command-line tools hide them,
+unless TF_CPP_MIN_LOG_LEVEL is set before (0 shows every C++ log).
 
 >>> import albert_tf
 >>> config = albert_tf.AlbertConfig.from_preset("albert_tiny")
@@ -9,6 +11,8 @@ processes that never touch the model do not pay for them.
 """
 
 import importlib
+import os
+import sys
 
 __version__ = "0.1.0"
 
@@ -42,7 +46,15 @@ __all__ = sorted(_LAZY_EXPORTS)
 
 def __getattr__(name):
     if name in _LAZY_EXPORTS:
-        return getattr(importlib.import_module(_LAZY_EXPORTS[name]), name)
+        if "tensorflow" in sys.modules:
+            return getattr(importlib.import_module(_LAZY_EXPORTS[name]), name)
+        from albert_tf.cli import quiet_native_logs
+
+        # What TensorFlow's C++ side prints at import (before any log level applies) and at its first op
+        # (CUDA probes on a machine without a GPU), as the tools do (cli.import_tensorflow_quietly).
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        with quiet_native_logs():
+            return getattr(importlib.import_module(_LAZY_EXPORTS[name]), name)
     raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
 
 

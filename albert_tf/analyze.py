@@ -11,6 +11,9 @@ text (non-padding tokens of up to --num_sequences sequences), saves
 figure2_l2.png, figure2_cosine.png and figure2.json, and prints the numbers.
 It also prints the parameter table (Table 2) of the checkpoints' configs.
 
+Existing figures in --output_dir are replaced only with --overwrite (checked before
+any work).
+
 Without --input_file, the text is the standard library's docstring prose (what
 `make demo` trains on). Each checkpoint directory needs its spm.model, or pass
 --spm_model_file.
@@ -32,9 +35,11 @@ def define_flags():
                          "else 128.")
     flags.DEFINE_integer("num_sequences", 64, "Sequences of text to average over.")
     flags.DEFINE_string("output_dir", "analysis", "Where the PNG plots and figure2.json go.")
+    flags.DEFINE_bool("overwrite", False, "Replace figure2.json and the plots where --output_dir holds them.")
 
 
 FLAGS = flags.FLAGS
+FIGURE_FILES = ("figure2_l2.png", "figure2_cosine.png", "figure2.json")
 
 
 def parse_checkpoints(values):
@@ -55,6 +60,12 @@ def main(argv):
     except ImportError:
         raise ImportError("albert-analyze draws its figures with matplotlib, which the [plots] extra installs: "
                           "pip install 'albert_tf[plots]'") from None
+    from albert_tf.file_utils import check_file_replaceable, staged_file
+
+    # Before the work: a user's earlier figures (or a file of that name) are replaced only with --overwrite.
+    outputs = [os.path.join(FLAGS.output_dir, name) for name in FIGURE_FILES]
+    for path in outputs:
+        check_file_replaceable(path, FLAGS.overwrite)
     from albert_tf.models.inference_model import open_for_inference
     from albert_tf.models.layer_analysis import layer_transitions, pack_passages, plot, read_passages
     from albert_tf.models.parameter_breakdown import format_rows, parameter_breakdown, shape_only_pretrainer
@@ -69,18 +80,19 @@ def main(argv):
         inputs = pack_passages(passages, opened.tokenizer, opened.preprocessing.max_seq_length, FLAGS.num_sequences)
         results[label] = layer_transitions(encoder, inputs)
         rows.append({"model": label, **parameter_breakdown(shape_only_pretrainer(encoder.albert_config)), "paper": ""})
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
-    plot(results, "l2_distance", "L2 distance", os.path.join(FLAGS.output_dir, "figure2_l2.png"))
-    plot(results, "cosine_angle_degrees", "cosine similarity (degrees)", os.path.join(FLAGS.output_dir, "figure2_cosine.png"))
-    with open(os.path.join(FLAGS.output_dir, "figure2.json"), "w") as f:
-        json.dump(results, f, indent=2)
+    l2_path, cosine_path, json_path = outputs
+    with staged_file(l2_path, FLAGS.overwrite) as f:
+        plot(results, "l2_distance", "L2 distance", f)
+    with staged_file(cosine_path, FLAGS.overwrite) as f:
+        plot(results, "cosine_angle_degrees", "cosine similarity (degrees)", f)
+    with staged_file(json_path, FLAGS.overwrite) as f:
+        f.write(json.dumps(results, indent=2).encode())
     print("Table 2 (parameters):\n" + format_rows(rows) + "\n")
     for label, values in results.items():
         print(f"Figure 2, {label}:")
         for layer, (l2, angle) in enumerate(zip(values["l2_distance"], values["cosine_angle_degrees"]), start=1):
             print(f"  layer {layer:2d}  L2 {l2:8.3f}  angle {angle:6.2f} deg")
-    print(f"Plots: {os.path.join(FLAGS.output_dir, 'figure2_l2.png')}, "
-          f"{os.path.join(FLAGS.output_dir, 'figure2_cosine.png')}")
+    print(f"Plots: {l2_path}, {cosine_path}")
     return 0
 
 

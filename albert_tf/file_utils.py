@@ -1,6 +1,7 @@
 """Writing outputs all-or-nothing: stage beside the target, rename when complete."""
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -23,20 +24,111 @@ def _permissions_as_if_created(path, directory=False):
     os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
 
 
+class OutputWriteError(OSError):
+    """Writing an output file failed (a full disk, a quota, a file-size limit, a read-only or locked directory);
+    the message names the file and the fix in one line, and the errno stays the operating system's."""
+
+    def __str__(self):
+        return self.strerror
+
+
+# What to do when an output cannot be written, by the operating system's reason.
+_WRITE_ADVICE = {
+    errno.ENOSPC: "free space on the disk",
+    errno.EDQUOT: "free space within the quota, or raise it",
+    errno.EFBIG: "raise the file-size limit (ulimit -f)",
+    errno.EROFS: "choose a writable output directory",
+    errno.EACCES: "make the directory writable",
+    errno.EPERM: "make the directory writable",
+    errno.EIO: "check the disk",
+}
+
+
+def _write_failure(path, error):
+    """`error` (an OSError of writing `path`) as an OutputWriteError naming the file, for the reasons
+    _WRITE_ADVICE knows; any other error as it is."""
+    if isinstance(error, OutputWriteError) or error.errno not in _WRITE_ADVICE:
+        return error
+    reason = error.strerror or os.strerror(error.errno)
+    return OutputWriteError(error.errno, f"could not write {path} ({reason}): {_WRITE_ADVICE[error.errno]}, then "
+                                         "rerun")
+
+
+@contextlib.contextmanager
+def _exclusive_temporary(path, prefix=None):
+    """Yields (an open descriptor, the path) of a new temporary file beside `path`, which replaces `path` when the
+    block completes; on any failure it is removed and `path` stays as it was (`atomic_output_path`)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        # mkstemp: a unique name, created with O_CREAT | O_EXCL | O_NOFOLLOW.
+        descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=prefix or f".{os.path.basename(path)}.",
+                                                 suffix=".tmp")
+    except OSError as error:
+        raise _write_failure(path, error) from None
+    try:
+        yield descriptor, temporary
+        _permissions_as_if_created(temporary)
+        os.replace(temporary, path)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        failure = _write_failure(path, error) if isinstance(error, OSError) else error
+        if failure is error:
+            raise
+        raise failure from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(descriptor)  # when the block did not take it over (atomic_output's file closes it)
+
+
+@contextlib.contextmanager
+def atomic_output_path(path, prefix=None):
+    """Yields the path of a new, empty temporary file beside `path` that replaces `path` once the block
+    completes (for writers that take a file name); on any failure it is removed and `path` stays as it was.
+
+    The temporary is created exclusively under a unique name (mkstemp: O_CREAT | O_EXCL | O_NOFOLLOW), never at
+    a fixed name such as PATH.tmp: a link planted there beforehand would have the write land in whatever it
+    names. The rename replaces a link at `path` itself, not its target. A write that fails for lack of space,
+    quota or permission is raised as an OutputWriteError naming `path`. The file's mode follows the umask.
+    `prefix`: the temporary's name before its random part (default ".NAME."), for readers that take files by
+    their name (TensorBoard reads any file whose name holds "tfevents")."""
+    with _exclusive_temporary(path, prefix) as (_, temporary):
+        yield temporary
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode="w", encoding=None, newline=None):
+    """Yields a file open for writing (`mode` "w" or "wb") that replaces `path` once the block completes:
+    never half-written, never through a link, its temporary removed on any failure (`atomic_output_path`).
+    Text is UTF-8 unless `encoding` says otherwise."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_output: mode must be 'w' or 'wb', got {mode!r}")
+    with _exclusive_temporary(path) as (descriptor, _):
+        # The descriptor mkstemp opened, not the name again: what is written goes to the file it created.
+        text = {} if "b" in mode else {"encoding": encoding or "utf-8", "newline": newline}
+        with os.fdopen(os.dup(descriptor), mode, **text) as f:
+            yield f
+
+
+def write_text_atomically(path, text, encoding="utf-8"):
+    """Writes `text` to a local `path` through `atomic_output`; gs:// and other remote paths through
+    tf.io.gfile (an object store replaces a whole object at once)."""
+    if "://" in str(path):
+        import tensorflow as tf
+
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write(text)
+        return
+    with atomic_output(path, encoding=encoding) as f:
+        f.write(text)
+
+
 def write_json_atomically(path, value):
     """Writes `value` as indented JSON to `path` via a temp file + rename: never half-written."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
     text = _json_text(value)  # fails before anything is written
-    with tempfile.NamedTemporaryFile("w", dir=directory, suffix=".tmp", delete=False) as f:
-        try:
-            f.write(text)
-            f.close()
-            _permissions_as_if_created(f.name)
-            os.replace(f.name, path)
-        except BaseException:
-            os.remove(f.name)
-            raise
+    with atomic_output(path) as f:
+        f.write(text)
 
 
 def write_json(path, value):
@@ -99,20 +191,10 @@ def check_file_replaceable(path, overwrite):
 def staged_file(path, overwrite=False):
     """Yields a binary file beside `path` that replaces `path` once the block completes: never half-written,
     and an existing `path` only with `overwrite` (`check_file_replaceable`). Its mode follows the umask."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
     check_file_replaceable(path, overwrite)
-    with tempfile.NamedTemporaryFile("wb", dir=directory, prefix=f".{os.path.basename(path)}.",
-                                     suffix=".tmp", delete=False) as f:
-        try:
-            yield f
-            f.close()
-            _permissions_as_if_created(f.name)
-            check_file_replaceable(path, overwrite)  # nothing arrived there while the output was made
-            os.replace(f.name, path)
-        except BaseException:
-            os.remove(f.name)
-            raise
+    with atomic_output(path, "wb") as f:
+        yield f
+        check_file_replaceable(path, overwrite)  # nothing arrived there while the output was made
 
 
 # What a staged output directory lists of its own entries: `--overwrite` replaces a directory only
@@ -169,20 +251,21 @@ def staged_directory(directory, overwrite=False):
 
     On any exception the staging directory is removed and `directory` is left
     as it was, so a failed or interrupted run never leaves a half-written output;
-    a killed run's staging directory is removed by the next run for `directory`.
+    a killed run's staging directory is removed by the next run for `directory`,
+    and a swap it cut between its two renames is undone (`recover_replacement`).
     The finished directory lists its entries in a manifest, and an existing
     `directory` is replaced only when `overwrite` is set and it holds nothing but
     an earlier such output (`check_replaceable`, checked again here). Modes
     follow the umask.
     """
     directory = os.path.abspath(directory)
-    check_replaceable(directory, overwrite)
     parent = os.path.dirname(directory)
+    # What a killed run left (SIGKILL, the OOM killer) goes first; what a live run is writing stays.
+    recover_replacement(directory)
+    check_replaceable(directory, overwrite)
     os.makedirs(parent, exist_ok=True)
-    # A staging directory a killed run left (SIGKILL, the OOM killer) goes first; one of a live run stays.
-    prefix = f".{os.path.basename(directory)}.staging-"
-    remove_stale_staging(parent, prefix)
-    staging = make_owned_staging(parent, prefix)
+    staging_prefix, replaced_prefix = _replacement_prefixes(directory)
+    staging = make_owned_staging(parent, staging_prefix)
     try:
         yield staging
         os.remove(os.path.join(staging, "owner"))  # the staging's record, no entry of the output
@@ -192,8 +275,9 @@ def staged_directory(directory, overwrite=False):
         _permissions_as_if_created(staging, directory=True)
         check_replaceable(directory, overwrite)  # nothing foreign arrived while the output was made
         if os.path.exists(directory):
-            # Renamed aside first, so the swap itself is two renames.
-            retired = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.replaced-", dir=parent)
+            # Renamed aside first, so the swap itself is two renames; a kill between them leaves the earlier output
+            # in RETIRED/old, which `recover_replacement` puts back.
+            retired = make_owned_staging(parent, replaced_prefix)
             os.replace(directory, os.path.join(retired, "old"))
             os.replace(staging, directory)
             shutil.rmtree(retired, ignore_errors=True)
@@ -202,6 +286,53 @@ def staged_directory(directory, overwrite=False):
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _replacement_prefixes(directory):
+    """The name prefixes of `staged_directory`'s staging directory and of the one the replaced output waits in."""
+    name = os.path.basename(os.path.abspath(directory))
+    return f".{name}.staging-", f".{name}.replaced-"
+
+
+def recover_replacement(directory, exclusive=False):
+    """Undoes what a `staged_directory` for `directory` that was killed left beside it: a swap cut between its
+    two renames (`directory` gone, the earlier output aside) gets the earlier output back, and the staging
+    directory and the set-aside copy are removed. Either way `directory` is whole: the earlier output, or the
+    new one when the swap was complete. `exclusive`: the caller holds the lock under which `directory` is written
+    (a fine-tuning run's best/), so whatever is there is a dead process's; otherwise only what a process that
+    is gone left is touched. Returns the paths removed."""
+    directory = os.path.abspath(directory)
+    parent = os.path.dirname(directory)
+    staging_prefix, replaced_prefix = _replacement_prefixes(directory)
+    try:
+        names = sorted(os.listdir(parent))
+    except FileNotFoundError:
+        return []
+
+    def leftovers(prefix):
+        paths = [os.path.join(parent, name) for name in names if name.startswith(prefix)]
+        return [path for path in paths if os.path.isdir(path) and not os.path.islink(path)
+                and (exclusive or not _owner_alive(os.path.join(path, "owner")))]
+
+    removed, cut = [], False
+    for retired in leftovers(replaced_prefix):
+        old = os.path.join(retired, "old")
+        if not os.path.lexists(directory) and os.path.isdir(old):
+            os.replace(old, directory)
+            cut = True
+        shutil.rmtree(retired, ignore_errors=True)
+        removed.append(retired)
+    stagings = leftovers(staging_prefix)
+    if cut:
+        # The cut swap's own staging: finished (its manifest written, its owner record removed), so it tells no
+        # owner, and its process is the dead one whose set-aside copy was just put back.
+        stagings += [path for path in (os.path.join(parent, name) for name in names if name.startswith(staging_prefix))
+                     if path not in stagings and os.path.isfile(os.path.join(path, MANIFEST_FILE))
+                     and not os.path.exists(os.path.join(path, "owner"))]
+    for staging in stagings:
+        shutil.rmtree(staging, ignore_errors=True)
+        removed.append(staging)
+    return removed
 
 
 class DirectoryLockedError(OSError):
@@ -320,6 +451,11 @@ def _process_identity(pid):
     return {"pid": pid, "create_time": psutil.Process(pid).create_time()}
 
 
+def staging_owner_alive(staging):
+    """Whether the process that made the staging directory `staging` (`make_owned_staging`) is still running."""
+    return _owner_alive(os.path.join(staging, "owner"))
+
+
 def _owner_alive(owner_file):
     import time
 
@@ -396,6 +532,9 @@ def check_output_apart(outputs, inputs):
 # A training run's record in its output directory (albert_tf.training.run_directory): whose run it is, and, for
 # fine-tuning, the entries it wrote there.
 RUN_CONFIG_FILE = "run_config.json"
+# The directories a fine-tuning run with --overwrite stages its outputs in, and sets the earlier ones aside in
+# (albert_tf.training.run_directory).
+RUN_STAGING_PREFIXES = (".overwrite-staging-", ".overwritten-")
 PRETRAINING_TOOL = "albert_tf.run_pretraining"
 # What the directories albert_tf writes whole are (`written_as`), by their manifest's entries.
 SAVEDMODEL_EXPORT = "a SavedModel export"
@@ -484,3 +623,30 @@ def refuse_another_tools_directory(directory, tool, own_kinds, setting="output_d
         what, evidence = found
         raise SettingError(f"{directory} holds {what} ({evidence} says so); {tool} writes into a directory of its "
                            f"own: choose another <{setting}>, or move that away first")
+    refuse_inside_a_run(directory, setting)
+
+
+def refuse_inside_a_run(directory, setting="output_dir"):
+    """SettingError when `directory` lies inside what a fine-tuning run wrote (its best/, checkpoints/, ... as its
+    run_config.json lists them, or a staging directory of its): that run's --overwrite replaces those entries
+    whole, and would delete this output with them (a run written inside another's best/ was accepted, then
+    deleted). A directory of the user's own beside a run's outputs is fine."""
+    if "://" in str(directory):
+        return
+    path = _resolved(directory)
+    ancestor = os.path.dirname(path)
+    while ancestor != os.path.dirname(ancestor):
+        try:
+            record = _run_record(ancestor, setting)
+        except (SettingError, OSError):  # another program's file of that name, or one unreadable: no run of ours
+            record = None
+        tool = recorded_tool(record)
+        outputs = record.get("outputs") if tool else None
+        if isinstance(outputs, list):
+            entry = os.path.relpath(path, ancestor).split(os.sep)[0]
+            staging = RUN_STAGING_PREFIXES + tuple(f".{name}." for name in outputs if isinstance(name, str))
+            if entry in outputs or entry.startswith(staging):
+                raise SettingError(f"<{setting}>={directory} lies inside {os.path.join(ancestor, entry)}, which "
+                                   f"{run_kind(tool)} wrote ({os.path.join(ancestor, RUN_CONFIG_FILE)} says so) and "
+                                   f"replaces whole with <overwrite>: choose a <{setting}> outside it")
+        ancestor = os.path.dirname(ancestor)

@@ -5,12 +5,14 @@ checkpoint as conlleval scores entities, keeps the best, writes metrics and the 
       --init_checkpoint=/ckpt/albert_cased --output_dir=/tmp/ner --do_train --do_eval --do_predict
 
 Files (UTF-8, each optionally .gz): column files (.conll, .iob2, .txt, ...: one token per line, a blank line
-between sentences, `#` comment lines, -DOCSTART- lines skipped), or JSON Lines (.jsonl: {"tokens": [...],
-"tags": [...]} per line). The token and tag columns (--token_column, --tag_column, 0-based) are detected where
-not given: CoNLL-2003's `EU NNP B-NP B-ORG` and CoNLL-U-like `1<TAB>EU<TAB>B-ORG<TAB>...` both read without
-flags. Tags in IOB2, IOB1 or BIOES (--scheme, else detected) are read as IOB2, the scheme the model predicts.
-The label set is the training file's ("O", then B- and I- of each type, types sorted), recorded with the model.
-Bad input is refused before anything is trained or written, naming the file and line.
+between sentences, `#` comment lines, -DOCSTART- lines skipped), or JSON Lines (.jsonl, .json: {"tokens": [...],
+"tags": [...]} per line; Hugging Face's {"tokens", "ner_tags"} as `datasets` exports them, integer tags named by
+--tag_names or --tag_names_file; other keys by --tokens_key and --tags_key). The token and tag columns
+(--token_column, --tag_column, 0-based) are detected where not given: CoNLL-2003's `EU NNP B-NP B-ORG` and
+CoNLL-U-like `1<TAB>EU<TAB>B-ORG<TAB>...` both read without flags. Tags in IOB2, IOB1 or BIOES (--scheme, else
+detected) are read as IOB2, the scheme the model predicts. The label set is the training file's ("O", then B- and
+I- of each type, types sorted), recorded with the model. Bad input is refused before anything is trained or
+written, naming the file and line.
 
 Each word is split into pieces by the model's own tokenizer (its casing: entity tagging wants a cased
 vocabulary, from train_sentencepiece --nodo_lower_case); the loss is on each word's first piece; sentences
@@ -46,6 +48,15 @@ def define_tagging_flags():
                          "column that is not an index and not the tag column).")
     flags.DEFINE_integer("tag_column", None, "The column of the tags, 0-based. Default: detected (the last column "
                          "where most values are tags: O, or B-/I-/E-/S- and a type).")
+    flags.DEFINE_string("tokens_key", None, "JSON Lines: the key of each object's token list. Default: tokens.")
+    flags.DEFINE_string("tags_key", None, "JSON Lines: the key of each object's tag list. Default: tags, or ner_tags "
+                        "where the first object has no tags key (Hugging Face's token classification data, as "
+                        "`datasets` exports it).")
+    flags.DEFINE_list("tag_names", None, "JSON Lines whose tags are integer ids (`datasets`' ClassLabel): the tag "
+                      "names in id order, comma-separated (O,B-PER,I-PER,...: the ner_tags feature's names). "
+                      "Default: none (integer tags are then refused; tags given as names need none).")
+    flags.DEFINE_string("tag_names_file", None, "The same names from a file, one a line in id order (line 1 names "
+                        "id 0), instead of --tag_names. Default: none.")
     flags.DEFINE_enum("scheme", None, SCHEMES, "The tag scheme of the files, converted to IOB2 on reading. Default: "
                       "detected (bioes where some tag is E- or S-; iob1 where some I- starts an entity; else iob2).")
     flags.DEFINE_integer("doc_stride", None, "Pieces between the starts of a long sentence's windows. Default: half "
@@ -60,6 +71,9 @@ def tagging_config():
     values = flags.FLAGS
     return TaggingConfig(train_file=values.train_file, eval_file=values.eval_file, predict_file=values.predict_file,
                          token_column=values.token_column, tag_column=values.tag_column, scheme=values.scheme,
+                         tokens_key=values.tokens_key, tags_key=values.tags_key,
+                         tag_names=tuple(values.tag_names) if values.tag_names is not None else None,
+                         tag_names_file=values.tag_names_file,
                          doc_stride=values.doc_stride, dropout=values.dropout)
 
 

@@ -1,25 +1,28 @@
-r"""Fine-tunes ALBERT on your own labelled texts: CSV, TSV or JSON Lines, any label names, single texts or pairs,
-multi-label or regression; evaluates every checkpoint, keeps the best, writes metrics and predictions.
+r"""Fine-tunes ALBERT on your own labelled texts: CSV, TSV, JSON Lines or a JSON array, any label names, single
+texts or pairs, multi-label or regression; evaluates every checkpoint, keeps the best, writes metrics and predictions.
 
   python -m albert_tf.run_text_classifier --train_file=tickets_train.csv --eval_file=tickets_dev.csv \
       --predict_file=tickets_new.csv --init_checkpoint=/ckpt/albert_base --output_dir=/tmp/tickets \
       --do_train --do_eval --do_predict
 
-Files: .csv, .tsv (a header row) or .jsonl (one object per line), each optionally .gz, UTF-8. Columns by
-name: --text_column (default text), --text_b_column (a second text, making pairs; default text_b where the
-file has it), --label_column (default label), --id_column (default id where present; carried to the
-predictions). Labels: names (strings or integers) make a single-label classifier over the training file's
-names, sorted; lists (JSON lists, or names joined by --label_separator) a multi-label one (sigmoid, each label
-predicted at probability >= 0.5); scores a regression (--regression when the scores are all integers). Bad
-input is refused before anything is trained or written, naming the file, line and column.
+Files: .csv, .tsv (a header row), .jsonl (one object per line) or .json (JSON Lines, or one JSON array of
+objects as KLUE ships), each optionally .gz, UTF-8, at most 1 GiB of text. Columns by name: --text_column
+(default text), --text_b_column (a second text, making pairs; default text_b where the file has it),
+--label_column (default label), --id_column (default id where present; carried to the predictions); in JSON a
+dotted name reaches into nested objects (--label_column=labels.label). A predict file's labels are optional: a
+label column blank in every row is no labels (predictions, no metrics); one blank in some rows only is refused.
+Labels: names (strings or integers) make a single-label classifier over the training file's names, sorted; lists
+(JSON lists, or names joined by --label_separator; [] for a row with none) a multi-label one (sigmoid, each label
+predicted at probability >= 0.5); scores a regression (--regression when the scores are all integers). Bad input
+is refused before anything is trained or written, naming the file, line (a JSON array's record) and column.
 
 The recipe fits data of any size: 3 epochs, lr 2e-5, 10% warmup, batch 32, max_seq_length 128, a checkpoint
-evaluated every tenth of the steps and the best kept by accuracy (micro-F1 for multi-label, Pearson for
-regression; --metric picks another). Writes OUTPUT_DIR/checkpoints/ckpt-N (resumable), OUTPUT_DIR/best (the
+evaluated every tenth of the steps and the best kept by accuracy (micro-F1 for multi-label, the lowest squared
+error for regression; --metric picks another). Writes OUTPUT_DIR/checkpoints/ckpt-N (resumable), OUTPUT_DIR/best (the
 best model: an albert_tf classifier directory recording the label names and problem type, for albert-export
 and albert-convert), eval_results.json (accuracy, macro and micro F1, each label's precision/recall/F1/support
-and the confusion matrix; MSE, Pearson and Spearman for regression), eval_report.txt (the same as a table),
-confusion_matrix.png, and predictions.csv/.tsv/.jsonl. Flags and output layout are those of every
+and the confusion matrix, or past 50 labels the most frequent confusions; MSE, Pearson and Spearman for
+regression), eval_report.txt (the same as a table), confusion_matrix.png (up to 50 labels), and predictions.csv/.tsv/.jsonl. Flags and output layout are those of every
 fine-tuning tool (albert_tf.training.finetuning_flags, albert_tf.training.finetuning_tool).
 """
 
@@ -39,15 +42,19 @@ def define_text_classification_flags():
     def default(name):
         return field_default(TextClassificationConfig, name)
 
-    flags.DEFINE_string("train_file", None, "Labelled training rows: .csv, .tsv or .jsonl (optionally .gz).")
+    flags.DEFINE_string("train_file", None, "Labelled training rows: .csv, .tsv, .jsonl or .json (JSON Lines or a "
+                        "JSON array of objects; each optionally .gz).")
     flags.DEFINE_string("eval_file", None, "Labelled rows evaluated at every checkpoint (--do_eval); its labels must "
                         "all occur in the training file.")
-    flags.DEFINE_string("predict_file", None, "Rows to predict (--do_predict); labels optional (with them, the "
-                        "predictions' metrics are written too).")
-    flags.DEFINE_string("text_column", default("text_column"), "The column (or JSON key) of the text.")
+    flags.DEFINE_string("predict_file", None, "Rows to predict (--do_predict); labels optional: a label column "
+                        "blank in every row (or none) is no labels; labels on every row also have the predictions' "
+                        "metrics written.")
+    flags.DEFINE_string("text_column", default("text_column"), "The column (or JSON key; in JSON a dotted name "
+                        "reaches into nested objects) of the text.")
     flags.DEFINE_string("text_b_column", None, "The column of a second text, making sentence pairs. Default: "
                         "text_b where the file has it (else single texts).")
-    flags.DEFINE_string("label_column", default("label_column"), "The column of the label(s).")
+    flags.DEFINE_string("label_column", default("label_column"), "The column of the label(s); in JSON a dotted "
+                        "name reaches into nested objects (KLUE STS's labels.label).")
     flags.DEFINE_string("id_column", None, "A column carried to the predictions. Default: id where the file has it.")
     flags.DEFINE_string("label_separator", None, "Multi-label rows: the string between label names in one cell "
                         "(default: a JSON list makes a row multi-label, and no separator is read).")
@@ -56,7 +63,8 @@ def define_text_classification_flags():
     flags.DEFINE_bool("regression", False, "Shorthand for --problem_type=regression (integer scores, say 1-5).")
     flags.DEFINE_string("metric", None, "The metric that picks the best checkpoint: accuracy, macro_f1 or micro_f1 "
                         "(single-label; default accuracy); micro_f1, macro_f1 or exact_match (multi-label; default "
-                        "micro_f1); pearson, spearman or neg_mse (regression; default pearson).")
+                        "micro_f1); neg_mse, pearson or spearman (regression; default neg_mse, the squared error: a "
+                        "near-constant model can have the best correlation).")
     flags.DEFINE_enum("quoting", default("quoting"), QUOTINGS, "How CSV and TSV cells are read. csv: RFC 4180 "
                       "quoting (a cell that begins with a quote may hold the delimiter, newlines and doubled quotes); "
                       "none: every character literal, one row per line (GLUE's TSVs, whose texts hold stray quotes); "

@@ -13,8 +13,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Each benchmark writes RESULTS/NAME.md (the table run_all puts in the README) and often NAME.json;
 # ALBERT_TF_BENCHMARK_RESULTS sends them elsewhere (the smoke tests do, leaving the recorded ones alone).
 RESULTS = os.environ.get("ALBERT_TF_BENCHMARK_RESULTS") or os.path.join(REPO, "benchmarks", "results")
+# The work directory: the checkout's parent, which holds the public data (../shared/data) and the long runs' work
+# directories beside the checkout.
+WORK = os.path.dirname(REPO)
 # Real public data beside the checkout (../shared/data), used when present and never committed.
-SHARED_DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
+SHARED_DATA = os.path.join(WORK, "shared", "data")
 SHARED_CORPUS = os.path.join(SHARED_DATA, "corpus", "corpus_paragraphs.txt")
 
 
@@ -137,18 +140,74 @@ def markdown_table(header, rows):
     return "\n".join(lines)
 
 
+def _path_prefixes():
+    """(absolute directory, what stands for it in a result), the most specific first: the repository (.), the work
+    directory beside it (..), the temporary directory ($TMPDIR) and the home directory (~)."""
+    import tempfile
+
+    prefixes = [(REPO, "."), (WORK, ".."), (tempfile.gettempdir(), "$TMPDIR"), ("/tmp", "$TMPDIR"),
+                (os.path.expanduser("~"), "~")]
+    prefixes = [(os.path.normpath(directory), stand_in) for directory, stand_in in prefixes
+                if os.path.isabs(directory) and os.path.normpath(directory) != "/"]
+    return sorted(prefixes, key=lambda prefix: -len(prefix[0]))  # a scratch directory inside the work one too
+
+
+def portable_path(path):
+    """`path` as a result records it: relative to the repository (../ the work directory beside it: ../shared/data,
+    ../albert_large), $TMPDIR/... or ~/... for a scratch or home directory; relative paths and any other kept as
+    they are. A result read on another machine then names no path of the one that measured it."""
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return path
+    normal = os.path.normpath(path)
+    for directory, stand_in in _path_prefixes():
+        if normal == directory:
+            return stand_in
+        if normal.startswith(directory + os.sep):
+            rest = normal[len(directory) + 1:]
+            return rest if stand_in == "." else f"{stand_in}/{rest}"
+    return path
+
+
+def portable(value):
+    """`value` (a result's text, or a record of dicts, lists and strings) with every absolute path in it that lies
+    in the repository, the work directory, the temporary or the home directory written as `portable_path` writes
+    it: in commands (--work_dir=...) and sentences as in path fields."""
+    import re
+
+    if isinstance(value, dict):
+        return {key: portable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(portable(item) for item in value)
+    if not isinstance(value, str):
+        return value
+    alternatives = "|".join(re.escape(directory) for directory, _ in _path_prefixes())
+    # A path starts the text or follows a separator (space, =, quote, bracket, colon) and runs to one; the lookahead
+    # keeps /work/main from matching the start of /work/mainline.
+    pattern = rf"(?<![^\s=\"'`(\[:,])(?:{alternatives})(?:/[^\s\"'`()\[\],;]*)?(?![^\s\"'`()\[\],;])"
+    return re.sub(pattern, lambda match: portable_path(match.group(0)), value)
+
+
 def write_results(results_dir, name, text, record=None, json_path=None):
     """Prints `text` and writes it to RESULTS_DIR/NAME.md; `record` goes to `json_path` (default
-    RESULTS_DIR/NAME.json) when given."""
+    RESULTS_DIR/NAME.json) when given. Both as `portable` writes them: no path of this machine."""
     import json
 
     print("\n" + text)
     os.makedirs(results_dir, exist_ok=True)
     with open(os.path.join(results_dir, f"{name}.md"), "w") as f:
-        f.write(text)
+        f.write(portable(text))
     if record is not None:
         with open(json_path or os.path.join(results_dir, f"{name}.json"), "w") as f:
-            json.dump(record, f, indent=1)
+            json.dump(portable(record), f, indent=1)
+
+
+def dump_results_json(record, path, **arguments):
+    """json.dump of `record` to `path` as `portable` writes it (a benchmark's NAME.json written beside
+    write_results): keyword `arguments` (indent=...) go to json.dump."""
+    import json
+
+    with open(path, "w") as f:
+        json.dump(portable(record), f, **arguments)
 
 
 def huggingface_config(config):

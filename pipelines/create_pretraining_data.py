@@ -64,6 +64,7 @@ big files, --readers_per_file).
 
 import collections
 import contextlib
+import dataclasses
 import json
 import operator
 import os
@@ -88,7 +89,7 @@ from albert_tf.data.pretraining_data_job import RunStatistics, UnitProcessor
 from albert_tf.data.pretraining_instances import InstanceStats
 from albert_tf.file_utils import DATA_SET, VOCABULARY, refuse_another_tools_directory
 from albert_tf.settings import SettingError
-from albert_tf.text.albert_tokenizer import AlbertTokenizer, check_vocabulary_casing
+from albert_tf.text.albert_tokenizer import AlbertTokenizer, check_vocabulary_casing, vocabulary_has_accents
 
 FLAGS = flags.FLAGS
 
@@ -288,11 +289,19 @@ def finalize(gathered, final_paths, sets, config, model_proto, vocab_size, input
         else:
             written[key] = value
     corpus_stats = statistics.corpus
-    job.check_outputs_made(config, statistics.sets, input_paths, corpus_stats)
     previous = [existing_outputs(prefix) for prefix, _ in sets]
-    if any(previous) and not overwrite:
-        raise FileExistsError(f"{[p for paths in previous for p in paths][0]} exists: choose another --output_file "
-                              "or pass --overwrite")
+    try:
+        job.check_outputs_made(config, statistics.sets, input_paths, corpus_stats)
+        if any(previous) and not overwrite:
+            raise FileExistsError(f"{[p for paths in previous for p in paths][0]} exists: choose another "
+                                  "--output_file or pass --overwrite")
+    except (ValueError, FileExistsError):
+        # Nothing of this run is kept: its shards written under temporary names, and its spool folder.
+        temporaries = [temporary for temporary, _ in written.values()]
+        if temporaries:
+            FileSystems.delete(temporaries)
+        _delete_folders([spool_directory])
+        raise
     staged = []  # (prefix, temporaries, final paths, metadata) of every output set
     for output_set, (prefix, set_config) in enumerate(sets):
         paths = final_paths[output_set]
@@ -401,8 +410,10 @@ def run(argv, beam_args):
               f"e.g. {stale[0]}.")
     with FileSystems.open(FLAGS.spm_model_file) as f:
         model_proto = f.read()
-    check_vocabulary_casing(AlbertTokenizer(model_proto=model_proto), config.lower_case, FLAGS.spm_model_file,
-                            keep_accents=config.keep_accents)
+    vocabulary = AlbertTokenizer(model_proto=model_proto)
+    if FLAGS.keep_accents is None:  # as the vocabulary was trained (a path config_from_flags may not open)
+        config = dataclasses.replace(config, keep_accents=vocabulary_has_accents(vocabulary))
+    check_vocabulary_casing(vocabulary, config.lower_case, FLAGS.spm_model_file, keep_accents=config.keep_accents)
     pipeline = beam.Pipeline(options=options)
     build_pipeline(pipeline, input_paths, FLAGS.output_file, model_proto, config, FLAGS.overwrite,
                    FLAGS.readers_per_file)

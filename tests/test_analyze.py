@@ -75,3 +75,23 @@ def test_builtin_corpus_is_prose_and_deterministic(tmp_path):
     lines = [line for line in text.splitlines() if line]
     assert not any(line.lstrip().startswith(">>>") for line in lines)
     assert sum(len(line.split()) for line in lines) / len(lines) > 8  # paragraphs of prose
+
+
+def test_an_existing_figure2_json_is_replaced_only_with_overwrite(tmp_path):
+    """analyze replaced a user's figure2.json without being asked; it is refused in one line before any work
+    (here: before the checkpoint, which does not exist, is read)."""
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "figure2.json").write_text("the user's own figure")
+
+    def analyze(*flags):
+        return subprocess.run([sys.executable, "-m", "albert_tf.analyze", f"--checkpoint={tmp_path / 'nope'}",
+                               f"--output_dir={output}", *flags], capture_output=True, text=True)
+
+    refused = analyze()
+    assert refused.returncode == 1, refused.stderr
+    [line] = refused.stderr.strip().splitlines()
+    assert line.endswith(f"error: {output / 'figure2.json'} exists; choose another path or pass --overwrite")
+    allowed = analyze("--overwrite")  # gets past the check: on to the checkpoint, which is missing
+    assert allowed.returncode == 1 and "nope" in allowed.stderr and "figure2.json" not in allowed.stderr
+    assert (output / "figure2.json").read_text() == "the user's own figure"

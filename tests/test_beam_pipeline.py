@@ -194,6 +194,31 @@ def test_a_rerun_removes_the_temporary_files_a_stopped_run_left(tmp_path):
     assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(path) for path in kept)
 
 
+@pytest.mark.parametrize("failure", ["no_held_out_document", "output_written_meanwhile"])
+def test_a_failed_final_check_leaves_nothing_of_the_run(tmp_path, inputs, failure):
+    """The check after every shard is written (a held-out set that came out empty; an output that appeared
+    while the job ran) removes the run's spool folder and temporary shards before it raises."""
+    paths, spm_model = inputs
+    config = dataclasses.replace(CONFIG, heldout_every=1000 if failure == "no_held_out_document" else 0)
+    (tmp_path / "out").mkdir()
+    prefix = str(tmp_path / "out" / "data")
+    options = PipelineOptions(["--runner=FnApiRunner"])
+    if failure == "output_written_meanwhile":
+        pipeline = beam.Pipeline(options=options)
+        build_pipeline(pipeline, paths, prefix, open(spm_model, "rb").read(), config)
+        open(f"{prefix}.metadata.json", "w").close()  # after the start's check, before finalize's
+        expected, kept = FileExistsError, ["data.metadata.json"]
+    else:
+        expected, kept = SettingError, []
+    with pytest.raises(expected):
+        if failure == "output_written_meanwhile":
+            pipeline.run().wait_until_finish()
+        else:
+            with beam.Pipeline(options=options) as pipeline:
+                build_pipeline(pipeline, paths, prefix, open(spm_model, "rb").read(), config)
+    assert sorted(os.listdir(tmp_path / "out")) == kept
+
+
 def test_the_output_goes_into_no_directory_another_tool_wrote(tmp_path, inputs):
     """`--output_file=<a SavedModel export>/train` used to add shards beside the export; the local tool refused."""
     paths, _ = inputs

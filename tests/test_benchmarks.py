@@ -482,3 +482,55 @@ def test_the_torch_original_adamw_takes_albert_tfs_steps_at_its_rates():
         optimizer.step()
         schedule.step()
     np.testing.assert_allclose(rates, [float(ours(step)) for step in range(12)], rtol=1e-6, atol=1e-7)
+
+
+# An absolute path of a machine (the work directory, scratch, home): what no recorded result may name.
+MACHINE_PATH = r"/(?:work|tmp|root|home)/"
+
+
+def test_no_recorded_result_names_a_path_of_the_machine_that_measured_it():
+    """Results, their readings and the pages made of them name paths relative to the repository or the work
+    directory beside it, or $TMPDIR/... for scratch: a reader on another machine has none of the measuring one's."""
+    import re
+
+    files = [path for path in (REPO_ROOT / "benchmarks" / "results").rglob("*") if path.suffix in (".md", ".json")]
+    files += [REPO_ROOT / "benchmarks" / "README.md", REPO_ROOT / "docs" / "benchmark_readings.md"]
+    assert len(files) > 50
+    named = [f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()[:120]}" for path in files
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(MACHINE_PATH, line)]
+    assert not named, "\n".join(named)
+
+
+def test_results_are_written_with_paths_relative_to_the_repository_or_the_work_directory(tmp_path, monkeypatch):
+    import json
+    import re
+    import tempfile
+
+    from benchmarks import common
+
+    work, repo = common.WORK, common.REPO
+    scratch = tempfile.gettempdir()
+    assert common.portable_path(os.path.join(repo, "benchmarks", "results")) == "benchmarks/results"
+    assert common.portable_path(os.path.join(repo, "..", "shared", "data", "glue")) == "../shared/data/glue"
+    assert common.portable_path(os.path.join(work, "albert_large", "spm.model")) == "../albert_large/spm.model"
+    assert common.portable_path(os.path.join(scratch, "albert_recipes")) == "$TMPDIR/albert_recipes"
+    assert common.portable_path("benchmarks/results") == "benchmarks/results"  # relative: as it is
+    assert common.portable(f"Model: {work}/albert_large/runs/x (hidden 256). Work directory: {work}/albert_large."
+                           ) == "Model: ../albert_large/runs/x (hidden 256). Work directory: ../albert_large."
+    # A directory whose name only starts like the repository's is another one of the work directory.
+    assert common.portable(f"--input={repo}line/a.txt") == f"--input=../{os.path.basename(repo)}line/a.txt"
+
+    # What write_results writes, the record's fields and commands as the table's text.
+    record = {"args": {"results_dir": os.path.join(repo, "benchmarks", "results"),
+                       "work_dir": os.path.join(scratch, "albert_x"), "seeds": [1, 2], "steps": 3},
+              "commands": [f"python -m tool --input_file={work}/shared/data/corpus.txt --work_dir={scratch}/y"]}
+    results = tmp_path / "results"
+    common.write_results(str(results), "example", f"Corpus: {work}/shared/data/corpus.txt\n", record)
+    assert (results / "example.md").read_text() == "Corpus: ../shared/data/corpus.txt\n"
+    written = json.loads((results / "example.json").read_text())
+    assert written == {"args": {"results_dir": "benchmarks/results", "work_dir": "$TMPDIR/albert_x", "seeds": [1, 2],
+                                "steps": 3},
+                       "commands": ["python -m tool --input_file=../shared/data/corpus.txt "
+                                    "--work_dir=$TMPDIR/y"]}
+    assert not re.search(MACHINE_PATH, (results / "example.json").read_text())

@@ -522,3 +522,33 @@ def test_a_python_conversion_onto_its_own_input_is_refused_and_leaves_it(tmp_pat
             convert("albert_tf", "huggingface", str(source), str(output), overwrite=True)
     assert sorted(os.listdir(tmp_path)) == ["model"] and os.listdir(source) == ["albert_tf.json"]
     assert (source / "albert_tf.json").read_text() == "{}"
+
+
+def test_pair_truncation_keeps_the_odd_piece_in_text_where_huggingface_keeps_it_in_text_b(tmp_path, spm_model):
+    """The rule docs/model_and_conversion.md states: two over-long segments of equal length, both cut to an odd
+    room: albert_tf, as the original's _truncate_seq_pair (the longer loses a piece, text_b on ties), keeps the
+    odd piece in text; transformers' longest_first gives it to text_b; the longer text_b gets it there too."""
+    from albert_tf.checkpoints.huggingface_tokenizer import write_tokenizer_files
+    from albert_tf.text.packing import pack
+
+    write_tokenizer_files(spm_model, str(tmp_path), model_max_length=96)
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    tokenizer = AlbertTokenizer(spm_model)
+    text = "the river by the village market and the island beyond the old river"
+    ids = tokenizer.encode(text)
+    longer = tokenizer.encode(text + " and the market")
+    max_seq_length = len(ids) + 3 + (1 - len(ids) % 2)  # an odd room of len(ids) or len(ids) + 1: both are cut
+    room = max_seq_length - 3
+    assert room % 2 == 1 and room < 2 * len(ids)
+
+    def segment_lengths(type_ids):
+        return int(np.sum(np.asarray(type_ids) == 0) - 2), int(np.sum(type_ids) - 1)  # without [CLS] and [SEP]s
+
+    _, mask, type_ids = pack(ids, ids, max_seq_length)
+    assert (segment_lengths(type_ids[mask == 1]), mask.sum()) == (((room + 1) // 2, room // 2), max_seq_length)
+    _, mask, type_ids = pack(ids, longer, max_seq_length)
+    assert segment_lengths(type_ids[mask == 1]) == ((room + 1) // 2, room // 2)
+    theirs = hf_tokenizer(text, text, truncation="longest_first", max_length=max_seq_length)
+    assert segment_lengths(theirs["token_type_ids"]) == (room // 2, (room + 1) // 2)
+    theirs = hf_tokenizer(text, text + " and the market", truncation="longest_first", max_length=max_seq_length)
+    assert segment_lengths(theirs["token_type_ids"]) == (room // 2, (room + 1) // 2)

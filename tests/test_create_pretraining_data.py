@@ -61,6 +61,46 @@ def test_same_seed_gives_identical_bytes_for_one_and_several_workers(tmp_path, c
     assert shard_bytes(other_seed) != outputs[1]
 
 
+def test_a_shard_larger_than_the_sort_budget_is_sorted_in_runs_and_merged(tmp_path, monkeypatch):
+    """Memory stays flat whatever a shard's size: its records are sorted in runs on disk and merged (in steps past
+    the fan-in), giving the order of one sort of everything; the runs are gone afterwards."""
+    import random
+
+    from albert_tf.data import local_runner
+    from albert_tf.data.local_runner import sorted_records
+
+    monkeypatch.setattr(local_runner, "MERGE_FAN_IN", 3)
+
+    rng = random.Random(0)
+    records = [((rng.getrandbits(63), rng.randrange(3), rng.randrange(50), ordinal), rng.randbytes(rng.randrange(90)))
+               for ordinal in range(600)]
+    spools = []
+    for part in range(3):
+        spools.append(tmp_path / f"spool-{part}")
+        spools[-1].write_bytes(b"".join(job.spool_record(*record) for record in records[part::3]))
+    with sorted_records([str(path) for path in spools], str(tmp_path / "run"), budget_bytes=8_000) as merged:
+        runs = [name for name in os.listdir(tmp_path) if name.startswith("run-")]
+        assert list(merged) == sorted(records)
+    assert len(runs) >= 2  # sorted in runs (the last merge's inputs), not in memory
+    assert sorted(os.listdir(tmp_path)) == ["spool-0", "spool-1", "spool-2"]
+    with sorted_records([str(path) for path in spools], str(tmp_path / "all"), budget_bytes=1 << 30) as merged:
+        assert list(merged) == sorted(records) and sorted(os.listdir(tmp_path)) == ["spool-0", "spool-1", "spool-2"]
+
+
+def test_a_shard_sorted_in_runs_on_disk_is_the_same_bytes(tmp_path, corpus, spm_model, monkeypatch):
+    from albert_tf.data import local_runner
+
+    paths = expand_input_patterns(str(corpus / "*.txt"))
+    in_memory = str(tmp_path / "memory" / "data")
+    create_pretraining_data(paths, in_memory, spm_model, SMALL, num_workers=2, progress=False)
+    monkeypatch.setattr(local_runner, "SORT_BUDGET_BYTES", 20_000)
+    monkeypatch.setattr(local_runner, "MERGE_FAN_IN", 3)
+    in_runs = str(tmp_path / "runs" / "data")
+    create_pretraining_data(paths, in_runs, spm_model, SMALL, num_workers=2, progress=False)
+    assert shard_bytes(in_runs) == shard_bytes(in_memory)
+    assert sorted(os.listdir(tmp_path / "runs")) == sorted(os.listdir(tmp_path / "memory"))  # no run left behind
+
+
 def test_gzip_output_is_deterministic_too(tmp_path, corpus, spm_model):
     paths = expand_input_patterns(str(corpus / "a.txt"))
     config = CreationConfig(**{**SMALL.__dict__, "compression": "gzip", "num_output_shards": 1})
@@ -179,9 +219,10 @@ def test_progress_on_gzip_input_compares_like_with_like(tmp_path, corpus, spm_mo
     assert done == sorted(done) and done[-2] == total  # the last unit's update, then finish()
 
 
-def test_the_data_tools_say_when_accent_stripping_rewrites_kana_or_hangul(tmp_path):
-    """が becomes か, Hangul syllables become jamo: one line with the fix; Latin accents are what stripping is
-    for, and keep_accents keeps every mark (the tool's summary: test_cli_writes_data_and_a_summary)."""
+def test_the_data_tools_say_when_accent_stripping_rewrites_kana(tmp_path):
+    """が becomes か: one line with the fix; Hangul is composed again by the model's normalizer, Latin accents
+    are what stripping is for, and keep_accents keeps every mark (the tool's summary:
+    test_cli_writes_data_and_a_summary)."""
     import dataclasses
 
     (tmp_path / "ja_ko.txt").write_text("ゲームです。\n한국어.\n")
@@ -194,9 +235,9 @@ def test_the_data_tools_say_when_accent_stripping_rewrites_kana_or_hangul(tmp_pa
         return CorpusStats.from_json(stats.to_json()).problems()  # as the metadata records it
 
     [line] = problems("ja_ko.txt")
-    assert line.startswith("accent stripping (the original's rule) rewrote 5 character(s) in 2 sentence(s) of "
-                           "scripts whose marks carry meaning (Hangul 3, Hiragana 1, Katakana 1; ")
-    assert line.endswith("pass --keep_accents to train_sentencepiece and create_pretraining_data alike to keep them")
+    assert line == ("accent stripping (the original's rule) rewrote 2 character(s) in 1 sentence(s) of scripts whose "
+                    "marks carry meaning (Hiragana 1, Katakana 1; が becomes か): train the vocabulary without "
+                    "--nokeep_accents (or with --keep_accents) to keep them")
     assert problems("ja_ko.txt", keep_accents=True) == [] and problems("latin.txt") == []
 
 
@@ -259,8 +300,8 @@ def test_a_failure_while_writing_leaves_no_partial_output(tmp_path, corpus, spm_
             raise OSError("disk full")
         return original(records, path, compression)
 
-    original = job.write_shard
-    monkeypatch.setattr(job, "write_shard", failing_write_shard)
+    original = job.write_sorted_shard
+    monkeypatch.setattr(job, "write_sorted_shard", failing_write_shard)
     with pytest.raises(OSError, match="disk full"):
         create_pretraining_data([str(corpus / "a.txt")], str(tmp_path / "d"), spm_model, SMALL, progress=False)
     assert os.listdir(tmp_path) == []

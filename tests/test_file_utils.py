@@ -128,3 +128,119 @@ def test_a_run_whose_output_directory_is_deleted_or_replaced_stops_at_its_next_c
         with pytest.raises(DirectoryVanishedError):
             check_held_directories()
     check_held_directories()  # the lock released, nothing is held any more
+
+
+# --- temporaries: created exclusively, never through a link, gone after a failure ------------------------------
+
+
+def test_a_link_planted_at_the_fixed_temporary_name_is_not_written_through(tmp_path, umask_022):
+    """Writers once staged into PATH.tmp: a link planted there had the write overwrite the file it names."""
+    from albert_tf.file_utils import atomic_output, atomic_output_path
+
+    users_file = tmp_path / "users_file.txt"
+    users_file.write_text("the user's own text")
+    outputs = tmp_path / "out"
+    outputs.mkdir()
+    for name in ("report.txt", "rows.csv", "history.json"):
+        os.symlink(users_file, outputs / f"{name}.tmp")
+    with atomic_output(str(outputs / "report.txt")) as f:
+        f.write("report")
+    with atomic_output_path(str(outputs / "rows.csv")) as temporary:  # a writer that takes a file name
+        with open(temporary, "w") as f:
+            f.write("rows")
+    write_json_atomically(str(outputs / "history.json"), [1])
+    assert users_file.read_text() == "the user's own text"
+    assert (outputs / "report.txt").read_text() == "report" and (outputs / "rows.csv").read_text() == "rows"
+    assert json.loads((outputs / "history.json").read_text()) == [1]
+    assert mode(outputs / "report.txt") == 0o644
+    # A link at the output's own name is replaced, its target left alone.
+    os.symlink(users_file, outputs / "linked.txt")
+    with atomic_output(str(outputs / "linked.txt")) as f:
+        f.write("new")
+    assert not (outputs / "linked.txt").is_symlink() and users_file.read_text() == "the user's own text"
+
+
+def test_a_full_disk_leaves_no_temporary_and_the_error_names_the_file(tmp_path, monkeypatch):
+    import errno
+
+    from albert_tf.file_utils import OutputWriteError, atomic_output, atomic_output_path
+
+    path = tmp_path / "predictions.csv"
+    path.write_text("the earlier predictions")
+
+    def full_disk(*args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with pytest.raises(OutputWriteError) as failure:
+        with atomic_output(str(path)) as f:
+            f.write("id,label\n")
+            f.flush()
+            monkeypatch.setattr(f, "write", full_disk)
+            f.write("1,bug\n")
+    message = str(failure.value)
+    assert message == (f"could not write {path} (No space left on device): free space on the disk, then rerun")
+    assert failure.value.errno == errno.ENOSPC and "\n" not in message
+    assert sorted(os.listdir(tmp_path)) == ["predictions.csv"] and path.read_text() == "the earlier predictions"
+    # A writer given a file name, and JSON, alike.
+    with pytest.raises(OutputWriteError, match=f"could not write {path} "):
+        with atomic_output_path(str(path)) as temporary:
+            with open(temporary, "w") as f:
+                f.write("id,label\n")
+            full_disk()
+    monkeypatch.setattr(json, "dumps", lambda *a, **k: full_disk())
+    with pytest.raises(OutputWriteError, match=f"could not write {tmp_path / 'meta.json'} "):
+        with atomic_output(str(tmp_path / "meta.json")) as f:
+            f.write(json.dumps({}))
+    assert sorted(os.listdir(tmp_path)) == ["predictions.csv"]
+    # Any other error passes as it is; the temporary goes all the same.
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_output(str(path)) as f:
+            raise KeyboardInterrupt
+    assert sorted(os.listdir(tmp_path)) == ["predictions.csv"]
+
+
+# --- a swap that a kill cut between its renames ------------------------------------------------------------------
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: raised at one point, with every clean-up on the way out disabled."""
+
+
+def cut_between_the_renames(target, monkeypatch, weights):
+    """Replaces `target` through staged_directory, killed after the earlier output was set aside and before the
+    new one took its place; what is left looks as a dead process left it."""
+    import shutil
+
+    real_replace, real_rmtree = os.replace, shutil.rmtree
+    killed = []
+
+    def replace(source, destination, **kwargs):
+        if str(destination) == str(target):
+            killed.append(True)
+            raise Killed
+        return real_replace(source, destination, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(shutil, "rmtree", lambda path, *a, **k: None if killed else real_rmtree(path, *a, **k))
+    with pytest.raises(Killed):
+        write_output(target, weights=weights)
+    monkeypatch.undo()
+    assert not target.exists()
+    for owner in target.parent.glob(f".{target.name}.*/owner"):  # the owner is gone (another start time)
+        owner.write_text(json.dumps({"pid": os.getpid(), "create_time": 0}))
+
+
+def test_a_swap_cut_between_its_renames_gets_the_earlier_output_back(tmp_path, monkeypatch):
+    from albert_tf.file_utils import recover_replacement
+
+    target = tmp_path / "best"
+    write_output(target, weights="1")
+    cut_between_the_renames(target, monkeypatch, weights="2")
+    assert sorted(name.split("-")[0] for name in os.listdir(tmp_path)) == [".best.replaced", ".best.staging"]
+    # The next writer puts the earlier output back first, then replaces it as asked.
+    write_output(target, weights="3")
+    assert (target / "weights").read_text() == "3" and sorted(os.listdir(tmp_path)) == ["best"]
+    # A caller holding the writer's lock (a fine-tuning run's best/) undoes it without waiting for owners to die.
+    cut_between_the_renames(target, monkeypatch, weights="4")
+    assert len(recover_replacement(str(target), exclusive=True)) == 2
+    assert (target / "weights").read_text() == "3" and sorted(os.listdir(tmp_path)) == ["best"]

@@ -36,3 +36,17 @@ def test_a_gzipped_corpus_splits_as_the_plain_one(tmp_path):
     assert plain == gzipped == (11, 1)
     for a, b in (("a.txt", "b.txt"), ("a_held.txt", "b_held.txt")):
         assert (tmp_path / a).read_bytes() == (tmp_path / b).read_bytes()
+
+
+def test_a_link_planted_at_the_old_temporary_name_is_not_written_through(tmp_path):
+    """The outputs are written through unique, exclusively created temporaries, not PATH.tmp: a link planted at
+    such a name beforehand leaves its target alone."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(f"Document {i}." for i in range(12)) + "\n", encoding="utf-8")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("a user's file\n", encoding="utf-8")
+    for name in ("train.txt.tmp", "heldout.txt.tmp"):
+        (tmp_path / name).symlink_to(victim)
+    assert split_documents(str(corpus), str(tmp_path / "train.txt"), str(tmp_path / "heldout.txt")) == (11, 1)
+    assert victim.read_text(encoding="utf-8") == "a user's file\n"
+    assert (tmp_path / "heldout.txt").read_text(encoding="utf-8") == "Document 9.\n"

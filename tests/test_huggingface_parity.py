@@ -194,7 +194,8 @@ def test_fine_tuned_classifier_to_huggingface_and_back(head, tmp_path):
     if regression:
         assert hf_config["problem_type"] == "regression"
     else:
-        assert hf_config.get("problem_type") == ("multi_label_classification" if head == "multi_label" else None)
+        assert hf_config["problem_type"] == ("multi_label_classification" if head == "multi_label"
+                                             else "single_label_classification")
         assert hf_config["id2label"] == {"0": "contradiction", "1": "entailment", "2": "neutral"}
         assert hf_config["label2id"] == {"contradiction": 0, "entailment": 1, "neutral": 2}
     hf_model, info = transformers.AlbertForSequenceClassification.from_pretrained(tmp_path / "hf",
@@ -337,3 +338,52 @@ def test_token_classifier_to_albert_tf_and_back_to_huggingface(tmp_path):
     inputs, _ = padded_inputs(config, seed=9)
     np.testing.assert_allclose(classifier_logits(hf_again, inputs), model(inputs, training=False)["logits"],
                                atol=1e-5, rtol=0)
+
+
+def _without_architectures(directory):
+    import json
+
+    path = directory / "config.json"
+    hf_config = json.loads(path.read_text())
+    del hf_config["architectures"]
+    path.write_text(json.dumps(hf_config))
+
+
+def test_a_config_without_architectures_tells_the_two_classifiers_apart_by_the_pooler(tmp_path):
+    """A config.json that names no architectures (written by hand, or by an older tool): a classifier head
+    without a pooler is an AlbertForTokenClassification's (its names are a sequence classifier's, but only that
+    one reads the pooler) and converts as a token classifier, its logits and tags Hugging Face's, without
+    --model; one with a pooler stays a sequence classifier; naming the other kind is refused in one line."""
+    from albert_tf.models.model_io import load_model
+    from albert_tf.settings import SettingError
+
+    tags = ["O", "B-PER", "I-PER"]
+
+    def token_classifier(hf_config):
+        hf_config.id2label = dict(enumerate(tags))
+        hf_config.label2id = {name: index for index, name in enumerate(tags)}
+        return transformers.AlbertForTokenClassification(hf_config)
+
+    config = dataclasses.replace(CONFIGS["tiny"], num_hidden_layers=1)
+    hf_model = oracle.random_pretraining_model(config, seed=3, model_class=token_classifier)
+    hf_model.save_pretrained(tmp_path / "hf")
+    _without_architectures(tmp_path / "hf")
+    summary = convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "ours"))
+    assert summary["kind"] == "token_classifier" and summary["initialized_heads"] == []
+    model, metadata = load_model(str(tmp_path / "ours"))
+    assert (metadata["model"], metadata["label_names"]) == ("token_classifier", tags)
+    inputs, _ = padded_inputs(config, seed=3)
+    np.testing.assert_allclose(model(inputs, training=False)["logits"], classifier_logits(hf_model, inputs),
+                               atol=1e-5, rtol=0)
+    with pytest.raises(SettingError, match="model_kind=classifier, but .*hf holds a 'token_classifier' model "
+                                           r"\(its config.json's architectures, or its classifier head without a "
+                                           "pooler, say so\): leave the setting out"):
+        convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "refused"), model_kind="classifier")
+    assert not (tmp_path / "refused").exists()
+
+    sequence = oracle.random_pretraining_model(config, seed=4,
+                                               model_class=transformers.AlbertForSequenceClassification)
+    sequence.save_pretrained(tmp_path / "hf_sequence")
+    _without_architectures(tmp_path / "hf_sequence")
+    summary = convert("huggingface", "albert_tf", str(tmp_path / "hf_sequence"), str(tmp_path / "sequence"))
+    assert summary["kind"] == "classifier" and summary["initialized_heads"] == []

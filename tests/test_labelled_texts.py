@@ -1,14 +1,18 @@
 """A user's own labelled files: every format and encoding detail read, every bad input refused by file and line."""
 
+import csv
+import dataclasses
 import gzip
 import json
 import subprocess
 import sys
+import tracemalloc
 
 import numpy as np
 import pytest
 
 from albert_tf.settings import SettingError
+from albert_tf.tasks import labelled_texts
 from albert_tf.tasks.labelled_texts import (ColumnNames, LabelScheme, check_labels, label_counts, label_scheme,
                                             label_targets, read_text_file)
 from text_fixtures import jsonl, write_data_file as write
@@ -123,7 +127,7 @@ def test_regression_is_read_from_scores_or_forced(tmp_path):
 def test_bad_labels_are_refused_before_training(tmp_path):
     with pytest.raises(ValueError, match=r"only the label 'bug' in 2 rows; a classifier needs two or more"):
         label_scheme(read_text_file(write(tmp_path / "one.csv", "text,label\na,bug\nb,bug\n")))
-    with pytest.raises(ValueError, match=r"mixes scores \('0.5' at 2\) with names \('bug' at 3\)"):
+    with pytest.raises(ValueError, match=r"mixes scores \('0.5' at line 2\) with names \('bug' at line 3\)"):
         label_scheme(read_text_file(write(tmp_path / "mix.csv", "text,label\na,0.5\nb,bug\n")))
     with pytest.raises(ValueError, match=r"e.csv:3: the label is empty"):
         label_scheme(read_text_file(write(tmp_path / "e.csv", "text,label\na,bug\nb,\n")))
@@ -231,3 +235,249 @@ def test_the_task_refuses_an_unknown_quoting_before_reading_anything(tmp_path):
     config = FinetuningConfig(output_dir=str(tmp_path / "out"), task=TextClassificationConfig(quoting="rfc"))
     with pytest.raises(SettingError, match=r"quoting must be one of \['auto', 'csv', 'none'\], got 'rfc'"):
         TextClassificationTask().validate(config)
+
+
+# KLUE's layout: a JSON array, pretty-printed, the score nested in a "labels" object.
+KLUE_STS_LIKE = [
+    {"guid": "sts-0", "sentence1": "The host was kind.", "sentence2": "Our host was very kind.",
+     "labels": {"label": 4.9, "binary-label": 1}},
+    {"guid": "sts-1", "sentence1": "Walk to the sights.", "sentence2": "The center is a walk away.",
+     "labels": {"label": 1.4, "binary-label": 0}},
+]
+KLUE_COLUMNS = ColumnNames(text="sentence1", text_b="sentence2", label="labels.label", example_id="guid")
+
+
+@pytest.mark.parametrize("name", ["sts.json", "sts.json.gz"])
+def test_a_json_array_reads_its_records_and_dotted_names_reach_into_objects(tmp_path, name):
+    path = write(tmp_path / name, json.dumps(KLUE_STS_LIKE, indent=4))
+    read = read_text_file(path, KLUE_COLUMNS)
+    assert [(e.example_id, e.text, e.text_b, e.raw_label) for e in read.examples] == [
+        ("sts-0", "The host was kind.", "Our host was very kind.", 4.9),
+        ("sts-1", "Walk to the sights.", "The center is a walk away.", 1.4)]
+    assert [e.where for e in read.examples] == [f"{path}: record 0", f"{path}: record 1"]
+    assert label_scheme(read) == LabelScheme("regression")
+    # A key that holds a dot is read as it is where the object has it; a .json file of JSON Lines still reads.
+    dotted = [{"text": "a", "labels.label": "x"}, {"text": "b", "labels.label": "y"}]
+    lines = write(tmp_path / "lines.json", jsonl(dotted))
+    assert [e.raw_label for e in read_text_file(lines, ColumnNames(label="labels.label")).examples] == ["x", "y"]
+
+
+@pytest.mark.parametrize("text, columns, message", [
+    (json.dumps(KLUE_STS_LIKE + [["not", "an", "object"]]), KLUE_COLUMNS,
+     r"a.json: record 2: holds a JSON list; a .json file's array holds one JSON object per row"),
+    ('[\n  {"sentence1": "a", "labels": {"label": 1}},\n  {"sentence1": "b", "labels": }\n]', KLUE_COLUMNS,
+     r"a.json:3: not valid JSON in record 1 \(Expecting value\)"),
+    ('[{"sentence1": "a", "labels": {"label": 1}} {"sentence1": "b"}]', KLUE_COLUMNS,
+     r"a.json:1: expected ',' or ']' after record 0"),
+    ('[{"text": "a", "label": "x"}] [', ColumnNames(), r"a.json:1: text after the array's closing '\]'"),
+    (json.dumps([{"sentence1": "a", "labels": {"label": 1}}, {"labels": {"label": 2}}]),
+     ColumnNames(text="sentence1", label="labels.label"),
+     r"a.json: record 1: no 'sentence1' key; every row needs a text"),
+    (json.dumps(KLUE_STS_LIKE), dataclasses.replace(KLUE_COLUMNS, label="labels.score"),
+     r"a.json: record 0: no label column 'labels.score'; the file has \['guid', 'sentence1', 'sentence2', 'labels', "
+     r"'labels.label', 'labels.binary-label'\] \(choose it with label_column\)"),
+])
+def test_bad_json_arrays_are_named_by_record_or_line(tmp_path, text, columns, message):
+    with pytest.raises(ValueError, match=message):
+        read_text_file(write(tmp_path / "a.json", text), columns)
+
+
+def test_a_json_label_object_is_refused_naming_the_dotted_column(tmp_path):
+    read = read_text_file(write(tmp_path / "a.json", json.dumps(KLUE_STS_LIKE)),
+                          dataclasses.replace(KLUE_COLUMNS, label="labels"))
+    with pytest.raises(ValueError, match=r"a.json: record 0: label holds a JSON dict; .* name it with a dot: "
+                                         r"label_column=COLUMN.label"):
+        label_scheme(read)
+    # An evaluation file's unknown label is placed by its record.
+    rows = [{"text": "a", "label": "x"}, {"text": "b", "label": "y"}]
+    train = read_text_file(write(tmp_path / "t.jsonl", jsonl(rows)))
+    dev = read_text_file(write(tmp_path / "d.json", json.dumps(rows[:1] + [{"text": "b", "label": "z"}])))
+    with pytest.raises(ValueError, match=r"d.json: labels not in the training file: 'z' \(record 1\)"):
+        check_labels(label_scheme(train), dev)
+
+
+def test_klues_json_arrays_read_as_their_derived_json_lines(shared_data):
+    klue = shared_data / "klue"
+    array = read_text_file(str(klue / "klue-sts-v1.1_dev.json"), KLUE_COLUMNS)
+    # KLUE STS as JSON Lines, its label taken from labels.label: the same rows.
+    lines = read_text_file(str(klue / "klue-sts-v1.1_dev.jsonl"), ColumnNames(text="sentence1", text_b="sentence2"))
+    assert len(array.examples) == 519
+    assert [(e.text, e.text_b, e.raw_label) for e in array.examples] == [
+        (e.text, e.text_b, e.raw_label) for e in lines.examples]
+    assert label_scheme(array).problem_type == "regression"
+    nli = read_text_file(str(klue / "klue-nli-v1.1_dev.json"),
+                         ColumnNames(text="premise", text_b="hypothesis", label="gold_label", example_id="guid"))
+    assert label_counts(label_scheme(nli), nli) == {"contradiction": 1000, "entailment": 1000, "neutral": 1000}
+    assert nli.examples[2999].where.endswith(": record 2999")
+
+
+# One rule for a label column with no labels, whatever the problem type: blank in every row is no labels,
+# blank in some rows only is refused.
+BLANK_LABELS = {
+    "single.csv": "text,label\na,\nb,  \n",
+    "regression.tsv": "text\tlabel\na\t\nb\t\n",
+    "multi.csv": 'text,label\na,\nb,\n',
+    "multi.jsonl": jsonl([{"text": "a", "label": None}, {"text": "b"}]),
+    "array.json": json.dumps([{"text": "a", "label": ""}, {"text": "b", "label": None}]),
+}
+PARTLY_BLANK = {
+    "single.csv": ("text,label\na,bug\nb,\n", r"single.csv:3: the label is empty \(column 'label'\), where line 2 "
+                                              "has a label; label every row"),
+    "regression.tsv": ("text\tlabel\na\t\nb\t0.5\n", r"regression.tsv:2: the label is empty .* where line 3 has"),
+    "multi.csv": ('text,label\na,"[""x""]"\nb,\n', r"multi.csv:3: the label is empty .*a multi-label row with no "
+                                                    r"labels holds \[\]"),
+    "multi.jsonl": (jsonl([{"text": "a", "label": ["x"]}, {"text": "b"}]),
+                    r"multi.jsonl:2: no 'label' key, where line 1 has a label"),
+    "array.json": (json.dumps([{"text": "a", "label": ["x"]}, {"text": "b", "label": None}]),
+                   r"array.json: record 1: the label is empty .* where record 0 has a label"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BLANK_LABELS))
+def test_a_label_column_blank_in_every_row_is_no_labels(tmp_path, name):
+    path = write(tmp_path / name, BLANK_LABELS[name])
+    read = read_text_file(path, labelled=False)
+    assert not read.has_labels and [e.raw_label for e in read.examples] == [None, None]
+    for problem_type, labels in [("single_label", ("x", "y")), ("multi_label", ("x", "y")), ("regression", ())]:
+        check_labels(LabelScheme(problem_type, labels), read)  # nothing to check: no labels
+    with pytest.raises(ValueError, match=r"the label column 'label' is empty in every row; a training or "
+                                         "evaluation file labels each row"):
+        read_text_file(path)
+
+
+@pytest.mark.parametrize("name", sorted(PARTLY_BLANK))
+def test_a_label_column_blank_in_some_rows_is_refused_at_the_first(tmp_path, name):
+    text, message = PARTLY_BLANK[name]
+    path = write(tmp_path / name, text)
+    for labelled in (False, True):
+        with pytest.raises(ValueError, match=message) as refusal:
+            read_text_file(path, labelled=labelled)
+        assert "\n" not in str(refusal.value)
+    # An empty list is a multi-label row's "no labels", not a blank.
+    rows = [{"text": "a", "label": ["x"]}, {"text": "b", "label": []}]
+    read = read_text_file(write(tmp_path / "m.jsonl", jsonl(rows)))
+    assert read.has_labels and read.examples[1].raw_label == []
+
+
+@pytest.mark.parametrize("problem_type", ["single_label", "multi_label", "regression"])
+def test_an_unlabelled_predict_file_gets_predictions_and_no_metrics(tmp_path, monkeypatch, problem_type):
+    """Through the task as the tool calls it: resolve checks the predict file, predict writes predictions and
+    returns no metrics, so eval_results.json gets nothing from it."""
+    from albert_tf.tasks import text_classification_task
+    from albert_tf.tasks.text_classification_task import TextClassificationConfig, TextClassificationTask
+    from albert_tf.training.finetuning_config import FinetuningConfig
+
+    train = {"single_label": "text,label\na,x\nb,y\n", "multi_label": 'text,label\na,"[""x""]"\nb,"[""x"",""y""]"\n',
+             "regression": "text,label\na,0.5\nb,1.5\n"}[problem_type]
+    task = TextClassificationTask()
+    config = FinetuningConfig(output_dir=str(tmp_path / "out"), do_train=True, do_predict=True, max_seq_length=24,
+                              task=TextClassificationConfig(train_file=write(tmp_path / "train.csv", train),
+                                                            predict_file=write(tmp_path / "new.csv", "id,text,label\n"
+                                                                               "n1,a,\nn2,b,\n")))
+    config = task.resolve(config)
+    assert config.task.problem_type == problem_type
+    outputs = 1 if problem_type == "regression" else 2
+    monkeypatch.setattr(text_classification_task, "predict_logits", lambda *_: np.array([[2.0, -2.0]] * 2)[:, :outputs])
+    monkeypatch.setattr(task, "_encode", lambda *_, **__: {})
+    metrics, written = task.predict(None, None, config, str(tmp_path))
+    assert metrics is None and task.eval_results(None, metrics) is None
+    with open(written[0], encoding="utf-8") as f:
+        assert [row["id"] for row in csv.DictReader(f)] == ["n1", "n2"]
+    # The same file labelled is scored (multi-label's exact_match, single-label's accuracy, regression's mse).
+    labelled = {"single_label": "x", "multi_label": '"[""x""]"', "regression": "0.5"}[problem_type]
+    write(tmp_path / "new.csv", f"id,text,label\nn1,a,{labelled}\nn2,b,{labelled}\n")
+    task = TextClassificationTask()
+    config = task.resolve(dataclasses.replace(config, task=dataclasses.replace(config.task, problem_type=None)))
+    monkeypatch.setattr(task, "_encode", lambda *_, **__: {})
+    metrics, _ = task.predict(None, None, config, str(tmp_path))
+    assert {"single_label": "accuracy", "multi_label": "exact_match", "regression": "mse"}[problem_type] in metrics
+
+
+@pytest.mark.parametrize("name, text, texts", [
+    ("cr.csv", "text,label\r\"a\rquoted\",x\rb,y\r", ["a\rquoted", "b"]),
+    ("cr.tsv", "text\tlabel\ra\tx\rb\ty\r", ["a", "b"]),
+    ("cr.jsonl", '{"text": "a", "label": "x"}\r{"text": "b", "label": "y"}\r', ["a", "b"]),
+])
+def test_cr_alone_ends_lines(tmp_path, name, text, texts):
+    read = read_text_file(write(tmp_path / name, text))
+    assert [e.text for e in read.examples] == texts
+    lines = ["2", "4"] if name == "cr.csv" else ["2", "3"] if name == "cr.tsv" else ["1", "2"]
+    assert [e.where.rsplit(":", 1)[1] for e in read.examples] == lines
+    with pytest.raises(ValueError, match=r"bad.csv:3: not UTF-8 text"):
+        read_text_file(write(tmp_path / "bad.csv", b"text,label\ra,x\r\xff,y\r"))
+
+
+def test_json_lines_split_at_line_feeds_only(tmp_path):
+    # U+2028, U+2029 and U+0085 are valid raw inside a JSON string; str.splitlines would end a line at each.
+    rows = [{"text": "one\u2028two\u0085three\u2029four\x1c\x1d\x1e\x0b\x0c", "label": "x"},
+            {"text": "b", "label": "y"}]
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    read = read_text_file(write(tmp_path / "u.jsonl", text))
+    assert [e.text for e in read.examples] == [rows[0]["text"], "b"]
+    assert read.examples[1].where.endswith("u.jsonl:2")
+
+
+def test_json_nested_too_deep_is_refused_in_one_line(tmp_path):
+    deep = '{"text": "a", "label": ' + "[" * 10_000 + "]" * 10_000 + "}"
+    for name, text, message in [
+            ("deep.jsonl", '{"text": "a", "label": "x"}\n' + deep + "\n", r"deep.jsonl:2: JSON nested deeper than "
+                                                                          "Python reads .*; flatten this row"),
+            ("deep.json", "[\n" + deep + "\n]", r"deep.json: record 0 \(line 2\): JSON nested deeper")]:
+        with pytest.raises(ValueError, match=message) as refusal:
+            read_text_file(write(tmp_path / name, text))
+        assert "\n" not in str(refusal.value)
+    cell = read_text_file(write(tmp_path / "deep.csv", "text,label\na,x\nb," + "[" * 10_000 + "\n"))
+    with pytest.raises(ValueError, match=r"deep.csv:3: label '\[\[\[.*\.\.\.' starts like a JSON list but is none"):
+        label_scheme(cell)
+
+
+def test_a_header_repeated_mid_file_is_refused(tmp_path):
+    joined = "id,text,label\n1,a,x\n2,b,y\nid, text ,label\n3,c,x\n"
+    with pytest.raises(ValueError, match=r"joined.csv:4: repeats the header \(line 1\), as files joined with their "
+                                         "headers do; delete this line"):
+        read_text_file(write(tmp_path / "joined.csv", joined))
+    with pytest.raises(ValueError, match=r"joined.tsv:3: repeats the header"):
+        read_text_file(write(tmp_path / "joined.tsv", "text\tlabel\na\tx\ntext\tlabel\n"))
+
+
+def test_files_past_the_size_bound_are_refused_early(tmp_path, monkeypatch):
+    monkeypatch.setattr(labelled_texts, "MAX_TEXT_BYTES", 1000)
+    monkeypatch.setattr(labelled_texts, "_READ_CHUNK", 256)
+    rows = "text,label\n" + "some text,x\n" * 100  # 1,211 bytes
+    with pytest.raises(ValueError, match=r"big.csv: more than 1,000 bytes of text, the most a file is read into "
+                                         "memory; use a sample of it"):
+        read_text_file(write(tmp_path / "big.csv", rows))
+    assert len(read_text_file(write(tmp_path / "small.csv", rows[:11 + 12 * 80])).examples) == 80
+    # A gzip bomb: 64 MiB of zeros in 64 KiB. Decompressing stops past the bound, so memory stays small.
+    bomb = tmp_path / "bomb.csv.gz"
+    bomb.write_bytes(gzip.compress(b"text,label\n" + b"0" * (64 << 20), compresslevel=1))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"bomb.csv.gz: more than 1,000 bytes of text once decompressed"):
+            read_text_file(str(bomb))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20
+    assert labelled_texts._size(1 << 30) == "1 GiB"  # the default bound, as the docs state it
+
+
+@pytest.mark.slow
+def test_the_tool_writes_predictions_and_no_metrics_for_blank_multi_label_cells(tmp_path, tmp_path_factory):
+    """The reported case end to end: a multi-label predict file whose label cells are blank got scored as 'no
+    labels' (exact_match, micro-F1 in eval_results.json); now it is predicted and not scored."""
+    from albert_tf.tasks.text_classification_task import TextClassificationConfig, TextClassificationTask
+    from albert_tf.training.finetuning_config import FinetuningConfig
+    from albert_tf.training.finetuning_tool import run_finetuning
+    from text_fixtures import tiny_pretrained_checkpoint
+
+    train = write(tmp_path / "train.jsonl", jsonl([{"text": f"row {i} crash", "label": ["bug"] + ["urgent"] * (i % 2)}
+                                                   for i in range(8)]))
+    new = write(tmp_path / "new.csv", "id,text,label\nn1,it crashes,\nn2,an invoice,\n")
+    config = FinetuningConfig(output_dir=str(tmp_path / "out"), init_checkpoint=tiny_pretrained_checkpoint(
+        tmp_path_factory), do_train=True, do_predict=True, num_train_steps=2, max_seq_length=16, train_batch_size=4,
+        iterations_per_loop=1, task=TextClassificationConfig(train_file=train, predict_file=new))
+    assert run_finetuning(TextClassificationTask(), config) == 0
+    with open(tmp_path / "out" / "predictions.csv", encoding="utf-8") as f:
+        assert [row["id"] for row in csv.DictReader(f)] == ["n1", "n2"]
+    assert not (tmp_path / "out" / "eval_results.json").exists()

@@ -2,12 +2,14 @@
 file and line, the staged UNER files read with their published counts, and predictions written back."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from albert_tf.settings import SettingError
-from albert_tf.tasks.tagged_texts import (TagLabels, check_entity_types, entity_counts, read_tagged_file,
-                                          tag_labels, tagged_lists, write_predictions)
+from albert_tf.tasks.tagged_texts import (TagLabels, check_entity_types, entity_counts, read_tag_names,
+                                          read_tagged_file, tag_labels, tagged_lists, write_predictions)
 from text_fixtures import jsonl, write_data_file as write
 
 
@@ -159,7 +161,9 @@ def test_an_untagged_predict_file_reads_tokens(tmp_path):
     ("lengths.jsonl", '{"tokens": ["a", "b"], "tags": ["O"]}\n', r"lengths.jsonl:1: 2 tokens but 1 tags"),
     ("tag.jsonl", '{"tokens": ["a", "b"], "tags": ["O", "X-PER"]}\n',
      r"tag.jsonl:1: token 2: 'X-PER' is not a tag"),
-    ("ids.jsonl", '{"tokens": ["a"], "tags": [3]}\n', r"ids.jsonl:1: tags must be a list of tag names"),
+    ("ids.jsonl", '{"tokens": ["a"], "tags": [3]}\n', r"ids.jsonl:1: the tags are integer ids .* name them in id "
+     r"order with tag_names \(comma-separated\) or tag_names_file"),
+    ("mixed.jsonl", '{"tokens": ["a"], "tags": [{}]}\n', r"mixed.jsonl:1: tags must be a list of tag names"),
     ("object.jsonl", '["a", "b"]\n', r"object.jsonl:1: each line must be a JSON object with a \"tokens\" list"),
     ("later.jsonl", '{"tokens": ["a"], "tags": ["O"]}\n{"tokens": ["b"]}\n', r"later.jsonl:2: no \"tags\" key"),
     ("empty.conll", "", r"empty.conll: the file is empty"),
@@ -273,3 +277,133 @@ def test_staged_uner_files_read_with_their_published_counts(shared_data, split, 
     assert len(read.sentences) == sentences and sum(len(s.tokens) for s in read.sentences) == tokens
     assert entity_counts(read) == entities
     assert tag_labels(read).labels == ("O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER")
+
+
+# Hugging Face's token classification rows as `datasets` exports them (to_json): integer ner_tags, the names in
+# the ClassLabel feature (CoNLL-2003's order).
+CONLL2003_NAMES = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
+HF_ROWS = [{"id": "0", "tokens": ["EU", "rejects", "German", "call"], "pos_tags": [22, 42, 16, 21],
+            "ner_tags": [3, 0, 7, 0]},
+           {"id": "1", "tokens": ["Peter", "Blackburn"], "pos_tags": [22, 22], "ner_tags": [1, 2]}]
+HF_IOB2 = [(["EU", "rejects", "German", "call"], ["B-ORG", "O", "B-MISC", "O"]),
+           (["Peter", "Blackburn"], ["B-PER", "I-PER"])]
+
+
+def test_hugging_face_ner_tags_read_with_their_names(tmp_path):
+    path = write(tmp_path / "train.json", jsonl(HF_ROWS))
+    read = read_tagged_file(path, tag_names=CONLL2003_NAMES)  # ner_tags found where there is no "tags" key
+    assert tokens_and_tags(read) == HF_IOB2
+    names_file = write(tmp_path / "labels.txt", "\n".join(CONLL2003_NAMES) + "\n\n")
+    assert read_tag_names(names_file) == CONLL2003_NAMES
+    # The names as they are, other keys by setting; predictions are written back as names.
+    named = [{"words": row["tokens"], "labels": [CONLL2003_NAMES[i] for i in row["ner_tags"]]} for row in HF_ROWS]
+    read = read_tagged_file(write(tmp_path / "named.jsonl", jsonl(named)), tokens_key="words", tags_key="labels")
+    assert tokens_and_tags(read) == HF_IOB2
+    write_predictions(str(tmp_path / "out.jsonl"), read, [tags for _, tags in HF_IOB2])
+    assert json.loads(open(tmp_path / "out.jsonl").readline())["predicted_tags"] == HF_IOB2[0][1]
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({}, r"train.jsonl:1: the tags are integer ids \(as `datasets` exports a ClassLabel feature\); name them in id "
+         r"order with tag_names \(comma-separated\) or tag_names_file \(one a line\)"),
+    ({"tag_names": ("O", "B-PER", "I-PER")}, r"train.jsonl:1: token 1: tag id 3 has no name; the 3 tag names name "
+                                              r"ids 0-2"),
+    ({"tag_names": ("O", "B-PER", "O")}, r"tag_names: 'O' names both id 0 and id 2"),
+    ({"tag_names": ("O", "PER")}, r"tag_names: 'PER' is not a tag"),
+    ({"tags_key": "tags"}, r"train.jsonl:1: no \"tags\" key; a training or evaluation file tags every token \(name "
+                           r"the key of the tags with tags_key\)"),
+    ({"tokens_key": "words"}, r"train.jsonl:1: each line must be a JSON object with a \"words\" list"),
+    ({"tokens_key": "ner_tags", "tags_key": "ner_tags"}, r"tokens_key and tags_key are both 'ner_tags'"),
+])
+def test_hugging_face_rows_are_refused_without_what_they_need(tmp_path, settings, message):
+    path = write(tmp_path / "train.jsonl", jsonl(HF_ROWS))
+    with pytest.raises(ValueError, match=message) as refusal:
+        read_tagged_file(path, **settings)
+    assert "\n" not in str(refusal.value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("O\nB-PER\n\nI-PER\n", r"names.txt:3: an empty tag name; the file holds one tag name a line, in id order"),
+    ("O\nB-PER\nB_LOC\n", r"names.txt:3: 'B_LOC' is not a tag"),
+    ("", r"names.txt: the file is empty"),
+])
+def test_a_bad_tag_names_file_is_named_by_line(tmp_path, text, message):
+    with pytest.raises(ValueError, match=message):
+        read_tag_names(write(tmp_path / "names.txt", text))
+
+
+def test_cr_alone_ends_a_line(tmp_path):
+    # Old Mac line ends: read as one token before, silently.
+    read = read_tagged_file(write(tmp_path / "mac.conll", "EU B-ORG\rrejects O\r\rGerman B-MISC\r"))
+    assert tokens_and_tags(read) == [(["EU", "rejects"], ["B-ORG", "O"]), (["German"], ["B-MISC"])]
+    assert read.sentences[1].token_lines == (4,)
+    read = read_tagged_file(write(tmp_path / "mac.jsonl", '{"tokens": ["a"], "tags": ["O"]}\r'
+                                                          '{"tokens": ["b"], "tags": ["B-X"]}\r'))
+    assert [s.where.rsplit(":", 1)[1] for s in read.sentences] == ["1", "2"]
+
+
+def test_json_lines_keep_line_separators_inside_strings(tmp_path):
+    tokens = ["one\u2028two", "x\u0085y", "z\u2029"]
+    read = read_tagged_file(write(tmp_path / "u.jsonl", json.dumps({"tokens": tokens, "tags": ["O"] * 3},
+                                                                   ensure_ascii=False) + "\n"))
+    assert list(read.sentences[0].tokens) == tokens
+    # A column file's token may hold them too: only LF, CRLF and CR end a line.
+    read = read_tagged_file(write(tmp_path / "u.conll", "a\u2028b O\nc\u0085 B-X\n"))
+    assert read.sentences[0].tokens == ("a\u2028b", "c\u0085")
+
+
+def test_json_too_deep_or_an_array_is_refused_in_one_line(tmp_path):
+    deep = '{"tokens": ["a"], "tags": ["O"], "x": ' + "[" * 10_000 + "]" * 10_000 + "}\n"
+    for name, text, message in [
+            ("deep.jsonl", '{"tokens": ["a"], "tags": ["O"]}\n' + deep, r"deep.jsonl:2: JSON nested deeper than "
+                                                                          "Python reads"),
+            ("array.json", json.dumps([{"tokens": ["a"], "tags": ["O"]}], indent=2),
+             r"array.json:1: holds a JSON array; tagged JSON files hold one object a line")]:
+        with pytest.raises(ValueError, match=message) as refusal:
+            read_tagged_file(write(tmp_path / name, text))
+        assert "\n" not in str(refusal.value)
+
+
+def test_files_past_the_size_bound_are_refused(tmp_path, monkeypatch):
+    from albert_tf.tasks import labelled_texts
+
+    monkeypatch.setattr(labelled_texts, "MAX_TEXT_BYTES", 100)
+    text = "a O\n" * 30  # 120 bytes
+    for name in ("big.conll", "big.conll.gz"):
+        with pytest.raises(ValueError, match=rf"{name}: more than 100 bytes of text"):
+            read_tagged_file(write(tmp_path / name, text))
+    assert len(read_tagged_file(write(tmp_path / "ok.conll", text[:100])).sentences[0].tokens) == 25
+
+
+def test_the_task_reads_with_the_json_settings(tmp_path):
+    from albert_tf.tasks.tagging_task import TaggingConfig, TaggingTask
+    from albert_tf.training.finetuning_config import FinetuningConfig
+
+    train = write(tmp_path / "train.jsonl", jsonl(HF_ROWS))
+    names = write(tmp_path / "names.txt", "\n".join(CONLL2003_NAMES))
+
+    def config(**task):
+        return FinetuningConfig(output_dir=str(tmp_path / "out"), do_train=True, max_seq_length=24,
+                                task=TaggingConfig(train_file=train, **task))
+
+    resolved = TaggingTask().resolve(config(tag_names_file=names))
+    assert resolved.task.labels == ("O", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER")
+    with pytest.raises(SettingError, match="tag_names and tag_names_file both given"):
+        TaggingTask().validate(config(tag_names=CONLL2003_NAMES, tag_names_file=names))
+
+
+def test_the_tool_takes_the_tag_names_flag(tmp_path):
+    """--tag_names reaches the reader: an id it does not name is refused in one line before anything is written."""
+    config = tmp_path / "albert_config.json"
+    config.write_text(json.dumps({"vocab_size": 100, "embedding_size": 8, "hidden_size": 8, "num_hidden_layers": 1,
+                                  "num_attention_heads": 1, "intermediate_size": 8}))
+    train = write(tmp_path / "train.jsonl", jsonl(HF_ROWS))
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.run_tagger", f"--train_file={train}", "--do_train",
+         "--tag_names=O,B-PER,I-PER,B-ORG", f"--albert_config={config}",
+         f"--spm_model_file={write(tmp_path / 'spm.model', 'x')}", f"--output_dir={tmp_path / 'out'}"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0
+    assert "train.jsonl:1: token 3: tag id 7 has no name" in result.stderr and "--tag_names" in result.stderr
+    assert not (tmp_path / "out").exists()

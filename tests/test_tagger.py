@@ -130,6 +130,7 @@ def test_tagger_end_to_end_through_the_cli(checkpoint, tmp_path):
     _, metadata = load_model(str(output / "best"))
     assert metadata["model"] == "token_classifier"
     assert metadata["label_names"] == ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
+    assert metadata["doc_stride"] == 7  # not given: half a window of 16, recorded as the windows were cut
     # The fine-tuned model evaluates alone: its record gives the labels.
     again = tmp_path / "again"
     rerun = subprocess.run(
@@ -212,3 +213,33 @@ def test_column_settings_are_refused_before_any_file_is_read(checkpoint, tmp_pat
     with pytest.raises(SettingError, match="both 1"):
         run_finetuning(TaggingTask(), config)
     assert not (tmp_path / "out").exists()
+
+
+def test_the_window_stride_is_recorded_the_default_too_and_read_back_at_that_length(tmp_path):
+    """A run without <doc_stride> records the stride it cut windows with (half a window of 16: 7 pieces), so an
+    evaluation of the fine-tuned tagger without <doc_stride> cuts the same windows, as it does for a stride
+    given at training; at another length the recorded stride, chosen for other windows, is not taken."""
+    import dataclasses
+
+    from albert_tf.albert_config import AlbertConfig
+    from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
+    from albert_tf.models.model_io import write_model_dir
+
+    labels = ("O", "B-PER", "I-PER")
+    config = FinetuningConfig(output_dir=str(tmp_path / "out"), do_train=True, task=TaggingConfig(labels=labels),
+                              **TINY)
+    assert TaggingTask().metadata(config)["doc_stride"] == 7
+    given = dataclasses.replace(config, task=dataclasses.replace(config.task, doc_stride=3))
+    assert TaggingTask().metadata(given)["doc_stride"] == 3
+
+    tagger = AlbertTokenClassifier(AlbertConfig.from_preset("albert_tiny", vocab_size=64, num_hidden_layers=1),
+                                   labels=list(labels))
+    trained = write_model_dir(tagger, tmp_path / "tagger", max_seq_length=16, doc_stride=5)
+    dev = write_jsonl(tmp_path / "dev.jsonl", tagged_sentences("d", 2, types=("PER",)))
+    evaluation = FinetuningConfig(output_dir=str(tmp_path / "eval"), init_checkpoint=trained, do_eval=True,
+                                  task=TaggingConfig(eval_file=dev), **TINY)
+    assert TaggingTask().resolve(evaluation).task.doc_stride == 5
+    asked = dataclasses.replace(evaluation, task=dataclasses.replace(evaluation.task, doc_stride=2))
+    assert TaggingTask().resolve(asked).task.doc_stride == 2
+    longer = dataclasses.replace(evaluation, max_seq_length=32)
+    assert TaggingTask().resolve(longer).task.doc_stride is None

@@ -151,3 +151,51 @@ def test_a_token_classifier_converts_through_the_original_names(cased_spm, tmp_p
     for ours, theirs in zip(model.weights, back.weights):
         if "pooler" not in ours.path:
             np.testing.assert_array_equal(theirs.numpy(), ours.numpy(), err_msg=ours.path)
+
+
+def test_the_window_stride_travels_with_a_saved_tagger(cased_spm, tmp_path):
+    """save_to_preset records the stride its windows are cut with (half a window where none was given, as
+    run_tagger records it) and from_preset reads it back at that window length."""
+    from albert_tf.models.model_dir_format import read_metadata
+
+    saved = tagger(cased_spm).save_to_preset(tmp_path / "default")
+    assert read_metadata(saved)["doc_stride"] == 7  # (16 - 2) // 2
+    saved = tagger(cased_spm, doc_stride=3).save_to_preset(tmp_path / "given")
+    assert read_metadata(saved)["doc_stride"] == 3
+    assert AlbertTokenClassifier.from_preset(saved).doc_stride == 3
+    assert AlbertTokenClassifier.from_preset(saved, doc_stride=5).doc_stride == 5  # asked for: kept
+    assert AlbertTokenClassifier.from_preset(saved, max_seq_length=32).doc_stride is None  # other windows
+
+
+def test_fit_computes_the_labelled_positions_alone_with_the_full_models_loss_and_gradients(cased_spm, monkeypatch):
+    """fit trains as run_tagger does, on the logits of the labelled positions alone (`head_outputs`, through
+    AlbertEncoder.last_layer_flat_rows), not on every position's: the same loss and gradients as the compiled
+    loss on the full model's logits (one plain SGD step of rate 1 moves each weight by minus its gradient)."""
+    import keras
+    import tensorflow as tf
+
+    from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder
+
+    tag_ids = [[TAGS.index(tag) for tag in tags] for tags in SENTENCE_TAGS]
+    arrays = window_arrays(tagging_windows(AlbertTokenizer(str(cased_spm), lower_case=False), SENTENCES, tag_ids,
+                                           max_seq_length=WINDOW))
+    x, y = {name: arrays[name] for name in ENCODER_INPUTS}, {"logits": arrays["label_ids"]}
+    keras.utils.set_random_seed(1)
+    model = tagger(cased_spm, dropout=0.0)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100)
+    with tf.GradientTape() as tape:
+        full_loss = loss(y["logits"], model(x, training=True)["logits"])
+    gradients = [tf.convert_to_tensor(gradient).numpy()
+                 for gradient in tape.gradient(full_loss, model.trainable_weights)]
+    initial = [weight.numpy() for weight in model.trainable_weights]
+
+    flat_rows = []
+    original = AlbertEncoder.last_layer_flat_rows
+    monkeypatch.setattr(AlbertEncoder, "last_layer_flat_rows",
+                        lambda *args, **kwargs: flat_rows.append(1) or original(*args, **kwargs))
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=1.0), loss={"logits": loss})
+    history = model.fit(x, y, batch_size=len(x["input_word_ids"]), shuffle=False, verbose=0)
+    assert flat_rows, "fit computed every position's logits, not the labelled ones alone"
+    assert history.history["loss"][0] == pytest.approx(float(full_loss), rel=1e-5)
+    for before, gradient, weight in zip(initial, gradients, model.trainable_weights):
+        np.testing.assert_allclose(before - weight.numpy(), gradient, rtol=1e-4, atol=1e-6, err_msg=weight.path)

@@ -512,3 +512,20 @@ def test_a_tool_missing_its_extra_says_which_in_one_line(tmp_path):
                                 env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=120)
         assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
         assert f"pip install 'albert_tf[{extra}]'" in result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_the_library_hides_tensorflows_start_up_lines_as_the_tools_do(tmp_path):
+    """`import albert_tf` and a first model: no C++ start-up or CUDA-probe lines, unless the user asks for them."""
+    code = ("import numpy as np, albert_tf\n"
+            "encoder = albert_tf.AlbertEncoder(albert_tf.AlbertConfig.from_preset('albert_tiny'))\n"
+            "inputs = {name: np.ones((1, 4), 'int32') for name in ('input_word_ids', 'input_mask', 'input_type_ids')}\n"
+            "print(encoder(inputs)['pooled_output'].shape)\n")
+    environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
+    quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                           env=environment)
+    assert quiet.returncode == 0 and quiet.stdout.strip() == "(1, 128)", quiet.stderr
+    assert quiet.stderr == ""
+    asked = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                           env={**environment, "TF_CPP_MIN_LOG_LEVEL": "0"})
+    assert asked.returncode == 0 and "I0000" in asked.stderr  # what the user asked to see still shows

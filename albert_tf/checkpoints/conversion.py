@@ -14,10 +14,10 @@ output_bias); to Hugging Face it becomes AlbertForSequenceClassification, its la
 names (albert_tf.json's label_names) id2label and label2id, a regression head
 problem_type "regression", and back. A token classifier's head has the same names, on the
 sequence output: to Hugging Face it becomes AlbertForTokenClassification (its tag names
-id2label), which has no pooler, and back by that architecture; from the original's names
-(tf1) the caller says which (`model_kind`). The other heads go by the names of the original
-script that fine-tuned them, so its checkpoints convert to albert_tf and back (not to
-Hugging Face): run_squad_v1's cls/squad/output_weights [2, H] and output_bias [2] (a
+id2label), which has no pooler, and back by that architecture (where config.json names none, by the
+missing pooler); from the original's names (tf1) the caller says which (`model_kind`). The other
+heads go by the names of the original script that fine-tuned them, so its checkpoints convert to
+albert_tf and back (not to Hugging Face): run_squad_v1's cls/squad/output_weights [2, H] and output_bias [2] (a
 span_labeler), run_squad_v2's start_logits/..., end_logits/..., answer_class/... (a
 squad_v2_span_labeler), and run_race's output_weights [1, H] and output_bias [1] (a
 multiple_choice model; the same names as a one-output classifier's, so the caller says
@@ -85,8 +85,8 @@ def task_heads():
 def read_source(source_format, path, albert_config=None):
     """(AlbertConfig, {original name: array}, spm model path or None, {recorded}, model kind or None) from any
     format; the kind is an albert_tf source's, or a Hugging Face token classifier's (its config.json's
-    architectures: its tensor names are a sequence classifier's), else None (the tensor names say it,
-    `build_checked_model`).
+    architectures, or where those are missing a classifier head without a pooler: its tensor names are a
+    sequence classifier's), else None (the tensor names say it, `build_checked_model`).
 
     Recorded, where the source says them: "lower_case" and "max_seq_length" (albert_tf.json; a Hugging
     Face tokenizer_config.json's do_lower_case), and a classifier's "label_names", "is_regression" and
@@ -99,6 +99,7 @@ def read_source(source_format, path, albert_config=None):
     from albert_tf.albert_config import AlbertConfig
     from albert_tf.checkpoints import huggingface_format, tf1_format
     from albert_tf.checkpoints.assign import CheckpointMismatchError
+    from albert_tf.checkpoints.original_names import POOLER_PREFIX
     from albert_tf.models.model_dir_format import recorded_takes_pairs, resolve_checkpoint
     from albert_tf.models.model_io import load_model
     from albert_tf.text.albert_tokenizer import spm_model_path
@@ -122,7 +123,8 @@ def read_source(source_format, path, albert_config=None):
         kind = None
         if huggingface_format.CLASSIFIER_BIAS in tensors:
             num_labels = len(tensors[huggingface_format.CLASSIFIER_BIAS])
-            if huggingface_format.is_token_classifier(path):
+            has_pooler = any(name.startswith(POOLER_PREFIX) for name in tensors)
+            if huggingface_format.is_token_classifier(path, has_pooler):
                 kind = "token_classifier"
                 recorded.update(huggingface_format.recorded_tag_names(path, num_labels))
             else:
@@ -305,8 +307,10 @@ def convert(source_format, target_format, input_path, output_dir, albert_config=
                            f"{', '.join(head.kind for head in task_heads())}")
     config, tensors, source_spm, recorded, source_kind = read_source(source_format, input_path, albert_config)
     if model_kind and source_kind and model_kind != source_kind:
-        raise SettingError(f"<model|model_kind>={model_kind}, but the albert_tf.json of {input_path} records a "
-                           f"{source_kind!r} model: leave the setting out")
+        found = (f"the albert_tf.json of {input_path} records a {source_kind!r} model" if source_format == "albert_tf"
+                 else f"{input_path} holds a {source_kind!r} model (its config.json's architectures, or its "
+                 "classifier head without a pooler, say so)")
+        raise SettingError(f"<model|model_kind>={model_kind}, but {found}: leave the setting out")
     casing_origin = _casing_origin(source_format, input_path, recorded, do_lower_case)
     preprocessing = resolve_preprocessing({**recorded, "albert_config": config.to_dict()}, do_lower_case, force=force,
                                           source=input_path)

@@ -252,8 +252,9 @@ TAKES_PAIRS_KEY = "takes_pairs"
 def classifier_config(num_labels, label_names=None, is_regression=False, takes_pairs=None, multi_label=False):
     """What AlbertForSequenceClassification's config.json adds to the encoder's: the architecture,
     num_labels, id2label/label2id (`label_names`, else Hugging Face's own LABEL_i), problem_type
-    "regression" for a regression head and "multi_label_classification" for a multi-label one (Hugging Face's
-    loss then takes each label's sigmoid), and albert_tf's "takes_pairs" where it is known (Hugging Face
+    "regression" for a regression head, "multi_label_classification" for a multi-label one (Hugging Face's
+    loss then takes each label's sigmoid) and "single_label_classification" otherwise (a one-output head
+    without it reads back as a regression), and albert_tf's "takes_pairs" where it is known (Hugging Face
     keeps a key it does not know; a round trip brings it back)."""
     config = {"architectures": [CLASSIFIER_ARCHITECTURE], **_label_maps(num_labels, label_names)}
     if is_regression:
@@ -262,6 +263,8 @@ def classifier_config(num_labels, label_names=None, is_regression=False, takes_p
         config["problem_type"] = "regression"
     elif multi_label:
         config["problem_type"] = "multi_label_classification"
+    else:
+        config["problem_type"] = "single_label_classification"
     if takes_pairs is not None:
         config[TAKES_PAIRS_KEY] = bool(takes_pairs)
     return config
@@ -285,10 +288,13 @@ def _label_maps(num_labels, label_names):
             "label2id": {name: index for index, name in enumerate(names)}}
 
 
-def is_token_classifier(directory):
-    """Whether a save_pretrained directory holds an AlbertForTokenClassification (its config.json's
-    architectures say so)."""
-    return TOKEN_CLASSIFIER_ARCHITECTURE in (_read_config(directory).get("architectures") or [])
+def is_token_classifier(directory, has_pooler=True):
+    """Whether a save_pretrained directory holds an AlbertForTokenClassification: its config.json's architectures
+    say so, or, where it names none (a config written by hand or by an older tool), its weights (`has_pooler`
+    False): the head's names are a sequence classifier's, but only a sequence classifier reads the pooler, which
+    AlbertForTokenClassification lacks."""
+    architectures = _read_config(directory).get("architectures") or []
+    return TOKEN_CLASSIFIER_ARCHITECTURE in architectures or (not architectures and not has_pooler)
 
 
 def recorded_tag_names(directory, num_labels):

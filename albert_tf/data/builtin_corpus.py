@@ -58,8 +58,10 @@ def module_documents():
 
 def write_corpus(output_path, max_bytes=None):
     """Writes the corpus (paragraph per line, blank line between modules); returns (documents, bytes)."""
+    from albert_tf.file_utils import atomic_output
+
     documents = written = 0
-    with open(output_path + ".tmp", "w", encoding="utf-8") as f:
+    with atomic_output(output_path) as f:  # complete or not at all, never through a planted link
         for _, paragraphs in module_documents():
             text = "\n".join(paragraphs) + "\n\n"
             size = len(text.encode("utf-8"))
@@ -68,5 +70,4 @@ def write_corpus(output_path, max_bytes=None):
             f.write(text)
             documents += 1
             written += size
-    os.replace(output_path + ".tmp", output_path)
     return documents, written

@@ -17,12 +17,20 @@ def define_data_flags():
     flags.DEFINE_enum("input_format", "sentences", ["sentences", "paragraphs"], "'sentences': one sentence per "
                       "line, blank line between documents (the original). 'paragraphs': one paragraph per line, "
                       "split into sentences; blank line between documents.")
+    flags.DEFINE_bool("pre_segmented", False, "Chinese or Japanese input whose words a segmenter separated with "
+                      "spaces (jieba, MeCab -Owakati, ...): a space next to a Han, kana or full-width character "
+                      "marks a word boundary and is removed before tokenizing (the pieces are the unsegmented "
+                      "text's; a space between two other words, Latin ones say, stays), and whole-word masking "
+                      "masks those words whole. Without it every piece holding a Han or kana character is a word "
+                      "of its own, as in the original. Needs --output_format=instances.")
     flags.DEFINE_bool("do_lower_case", True, "Lowercase the input, as the original (accents are stripped either "
                       "way, as there). --nodo_lower_case needs a cased vocabulary (train_sentencepiece "
                       "--nodo_lower_case): a vocabulary of the other casing is refused.")
-    flags.DEFINE_bool("keep_accents", False, "Keep accents (the original strips them, which also drops kana's "
-                      "dakuten and splits Hangul into jamo: the summary counts such text). Needs a vocabulary trained "
-                      "with train_sentencepiece --keep_accents; recorded, and every later tool keeps them too.")
+    flags.DEFINE_bool("keep_accents", None, "Keep accents (the original strips them, which also drops kana's "
+                      "dakuten: the summary counts such text). Default: as the vocabulary was trained (its pieces "
+                      "say: train_sentencepiece keeps accents for kana, Indic, Arabic, Hebrew or Thai text); "
+                      "--nokeep_accents with a vocabulary trained with them kept is refused. Recorded, and every "
+                      "later tool keeps them too.")
     flags.DEFINE_integer("max_seq_length", 512, "Tokens per sequence, [CLS] and [SEP]s included (original: 512).")
     flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence at most (original: 20). "
                          "Note: 20 at max_seq_length 512 masks only ~4% of tokens; for the paper's 15% use "
@@ -42,9 +50,9 @@ def define_data_flags():
     flags.DEFINE_integer("random_document_pool", 100, "Other-document segments (NSP, --single_segment="
                          "other_document) come from the same pool of this many consecutive documents of a file.")
     flags.DEFINE_integer("random_seed", 12345, "Seed; the same seed gives byte-identical output.")
-    flags.DEFINE_integer("num_output_shards", 1, "Output files. The local tool sorts each shard in memory at the "
-                         "end: keep shards under ~1 GB (e.g. one per 2 GB of input text at dupe_factor 40); the Beam "
-                         "pipeline merges each shard from sorted spool files, whatever its size.")
+    flags.DEFINE_integer("num_output_shards", 1, "Output files. Any shard size works: the local tool sorts a "
+                         "shard in runs of 128 MiB of examples and merges them, the Beam pipeline merges sorted spool "
+                         "files, so memory stays flat either way.")
     flags.DEFINE_enum("compression", "none", ["none", "gzip"], "Output TFRecord compression.")
     flags.DEFINE_integer("max_line_bytes", 1 << 20, "Lines longer than this are skipped (and counted).")
     flags.DEFINE_integer("max_document_sentences", 100_000, "Documents longer than this many sentences (e.g. a "
@@ -57,6 +65,18 @@ def define_data_flags():
                          "(index N-1, 2N-1, ...) is left out of the training output and made into instances once, "
                          "at PREFIX-heldout-*, for run_pretraining --eval_input_file. 0: none.")
     flags.DEFINE_bool("overwrite", False, "Replace existing outputs with this prefix.")
+
+
+def _keep_accents(FLAGS):
+    """--keep_accents, or where it is left out what the vocabulary was trained with: its pieces say."""
+    from albert_tf.text.albert_tokenizer import AlbertTokenizer, vocabulary_has_accents
+
+    if FLAGS.keep_accents is not None:
+        return FLAGS.keep_accents
+    try:
+        return vocabulary_has_accents(AlbertTokenizer(FLAGS.spm_model_file))
+    except (OSError, TypeError, ValueError):
+        return False  # no readable vocabulary: the tool's own check of --spm_model_file names the problem
 
 
 def config_from_flags(FLAGS):
@@ -86,9 +106,10 @@ def config_from_flags(FLAGS):
         compression=FLAGS.compression,
         input_format=FLAGS.input_format,
         lower_case=FLAGS.do_lower_case,
-        keep_accents=FLAGS.keep_accents,
+        keep_accents=_keep_accents(FLAGS),
         max_line_bytes=FLAGS.max_line_bytes,
         max_document_sentences=FLAGS.max_document_sentences,
         output_format=FLAGS.output_format,
         heldout_every=FLAGS.heldout_every,
+        pre_segmented=FLAGS.pre_segmented,
     )

@@ -6,17 +6,21 @@ decompressed) is streamed
 line by line, and each output appears complete or not at all.
 """
 
+import contextlib
 import gzip
-import os
 
 
 def split_documents(corpus, train_path, heldout_path, every=10):
     """Writes the kept and held-out documents; returns (kept, held out) document counts."""
+    from albert_tf.file_utils import atomic_output
+
     if every < 2:
         raise ValueError(f"every must be >= 2 (every `every`-th document is held out), got {every}")
     counts = [0, 0]
-    outputs = [open(path + ".tmp", "w", encoding="utf-8") for path in (train_path, heldout_path)]
-    try:
+    # Both outputs through exclusive temporaries, renamed only once the whole corpus is read and the split
+    # holds out something: a failure (or a refusal below) leaves neither.
+    with contextlib.ExitStack() as files:
+        outputs = [files.enter_context(atomic_output(path)) for path in (train_path, heldout_path)]
         document = []
 
         def flush():
@@ -36,18 +40,7 @@ def split_documents(corpus, train_path, heldout_path, every=10):
                 else:
                     flush()
         flush()
-    except BaseException:
-        for output in outputs:
-            output.close()
-            os.remove(output.name)
-        raise
-    for output in outputs:
-        output.close()
-    if not counts[1]:
-        for output in outputs:
-            os.remove(output.name)
-        raise ValueError(f"{corpus}: {counts[0]} document(s) (blank-line separated); holding out every {every}th "
-                         f"needs at least {every}")
-    for output, path in zip(outputs, (train_path, heldout_path)):
-        os.replace(output.name, path)
+        if not counts[1]:
+            raise ValueError(f"{corpus}: {counts[0]} document(s) (blank-line separated); holding out every {every}th "
+                             f"needs at least {every}")
     return counts[0], counts[1]

@@ -2,16 +2,20 @@
 
 Documents are read one at a time and handed to worker processes in small units
 (pretraining_data_job.group_into_units); each worker turns its units into records
-and spools them to its own files, sorted by the (file, document, ...) tuples that
+and spools them to its own files, with the (sort key, file, document, ...) tuples that
 make the output independent of the number of workers. At the end every output
-set's shards are assembled in a staging directory beside the outputs, and only
+set's shards are sorted (in bounded memory: `sorted_records`) and assembled in a
+staging directory beside the outputs, and only
 then renamed over the old ones: a run that fails or is killed leaves the previous
 outputs as they were (their metadata says "incomplete" during the renames).
 The Beam pipeline in pipelines/ writes the same bytes from the same job module.
 """
 
 import concurrent.futures
+import contextlib
+import itertools
 import multiprocessing
+import operator
 import os
 import shutil
 import signal
@@ -20,6 +24,13 @@ from albert_tf.file_utils import make_owned_staging, remove_stale_staging, write
 from albert_tf.settings import SettingFileExists
 
 STAGING_PREFIX = ".create_pretraining_data-"
+# Examples a shard is sorted by in memory at a time; a larger shard is sorted in runs on disk and merged, so the
+# tool's memory stays flat whatever the shard's size (records of a 960 MB corpus's shard took 1.4 GB at once).
+SORT_BUDGET_BYTES = 128 << 20
+# Python's share of one record held for sorting (its tuple, the sort tuple's integers, the bytes object).
+RECORD_OVERHEAD_BYTES = 200
+# The most run files one merge reads at once (each open file holds a read buffer).
+MERGE_FAN_IN = 256
 
 # A worker process's state, set once by its initializer (ProcessPoolExecutor passes work to module-level
 # functions only); in-process runs (num_workers 1) set and clear it around the job.
@@ -138,11 +149,10 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
             final_paths = data_set_files.shard_paths(prefix, config.num_output_shards, config.compression)
             counts = []
             for shard, final_path in enumerate(final_paths):
-                records = []
-                for spool_path in job.spool_files_of(staging, output_set, shard):
-                    records.extend(job.read_spool(spool_path))
-                counts.append(job.write_shard(records, os.path.join(staging, os.path.basename(final_path)),
-                                              config.compression))
+                with sorted_records(job.spool_files_of(staging, output_set, shard),
+                                    os.path.join(staging, f"run-{output_set}-{shard:05d}")) as records:
+                    counts.append(job.write_sorted_shard(records, os.path.join(staging, os.path.basename(final_path)),
+                                                         config.compression))
             sizes = [os.path.getsize(os.path.join(staging, os.path.basename(path))) for path in final_paths]
             metadata = job.build_metadata(set_config, tokenizer.model_proto, tokenizer.vocab_size,
                                           input_paths, corpus_stats, set_stats[output_set], counts, final_paths, sizes)
@@ -172,6 +182,56 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
                 pass  # its data is being thrown away; what failed the run (a full disk, say) is already raised
         _worker.clear()
         shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def sorted_records(spool_paths, run_prefix, budget_bytes=None):
+    """The (sort tuple, example) records of a shard's spool files, in sort order, with bounded memory: read in
+    chunks of about `budget_bytes` (SORT_BUDGET_BYTES) of examples, each sorted and written to a run file
+    RUN_PREFIX-N, then merged as they are consumed (`merge_spools`, one record of each run in memory; runs past
+    MERGE_FAN_IN merged in steps). A shard within one chunk is sorted in memory, as before. The sort tuples are
+    unique, so the order, and the shard's bytes, are those of one sort of everything."""
+    from albert_tf.data import pretraining_data_job as job
+
+    budget_bytes = SORT_BUDGET_BYTES if budget_bytes is None else budget_bytes
+    runs, chunk, size = [], [], 0
+    names = itertools.count()
+
+    def write_run(records):
+        path = f"{run_prefix}-{next(names)}"
+        with open(path, "xb") as f:
+            for sort_tuple, data in records:
+                f.write(job.spool_record(sort_tuple, data))
+        runs.append(path)
+
+    for spool_path in spool_paths:
+        with open(spool_path, "rb") as f:
+            for record in job.iter_spool(f):
+                chunk.append(record)
+                size += len(record[1]) + RECORD_OVERHEAD_BYTES
+                if size >= budget_bytes:
+                    chunk.sort(key=operator.itemgetter(0))
+                    write_run(chunk)
+                    chunk, size = [], 0
+    chunk.sort(key=operator.itemgetter(0))
+    if not runs:
+        yield iter(chunk)
+        return
+    if chunk:
+        write_run(chunk)
+    del chunk
+    with contextlib.ExitStack() as files:
+        while len(runs) > MERGE_FAN_IN:  # no merge opens more files than a process may
+            merged = [files.enter_context(open(path, "rb")) for path in runs[:MERGE_FAN_IN]]
+            first, runs = runs[:MERGE_FAN_IN], runs[MERGE_FAN_IN:]
+            write_run(job.merge_spools(merged))
+            for f in merged:
+                f.close()
+            for path in first:
+                os.remove(path)
+        yield job.merge_spools([files.enter_context(open(path, "rb")) for path in runs])
+    for path in runs:
+        os.remove(path)
 
 
 def summary_lines(metadata, output_prefix, seconds):

@@ -28,7 +28,8 @@ from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, enc
 from albert_tf.settings import DROPOUT_RATE, POSITIVE_INTEGER
 from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
-from albert_tf.text.word_pieces import IGNORED_LABEL_ID, merge_word_scores, tagging_windows, window_arrays
+from albert_tf.text.word_pieces import (IGNORED_LABEL_ID, default_doc_stride, merge_word_scores, tagging_windows,
+                                        window_arrays)
 
 MODEL_KIND = "token_classifier"
 
@@ -134,6 +135,22 @@ class AlbertTokenClassifier(AlbertTaskModel, keras.Model):
         """The tag names, index = tag id: `labels`, or Hugging Face's LABEL_i for a head without names."""
         return self.labels or [f"LABEL_{index}" for index in range(self.num_labels)]
 
+    def recorded_settings(self):
+        """The preprocessing's settings, and with a preprocessor the stride its windows are cut with (the default
+        too, half a window), as run_tagger records them: `from_preset` reads the same windows back."""
+        record = super().recorded_settings()
+        if self.preprocessor is not None:
+            record["doc_stride"] = self.doc_stride or default_doc_stride(self.preprocessor.seq_length)
+        return record
+
+    def adopt_record(self, metadata):
+        """A tagger's record whose head this model loaded whole, at the window length it records, gives it the
+        stride it records where none was asked for."""
+        head = {"num_labels": self.num_labels, "labels": self.labels}
+        if self.preprocessor is None or self.recorded_head(metadata, head) is None:
+            return
+        self.doc_stride = recorded_doc_stride(metadata, self.doc_stride, self.preprocessor.seq_length)
+
     def get_config(self):
         config = super().get_config()
         if self.preprocessor is not None:
@@ -154,6 +171,49 @@ class AlbertTokenClassifier(AlbertTaskModel, keras.Model):
                                      int(num_train_steps * DEFAULT_WARMUP_PROPORTION), optimizer="adamw")
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORED_LABEL_ID)
         self.compile(optimizer=optimizer, loss={"logits": loss})
+
+    def train_step(self, data):
+        """keras.Model's training step, computing what its loss reads alone: with a loss that skips
+        IGNORED_LABEL_ID positions (`default_compile`'s), the logits of the labelled positions (`head_outputs`,
+        as run_tagger trains) rather than every position's, the same loss and gradients at a fraction of the work.
+        Keras's own step (the full model) where that would change what is computed: compiled metrics (they read
+        every position's logits), sample weights, another loss."""
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        label_ids = y.get("logits") if isinstance(y, dict) and len(y) == 1 else y
+        if not self._trains_on_labelled_rows(x, label_ids, sample_weight):
+            return super().train_step(data)
+        with tf.GradientTape() as tape:
+            outputs = self.head_outputs({**{name: x[name] for name in ENCODER_INPUTS}, "label_ids": label_ids},
+                                        training=True)
+            labelled_ids = outputs["labelled_ids"]
+            # The compiled loss on the labelled rows: where the full model's loss has each window's positions, the
+            # same cross-entropies (the skipped ones weigh nothing) and, per replica, the same mean.
+            loss = self.compute_loss(x=x, y={"logits": labelled_ids} if isinstance(y, dict) else labelled_ids,
+                                     y_pred={"logits": outputs["labelled_logits"]}, training=True)
+            # As keras.Model's step: the tracker's loss is the whole batch's (the replica's share scaled back).
+            self._loss_tracker.update_state(loss * tf.distribute.get_strategy().num_replicas_in_sync,
+                                            sample_weight=tf.shape(label_ids)[0])
+            loss = self.optimizer.scale_loss(loss)
+        trainable_weights = self.trainable_weights
+        self.optimizer.apply_gradients(zip(tape.gradient(loss, trainable_weights), trainable_weights))
+        return self.get_metrics_result()
+
+    def _trains_on_labelled_rows(self, x, label_ids, sample_weight):
+        """Whether `train_step` may compute the labelled positions alone: the encoder's inputs and [batch, seq]
+        integer labels, no sample weights or compiled metrics, and a compiled loss that skips IGNORED_LABEL_ID
+        (Keras's SparseCategoricalCrossentropy with ignore_class=IGNORED_LABEL_ID, a mean or a sum)."""
+        loss = self.loss.get("logits") if isinstance(self.loss, dict) and len(self.loss) == 1 else self.loss
+        if (sample_weight is not None or getattr(self, "_compile_metrics", None) is not None
+                or getattr(self, "_loss_tracker", None) is None or self.optimizer is None
+                or not isinstance(loss, keras.losses.SparseCategoricalCrossentropy)):
+            return False
+        settings = loss.get_config()
+        if settings.get("ignore_class") != IGNORED_LABEL_ID or settings.get("reduction") not in (
+                "sum_over_batch_size", "mean", "mean_with_sample_weight", "sum"):
+            return False  # "none" gives a loss per position, which the labelled rows have other shapes of
+        return (isinstance(x, dict) and all(name in x for name in ENCODER_INPUTS) and label_ids is not None
+                and not isinstance(label_ids, dict) and len(label_ids.shape) == 2
+                and tf.as_dtype(label_ids.dtype).is_integer)
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, shuffle=True, steps_per_epoch=None,
             **kwargs):
@@ -289,6 +349,16 @@ class AlbertTokenClassifier(AlbertTaskModel, keras.Model):
         preprocessor = self.preprocessor
         return AlbertTokenizer(model_proto=preprocessor.model_proto, lower_case=preprocessor.lower_case,
                                keep_accents=preprocessor.keep_accents, rewrite_quotes=preprocessor.rewrite_quotes)
+
+
+def recorded_doc_stride(metadata, doc_stride, max_seq_length):
+    """The stride to cut windows with: `doc_stride` where given, else the one a tagger's albert_tf.json
+    records for this window length (the windows it was trained and evaluated on); None (half a window) for a
+    record of another length, whose stride was chosen for other windows, or of none."""
+    if doc_stride is not None or metadata.get("max_seq_length") != max_seq_length:
+        return doc_stride
+    recorded = metadata.get("doc_stride")
+    return recorded if POSITIVE_INTEGER.admits(recorded) else None
 
 
 def _checked_labels(labels, num_labels):

@@ -16,6 +16,7 @@ task's own config, a dataclass of `config_class`, as `config.task`) and the
 import dataclasses
 import math
 import os
+import weakref
 
 from albert_tf.settings import SettingError
 from albert_tf.text.packing import ENCODER_INPUTS
@@ -160,6 +161,11 @@ class FinetuningTask:
         """The `evaluate` metric whose highest value picks the best checkpoint."""
         raise NotImplementedError
 
+    def evaluation_note(self, config):
+        """One line on the last `evaluate`'s predictions when they answer every input alike (the majority class,
+        only O tags: `prediction_notes`), else None."""
+        return None
+
     def write_evaluation_report(self, evaluation, config, output_dir) -> list:
         """Writes files that show the final do_eval metrics `evaluation` into `output_dir` (named in
         `output_files`); returns their paths. The default writes none (eval_results.json has the metrics)."""
@@ -230,6 +236,12 @@ class FinetuningObjective(Objective):
         return {"loss": float(totals["loss_sum"]) / max(float(totals["examples"]), 1e-9)}
 
 
+# model -> {(strategy, names, global batch): its traced batch function}: a run evaluates the same model at every
+# checkpoint, and a function made anew for each evaluation is traced anew (seconds of a small run's evaluation,
+# and TensorFlow warns of retracing). Weak keys: a model no longer used elsewhere takes its functions with it.
+_BATCH_FUNCTIONS = weakref.WeakKeyDictionary()
+
+
 def predict_outputs(model, arrays, batch_size, names=("logits",)):
     """{name: float32 numpy array over all rows of `arrays`} of the model's outputs `names`, in row order.
 
@@ -237,7 +249,8 @@ def predict_outputs(model, arrays, batch_size, names=("logits",)):
     `batch_size` rows (rounded up to a multiple of the replicas) is split over all replicas,
     on every worker alike, and their outputs gathered back in order; rows padding the last
     batch are dropped. Every worker of a multi-worker run must call it (it is collective)
-    and gets all the outputs.
+    and gets all the outputs. The batch function is traced once per model, strategy, outputs
+    and batch size (and input length), and reused by every later call.
     """
     import numpy as np
     import tensorflow as tf
@@ -252,8 +265,29 @@ def predict_outputs(model, arrays, batch_size, names=("logits",)):
     inputs = {name: np.concatenate([value, np.zeros((padded - count, *value.shape[1:]), value.dtype)])
               for name, value in inputs.items()}
 
+    functions = _BATCH_FUNCTIONS.setdefault(model, {})
+    key = (strategy, tuple(names), global_batch)
+    if key not in functions:
+        functions[key] = _batch_function(weakref.ref(model), strategy, tuple(names))
+    batch_outputs = functions[key]
+    collected = {name: [] for name in names}
+    for begin in range(0, padded, global_batch):
+        outputs = batch_outputs({name: tf.constant(value[begin : begin + global_batch])
+                                 for name, value in inputs.items()})
+        for name in names:
+            collected[name].append(outputs[name].numpy())
+    return {name: np.concatenate(parts)[:count] for name, parts in collected.items()}
+
+
+def _batch_function(model_ref, strategy, names):
+    """The tf.function of one global batch's outputs `names` over `strategy`'s replicas. It holds the model
+    weakly (`model_ref`): a strong reference from the cache's value would keep its weak key alive for ever."""
+    import tensorflow as tf
+
+    replicas = strategy.num_replicas_in_sync
+
     def replica_outputs(batch):
-        outputs = model(batch, training=False)
+        outputs = model_ref()(batch, training=False)
         return {name: tf.cast(outputs[name], tf.float32) for name in names}
 
     @tf.function
@@ -269,13 +303,7 @@ def predict_outputs(model, arrays, batch_size, names=("logits",)):
         # One worker holds every replica's rows, in replica order.
         return {name: tf.concat(strategy.experimental_local_results(per_replica[name]), axis=0) for name in names}
 
-    collected = {name: [] for name in names}
-    for begin in range(0, padded, global_batch):
-        outputs = batch_outputs({name: tf.constant(value[begin : begin + global_batch])
-                                 for name, value in inputs.items()})
-        for name in names:
-            collected[name].append(outputs[name].numpy())
-    return {name: np.concatenate(parts)[:count] for name, parts in collected.items()}
+    return batch_outputs
 
 
 def predict_logits(model, arrays, batch_size):

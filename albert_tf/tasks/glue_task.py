@@ -9,6 +9,7 @@ checkpoint is picked by the task's leaderboard metric (MNLI: matched accuracy).
 import dataclasses
 import os
 
+from albert_tf.file_utils import atomic_output
 from albert_tf.settings import DROPOUT_RATE, SettingError
 from albert_tf.tasks import glue
 from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, predict_logits
@@ -122,12 +123,25 @@ class GlueTask(FinetuningTask):
         return logits[:, 0] if self._regression(config) else logits.argmax(-1)
 
     def evaluate(self, model, eval_data, config):
-        results = {}
+        results, self._evaluated = {}, []
         for name, arrays in eval_data.items():
-            metrics = task_metrics(self._task(config), self._predictions(model, arrays, config.eval_batch_size, config),
-                                   arrays["label_ids"])
+            predictions = self._predictions(model, arrays, config.eval_batch_size, config)
+            self._evaluated.append((name, predictions, arrays["label_ids"]))
+            metrics = task_metrics(self._task(config), predictions, arrays["label_ids"])
             results.update({(f"{name}_{k}" if name else k): v for k, v in metrics.items()})
         return results
+
+    def evaluation_note(self, config):
+        from albert_tf.tasks import prediction_notes
+
+        for name, predictions, targets in getattr(self, "_evaluated", []):
+            what = f"{self._task(config)} dev{f' {name}' if name else ''}"
+            note = (prediction_notes.constant_score_note(predictions, targets, what) if self._regression(config)
+                    else prediction_notes.single_class_note(predictions, targets, glue.task_spec(
+                        self._task(config)).labels, what))
+            if note:
+                return note
+        return None
 
     def best_metric(self, config):
         task = self._task(config)
@@ -149,7 +163,7 @@ class GlueTask(FinetuningTask):
             predictions = self._predictions(model, self._encode(examples, tokenizer, config), config.predict_batch_size,
                                             config)
             path = os.path.join(output_dir, self._submission_name(name, config))
-            with open(path + ".tmp", "w") as f:
+            with atomic_output(path) as f:
                 f.write("index\tprediction\n")
                 for example, prediction in zip(examples, predictions):
                     if self._regression(config):  # STS-B scores are similarities in [0, 5]
@@ -157,6 +171,5 @@ class GlueTask(FinetuningTask):
                     else:
                         value = spec.labels[int(prediction)]
                     f.write(f"{example.guid}\t{value}\n")
-            os.replace(path + ".tmp", path)
             written.append(path)
         return None, written

@@ -1,9 +1,9 @@
-"""A user's own labelled texts: CSV, TSV or JSON Lines files (each optionally .gz) read into examples and a
-label scheme, every bad input named by file, line and column before anything is trained.
+"""A user's own labelled texts: CSV, TSV, JSON Lines or JSON array files (each optionally .gz) read into
+examples and a label scheme, every bad input named by file, line and column before anything is trained.
 
 Files:
-  - CSV and TSV have a header row naming the columns; CRLF line ends are read as LF. How quotes are read is the
-    `quoting` setting (`QUOTINGS`):
+  - CSV and TSV have a header row naming the columns. How quotes are read is the `quoting` setting
+    (`QUOTINGS`):
       `csv`: RFC 4180 quoting: a cell that begins with a quote ends at its closing quote and may hold the
         delimiter, newlines and quotes (doubled); a row's line is the line it starts on;
       `none`: every character literal, one row per line, every delimiter a cell boundary (GLUE's TSVs, whose
@@ -17,12 +17,26 @@ Files:
         Two cases read quoted where `none` is meant: a file whose only quotes enclose whole cells (`"Stop."`)
         loses those quotes; a text that opens a quote it never closes, in a file with no other stray quote,
         whose next quote ends a cell of the same column on a later row, joins those rows into one cell.
-  - JSON Lines hold one JSON object per line; blank lines are skipped.
-  - All are UTF-8; a byte-order mark is dropped.
+    A row equal to the header (files joined with their headers) is refused, not read as a row.
+  - JSON Lines (`.jsonl`, or `.json`) hold one JSON object per line; blank lines are skipped. Lines end at LF,
+    CRLF or CR alone, never at a character such as U+2028 or U+0085 inside a JSON string.
+  - A `.json` file whose first character (after spaces) is `[` holds one JSON array of objects (KLUE's files);
+    a record's place in messages is its 0-based index in the array, `record N`. Predictions for it are JSON
+    Lines.
+  - All are UTF-8; a byte-order mark is dropped; CRLF and CR alone (old Mac files) end lines as LF does.
+  - A file is read whole into memory (its examples are all needed at once), so one over `MAX_TEXT_BYTES`
+    (1 GiB) of text, counted while decompressing a .gz, is refused in one line instead of exhausting memory.
 
 Columns are chosen by name (`ColumnNames`): the text, an optional second text of a pair, the label, and an
 optional id carried to the predictions. A second text or id column named by default is used where the header
-has it; one named explicitly must exist.
+has it; one named explicitly must exist. In JSON a column is a key, and a dotted name reaches into nested
+objects where the object has no key of that whole name: KLUE STS's `{"labels": {"label": 4.9, ...}}` gives its
+score as `labels.label`. Nesting is followed through objects only, not lists.
+
+Labels are optional in a file to predict, and one rule says whether a file has them: a label column that is
+blank in every row (an empty or spaces-only cell, JSON null, or a JSON key left out) is no labels at all; one
+blank in some rows only is refused at the first blank row (a multi-label row with no labels holds `[]`). A
+training or evaluation file needs every row labelled.
 
 The problem type comes from the training file's labels, or from the caller:
   - `single_label`: one name per row (strings, or integers read as names); the label set is the training file's,
@@ -44,7 +58,6 @@ import re
 import sys
 import zlib
 
-from albert_tf.file_utils import decode_utf8_text
 from albert_tf.settings import SettingError
 
 PROBLEM_TYPES = ("single_label", "multi_label", "regression")
@@ -56,7 +69,16 @@ HUGGINGFACE_PROBLEM_TYPES = {
 }
 MULTI_LABEL_THRESHOLD = 0.5  # a label is predicted where its sigmoid probability reaches this
 
-_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}  # .json: JSON Lines or an array
+# The most text a file may hold (decompressed): files are read whole, and parsing holds about five times their
+# size at its peak (bytes, text, cells, examples); past this a MemoryError would come instead of a message.
+MAX_TEXT_BYTES = 1 << 30
+_READ_CHUNK = 1 << 20  # a .gz is decompressed this much at a time, counted against MAX_TEXT_BYTES
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_BYTE_LINE_END = re.compile(rb"\r\n|\r|\n")
+_JSON_SPACE = re.compile(r"[ \t\r\n]*")  # JSON's whitespace, and no other
+_LISTED_KEYS = 40  # column names listed in a message about a JSON file's columns
+_MISSING = object()  # a JSON row without the column's key
 # An odd run of quotes between two characters of a cell: a quote that RFC 4180 quoting does not explain.
 _LONE_QUOTE = re.compile(r'(?<=[^\t\r\n"])"(?:"")*(?=[^\t\r\n"])')
 QUOTINGS = ("auto", "csv", "none")  # how CSV and TSV cells are read: the module's docstring
@@ -121,29 +143,75 @@ class LabelScheme:
 
 
 def file_format(path):
-    """'csv', 'tsv' or 'jsonl', from the name (a .gz suffix looked through)."""
-    name = path[:-3] if path.endswith(".gz") else path
-    extension = os.path.splitext(name)[1].lower()
+    """'csv', 'tsv' or 'jsonl' (JSON Lines, or a .json file's array), from the name (a .gz suffix looked
+    through)."""
+    extension = _extension(path)
     if extension not in _FORMATS:
-        raise ValueError(f"{path}: unknown file type {extension or '(none)'!r}; name the file .csv, .tsv or .jsonl "
-                         "(each optionally .gz)")
+        raise ValueError(f"{path}: unknown file type {extension or '(none)'!r}; name the file .csv, .tsv, .jsonl "
+                         "or .json (each optionally .gz)")
     return _FORMATS[extension]
+
+
+def _extension(path):
+    name = path[:-3] if path.endswith(".gz") else path
+    return os.path.splitext(name)[1].lower()
+
+
+def split_lines(text):
+    """The text's lines, without their ends: LF, CRLF and CR alone end a line, nothing else (str.splitlines
+    would also split at U+2028, U+0085 and other characters a JSON string or a token may hold). A text that
+    ends with a line end gives no empty last line."""
+    lines = _LINE_END.split(text)
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def _size(count):
+    return f"{count / (1 << 30):g} GiB" if count >= 1 << 30 else f"{count:,} bytes"
+
+
+def _too_large(path):
+    decompressed = " once decompressed" if path.endswith(".gz") else ""
+    return ValueError(f"{path}: more than {_size(MAX_TEXT_BYTES)} of text{decompressed}, the most a file is read "
+                      "into memory; use a sample of it, or shorten it below that size")
+
+
+def _read_bytes(path):
+    """The file's bytes, gunzipped where named .gz; refused past MAX_TEXT_BYTES (a .gz counted while it is
+    decompressed, so that a small file of huge content stops early)."""
+    if not path.endswith(".gz"):
+        if os.path.getsize(path) > MAX_TEXT_BYTES:
+            raise _too_large(path)
+        with open(path, "rb") as f:
+            return f.read()
+    chunks, total = [], 0
+    try:
+        with gzip.open(path, "rb") as f:
+            while chunk := f.read(min(_READ_CHUNK, MAX_TEXT_BYTES + 1 - total)):
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > MAX_TEXT_BYTES:
+                    raise _too_large(path)
+    except (EOFError, OSError, zlib.error) as error:
+        raise ValueError(f"{path}: not a complete gzip file ({error}); recompress or pass the file "
+                         "uncompressed") from None
+    return b"".join(chunks)
 
 
 def read_text(path):
     """The file's text: gunzipped where named .gz, UTF-8 decoded, a byte-order mark dropped; one-line errors
-    naming the file (and the line of a byte that is not UTF-8)."""
+    naming the file (and the line of a byte that is not UTF-8, counting LF, CRLF and CR line ends), and one past
+    MAX_TEXT_BYTES."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such file")
-    with open(path, "rb") as f:
-        data = f.read()
-    if path.endswith(".gz"):
-        try:
-            data = gzip.decompress(data)
-        except (EOFError, OSError, zlib.error) as error:
-            raise ValueError(f"{path}: not a complete gzip file ({error}); recompress or pass the file "
-                             "uncompressed") from None
-    text = decode_utf8_text(data, path)
+    data = _read_bytes(path)
+    try:
+        # The mark is dropped after decoding: utf-8-sig would count the error's offset from after it.
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as error:
+        line = len(_BYTE_LINE_END.findall(data, 0, error.start)) + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x}); convert the file to "
+                         "UTF-8") from None
+    del data  # the bytes are not kept beside the text: a large file's peak memory
     if not text.strip():
         raise ValueError(f"{path}: the file is empty")
     return text
@@ -152,6 +220,7 @@ def read_text(path):
 def _split_rows(text, delimiter, quoted):
     """(line, cells) of each row that is not blank, the header first; a row's line is the line it starts on.
     Raises csv.Error with the line of the row it could not read as `line`."""
+    # newline="": the csv module reads quoted line ends itself, and ends rows at LF, CRLF and CR alone.
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True,
                         quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE)
     rows = []
@@ -180,7 +249,8 @@ def _whole_quoted_rows(text):
 
 
 def _delimited_rows(path, text, delimiter, quoting):
-    """The header, the (line, cells) of each row after it, and whether the file's quotes were read as text."""
+    """The header's line and names, the (line, cells) of each row after it, and whether the file's quotes
+    were read as text."""
     csv.field_size_limit(sys.maxsize)
     rows = _whole_quoted_rows(text) if quoting == "auto" and delimiter == "\t" else None
     quoted = rows is not None or quoting == "csv" or (quoting == "auto" and delimiter == ",")
@@ -193,20 +263,122 @@ def _delimited_rows(path, text, delimiter, quoting):
                                "literally, one row per line") from None
     if not rows:
         raise ValueError(f"{path}: the file is empty")
-    (_, header), rows = rows[0], rows[1:]
+    (header_line, header), rows = rows[0], rows[1:]
     header = [name.strip() for name in header]
-    return header, rows, not quoted and '"' in text
+    return header_line, header, rows, not quoted and '"' in text
 
 
-def _choose_columns(columns, present, path, labelled):
-    """{role: column name or None} for the columns this file is read with."""
+def _line_at(text, position):
+    return len(_LINE_END.findall(text, 0, position)) + 1
+
+
+def parse_json_line(where, text):
+    """One JSON value; ValueError naming `where` for what is no JSON, and for nesting deeper than Python's
+    JSON reader goes (its RecursionError)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{where}: JSON nested deeper than Python reads (about {sys.getrecursionlimit()} levels); "
+                         "flatten this row") from None
+    except ValueError as error:
+        raise ValueError(f"{where}: not a JSON object ({error.args[0].split(':')[0]})") from None
+
+
+def _is_json_array(path, text):
+    return _extension(path) == ".json" and text.lstrip(" \t\r\n").startswith("[")
+
+
+def _json_lines(path, text):
+    """[(where, object)] of a JSON Lines file, one object per line that is not blank."""
+    records = []
+    for line, row in enumerate(split_lines(text), start=1):
+        if not row.strip(" \t"):
+            continue
+        where = f"{path}:{line}"
+        value = parse_json_line(where, row)
+        if not isinstance(value, dict):
+            hint = (" (a file holding one JSON array is read as such when named .json)"
+                    if line == 1 and isinstance(value, list) else "")
+            raise ValueError(f"{where}: holds {_describe(value)}; each line must be one JSON object{hint}")
+        records.append((where, value))
+    return records
+
+
+def _json_array(path, text):
+    """[(where, object)] of a JSON array of objects, each `path: record N` (N its 0-based index). Decoded a
+    record at a time, so that an error names its record and line."""
+    decoder = json.JSONDecoder()
+    position = _JSON_SPACE.match(text, _JSON_SPACE.match(text).end() + 1).end()  # past the "["
+    records = []
+    if text.startswith("]", position):
+        position += 1
+    else:
+        while True:
+            where = f"{path}: record {len(records)}"
+            try:
+                value, position = decoder.raw_decode(text, position)
+            except RecursionError:
+                raise ValueError(f"{where} (line {_line_at(text, position)}): JSON nested deeper than Python "
+                                 f"reads (about {sys.getrecursionlimit()} levels); flatten this record") from None
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{_line_at(text, error.pos)}: not valid JSON in record {len(records)} "
+                                 f"({error.msg}); fix the file") from None
+            if not isinstance(value, dict):
+                raise ValueError(f"{where}: holds {_describe(value)}; a .json file's array holds one JSON object "
+                                 "per row")
+            records.append((where, value))
+            position = _JSON_SPACE.match(text, position).end()
+            if text.startswith(",", position):
+                position = _JSON_SPACE.match(text, position + 1).end()
+            elif text.startswith("]", position):
+                position += 1
+                break
+            else:
+                raise ValueError(f"{path}:{_line_at(text, position)}: expected ',' or ']' after record "
+                                 f"{len(records) - 1}; fix the file")
+    if text[position:].strip(" \t\r\n"):
+        raise ValueError(f"{path}:{_line_at(text, position)}: text after the array's closing ']'; a .json file "
+                         "holds one array, or is JSON Lines")
+    return records
+
+
+def _lookup(record, name):
+    """The value a column name gives in a JSON object: its key, else (a dotted name) the nested keys' value;
+    _MISSING where there is none."""
+    if name in record:
+        return record[name]
+    value = record
+    for key in name.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return _MISSING
+        value = value[key]
+    return value
+
+
+def _key_names(record):
+    """The column names a JSON object offers, for messages: its keys, then nested objects' dotted keys,
+    breadth first, at most _LISTED_KEYS (a row may be large)."""
+    names, queue = [], [("", record)]
+    while queue and len(names) <= _LISTED_KEYS:
+        prefix, value = queue.pop(0)
+        for key, inner in value.items():
+            names.append(prefix + key)
+            if isinstance(inner, dict):
+                queue.append((f"{prefix}{key}.", inner))
+    return names[:_LISTED_KEYS] + (["..."] if len(names) > _LISTED_KEYS else [])
+
+
+def _choose_columns(columns, has, listed, where, labelled, has_label=None):
+    """{role: column name or None} for the columns this file is read with. `has(name)`: the file has the
+    column; `listed`: its columns, for messages; `has_label`: whether some row has the label column (JSON,
+    whose rows may differ), else `has`."""
     def pick(given, default, role):
         if given is not None:
-            if given not in present:
-                raise SettingError(f"{path}:1: no {role} column {given!r}; the file has {sorted(present)} (choose "
+            if not has(given):
+                raise SettingError(f"{where}: no {role} column {given!r}; the file has {listed} (choose "
                                    f"another with <{role}_column>)")
             return given
-        return default if default in present else None
+        return default if has(default) else None
 
     chosen = {
         "text": pick(columns.text, None, "text"),
@@ -214,27 +386,26 @@ def _choose_columns(columns, present, path, labelled):
         "example_id": pick(columns.example_id, ColumnNames.DEFAULT_ID, "id"),
         "label": None,
     }
-    if columns.label in present:
+    if (has_label or has)(columns.label):
         chosen["label"] = columns.label
     elif labelled:
-        raise SettingError(f"{path}:1: no label column {columns.label!r}; the file has {sorted(present)} (choose "
+        raise SettingError(f"{where}: no label column {columns.label!r}; the file has {listed} (choose "
                            "it with <label_column>)")
     return chosen
 
 
-def _example(path, line, values, chosen):
-    """A LabelledText from {column: value}; refuses an empty text."""
-    where = f"{path}:{line}"
+def _example(where, value_of, chosen):
+    """A LabelledText from `value_of(column)` (_MISSING where a JSON row lacks the key); refuses an empty
+    text. The label is kept as read (_MISSING included) for `_labels_or_none` to judge."""
     texts = {}
     for role in ("text", "text_b"):
         name = chosen[role]
-        if name is None:
+        value = None if name is None else value_of(name)
+        if role == "text_b" and (value is None or value is _MISSING):  # a JSON row without a second text: a single text
             texts[role] = None
             continue
-        value = values.get(name)
-        if role == "text_b" and value is None:  # a JSON line without a second text: a single text
-            texts[role] = None
-            continue
+        if value is _MISSING:
+            raise ValueError(f"{where}: no {name!r} key; every row needs a text")
         if not isinstance(value, str):
             raise ValueError(f"{where}: column {name!r} holds {_describe(value)}, not a text")
         if role == "text" and not value.strip():
@@ -242,64 +413,106 @@ def _example(path, line, values, chosen):
         texts[role] = value
     example_id = None
     if chosen["example_id"] is not None:
-        example_id = values.get(chosen["example_id"])
-        example_id = None if example_id is None else str(example_id)
-    raw_label = values.get(chosen["label"]) if chosen["label"] is not None else None
+        example_id = value_of(chosen["example_id"])
+        example_id = None if example_id is None or example_id is _MISSING else str(example_id)
+    raw_label = value_of(chosen["label"]) if chosen["label"] is not None else None
     return LabelledText(texts["text"], texts["text_b"] or None, raw_label, example_id, where)
 
 
-def _describe(value):
-    return "nothing" if value is None else f"a JSON {type(value).__name__}"
+def _is_blank(raw_label):
+    return raw_label is None or raw_label is _MISSING or (isinstance(raw_label, str) and not raw_label.strip())
+
+
+def _labels_or_none(examples, column, labelled):
+    """The examples as labelled (every row has a label), or with no labels (the column is blank in every
+    row: a file to predict); refuses a column blank in some rows only, at the first one (the module's
+    docstring)."""
+    blank = [example for example in examples if _is_blank(example.raw_label)]
+    if not blank:
+        return examples, True
+    if len(blank) < len(examples):
+        first, other = blank[0], next(example for example in examples if not _is_blank(example.raw_label))
+        said = f"no {column!r} key" if first.raw_label is _MISSING else f"the label is empty (column {column!r})"
+        raise ValueError(f"{first.where}: {said}, where {_place(other)} has a label; label every row (a "
+                         "multi-label row with no labels holds []), or leave the label out of every row of a file "
+                         "to predict")
+    if labelled:
+        raise ValueError(f"{examples[0].where}: the label column {column!r} is empty in every row; a training or "
+                         "evaluation file labels each row")
+    return [dataclasses.replace(example, raw_label=None) for example in examples], False
 
 
 def read_text_file(path, columns=ColumnNames(), labelled=True, quoting="auto"):
-    """The examples of one file. `labelled`: the label column must exist (training and evaluation files);
-    otherwise it is read where present (a predict file). `quoting`: how CSV and TSV cells are read (`QUOTINGS`).
-    ValueError naming file, line and column."""
+    """The examples of one file. `labelled`: the label column must exist and label every row (training and
+    evaluation files); otherwise labels are read where the column labels every row, and a column blank in every
+    row is no labels (a predict file; the module's docstring). `quoting`: how CSV and TSV cells are read
+    (`QUOTINGS`). ValueError naming file, line (or JSON array record) and column."""
     if quoting not in QUOTINGS:
         raise SettingError(f"<quoting> must be one of {list(QUOTINGS)}, got {quoting!r}")
     kind = file_format(path)
     text = read_text(path)
     examples = []
     if kind == "jsonl":
-        objects = []
-        for line, row in enumerate(text.splitlines(), start=1):
-            if not row.strip():
-                continue
-            try:
-                value = json.loads(row)
-            except ValueError as error:
-                raise ValueError(f"{path}:{line}: not a JSON object ({error.args[0].split(':')[0]})") from None
-            if not isinstance(value, dict):
-                raise ValueError(f"{path}:{line}: holds {_describe(value)}; each line must be one JSON object")
-            objects.append((line, value))
-        if not objects:
-            raise ValueError(f"{path}: the file is empty")
-        present = set(objects[0][1])
-        chosen = _choose_columns(columns, present, path, labelled)
-        for line, value in objects:
-            for role, name in chosen.items():
-                # Optional columns may be absent from a row (JSON Lines have no header to fix them).
-                if name is not None and name not in value and role in ("text", "label"):
-                    raise ValueError(f"{path}:{line}: no {name!r} key; every line needs one")
-            examples.append(_example(path, line, value, chosen))
+        array = _is_json_array(path, text)
+        records = _json_array(path, text) if array else _json_lines(path, text)
+        del text
+        if not records:
+            raise ValueError(f"{path}: {'holds an empty JSON array' if array else 'the file is empty'}")
+        first_where, first = records[0]
+        chosen = _choose_columns(columns, lambda name: _lookup(first, name) is not _MISSING, _key_names(first),
+                                 first_where, labelled,
+                                 has_label=lambda name: any(_lookup(r, name) is not _MISSING for _, r in records))
+        for where, record in records:
+            examples.append(_example(where, lambda name: _lookup(record, name), chosen))
     else:
-        header, rows, quotes_as_text = _delimited_rows(path, text, "," if kind == "csv" else "\t", quoting)
+        header_line, header, rows, quotes_as_text = _delimited_rows(path, text, "," if kind == "csv" else "\t",
+                                                                    quoting)
+        del text
         duplicates = sorted({name for name in header if header.count(name) > 1})
         if duplicates:
-            raise ValueError(f"{path}:1: the header names {duplicates} more than once")
-        chosen = _choose_columns(columns, set(header), path, labelled)
+            raise ValueError(f"{path}:{header_line}: the header names {duplicates} more than once")
+        names = set(header)
+        chosen = _choose_columns(columns, names.__contains__, sorted(names), f"{path}:{header_line}", labelled)
         for line, cells in rows:
             if len(cells) != len(header):
                 hint = ("the file's quotes were read as text (<quoting>=none, or auto finding quotes that are "
                         "not RFC 4180 quoting); <quoting>=csv reads quoted cells and names the row a quote breaks"
                         if quotes_as_text else "quote cells that hold the delimiter")
                 raise SettingError(f"{path}:{line}: {len(cells)} columns where the header has {len(header)}; {hint}")
-            examples.append(_example(path, line, dict(zip(header, cells)), chosen))
+            if [cell.strip() for cell in cells] == header:
+                # Files joined with their headers: read as a row, the header would become a label named "label".
+                raise ValueError(f"{path}:{line}: repeats the header (line {header_line}), as files joined with "
+                                 "their headers do; delete this line")
+            values = dict(zip(header, cells))
+            examples.append(_example(f"{path}:{line}", values.__getitem__, chosen))
         if not examples:
             raise ValueError(f"{path}: holds a header and no rows")
+    has_labels = chosen["label"] is not None
+    if has_labels:
+        examples, has_labels = _labels_or_none(examples, chosen["label"], labelled)
     return TextFile(path, tuple(examples), has_text_b=chosen["text_b"] is not None,
-                    has_labels=chosen["label"] is not None, id_column=chosen["example_id"])
+                    has_labels=has_labels, id_column=chosen["example_id"])
+
+
+def _place(example):
+    """'line 3', or 'record 5' in a JSON array: where in its file an example is, for messages listing rows."""
+    tail = example.where.rsplit(":", 1)[-1].strip()
+    return tail if tail.startswith("record ") else f"line {tail}"
+
+
+def _describe(value):
+    return "nothing" if value is None else f"a JSON {type(value).__name__}"
+
+
+def _nested_hint(raw):
+    """For a label that is a JSON object: how to name a value inside it (the module's docstring)."""
+    if not isinstance(raw, dict) or not raw:
+        return ""
+    return f"; to read a value inside the object, name it with a dot: <label_column>=COLUMN.{next(iter(raw))}"
+
+
+def _shortened(text, length=60):
+    return text if len(text) <= length else text[:length - 3] + "..."
 
 
 # --- labels ---
@@ -311,8 +524,9 @@ def _label_names(example, separator):
     if isinstance(raw, str) and raw.strip().startswith("["):
         try:
             raw = json.loads(raw)
-        except ValueError:
-            raise ValueError(f"{example.where}: label {raw!r} starts like a JSON list but is none") from None
+        except (ValueError, RecursionError):  # RecursionError: a cell nested deeper than Python's JSON reader goes
+            raise ValueError(f"{example.where}: label {_shortened(raw)!r} starts like a JSON list but is none (or "
+                             "is nested too deep); write the names as [\"a\", \"b\"]") from None
     if isinstance(raw, list):
         names = raw
     elif isinstance(raw, str) and separator:
@@ -320,7 +534,9 @@ def _label_names(example, separator):
     elif isinstance(raw, str):
         names = [raw] if raw.strip() else []
     else:
-        raise ValueError(f"{example.where}: label holds {_describe(raw)}; a multi-label row holds a list of names")
+        # A SettingError, whose hint a command line says as its flag.
+        raise SettingError(f"{example.where}: label holds {_describe(raw)}; a multi-label row holds a list of "
+                           f"names{_nested_hint(raw)}")
     result = []
     for name in names:
         if isinstance(name, bool) or not isinstance(name, (str, int)):
@@ -349,8 +565,8 @@ def _as_number(raw):
 def _single_name(example):
     raw = example.raw_label
     if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-        raise ValueError(f"{example.where}: label holds {_describe(raw)}; give one label name (or a list, for "
-                         "multi-label data)")
+        raise SettingError(f"{example.where}: label holds {_describe(raw)}; give one label name (or a list, for "
+                           f"multi-label data){_nested_hint(raw)}")
     if isinstance(raw, float):
         if not raw.is_integer():
             raise SettingError(f"{example.where}: label {raw!r} is a score; pass <problem_type>=regression for "
@@ -381,8 +597,8 @@ def infer_problem_type(train, label_separator=None):
             name = name or example
     if fractional and name:
         raise SettingError(f"{train.path}: label column mixes scores ({fractional.raw_label!r} at "
-                         f"{fractional.where.rsplit(':', 1)[1]}) with names ({name.raw_label!r} at "
-                         f"{name.where.rsplit(':', 1)[1]}); fix the labels, or pass <problem_type>=regression for scores")
+                           f"{_place(fractional)}) with names ({name.raw_label!r} at {_place(name)}); fix the "
+                           "labels, or pass <problem_type>=regression for scores")
     return "regression" if fractional else "single_label"
 
 
@@ -445,9 +661,9 @@ def check_labels(scheme, text_file, label_separator=None):
             names = (_single_name(example),)
         for name in names:
             if name not in known:
-                unknown.setdefault(name, example.where.rsplit(":", 1)[1])
+                unknown.setdefault(name, _place(example))
     if unknown:
-        listed = ", ".join(f"{name!r} (line {line})" for name, line in sorted(unknown.items()))
+        listed = ", ".join(f"{name!r} ({place})" for name, place in sorted(unknown.items()))
         raise ValueError(f"{text_file.path}: labels not in the training file: {listed}; the model can only "
                          f"predict {list(scheme.labels)}")
 

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 
+from albert_tf.file_utils import atomic_output
 from albert_tf.settings import DROPOUT_RATE, SettingError
 from albert_tf.tasks import race
 from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, predict_logits
@@ -96,9 +97,8 @@ class RaceTask(FinetuningTask):
         examples, arrays = self._encoded("test", tokenizer, config)
         choices = self._choices(model, arrays, config.predict_batch_size)
         path = os.path.join(output_dir, PREDICTIONS_FILE)
-        with open(path + ".tmp", "w") as f:
+        with atomic_output(path) as f:
             json.dump({e.guid: "ABCD"[int(p)] for e, p in zip(examples, choices)}, f, indent=2)
-        os.replace(path + ".tmp", path)
         return race.accuracies(choices, examples), [path]
 
     def eval_results(self, evaluation, prediction):

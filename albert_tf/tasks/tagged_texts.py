@@ -10,7 +10,9 @@ is trained; and the predictions written back in the input's format.
 
 Formats, from the name (a .gz suffix looked through): `.jsonl` and `.json` are JSON Lines; every other name
 (`.conll`, `.iob2`, `.bio`, `.txt`, `.tsv`, CoNLL-2003's `eng.train`, ...) is a column file. All are UTF-8 (a
-byte-order mark dropped, CRLF read as LF).
+byte-order mark dropped); lines end at LF, CRLF or CR alone (old Mac files), never at U+2028, U+0085 or another
+character a token or a JSON string may hold. A file over `labelled_texts.MAX_TEXT_BYTES` of text (1 GiB, a .gz
+counted while decompressing) is refused in one line: files are read whole.
 
 Column files (`COLUMNS`) hold one token per line, its fields in columns; a blank line ends a sentence.
   - Columns are separated by tabs where the file's first token line holds a tab (a token may then hold
@@ -28,7 +30,11 @@ Column files (`COLUMNS`) hold one token per line, its fields in columns; a blank
         `1-2` ranges and `1.1` empty nodes), so UNER's `1<TAB>where<TAB>O<TAB>-<TAB>-` reads `where`.
     A file that is not tagged (`tagged=False`: a predict file) may have no tag column.
 JSON Lines (`JSON_LINES`) hold one object per line, `{"tokens": [...], "tags": [...]}` (other keys kept and
-ignored); blank lines are skipped.
+ignored); blank lines are skipped. The keys are settings (`tokens_key`, default "tokens"; `tags_key`, default
+"tags", or "ner_tags" where the first object has no "tags": Hugging Face's token classification data sets as
+`datasets` exports them). Tags are names, or integer ids (`datasets`' ClassLabel) read as names through
+`tag_names` (in id order: a list, or `read_tag_names` of a file with one name a line); integer tags without
+names are refused. A .json file holding a JSON array (starting with `[`) is refused, naming JSON Lines.
 
 Tag schemes (`SCHEMES`; the `scheme` setting, detected where not set), each converted on reading to IOB2, the
 scheme the model predicts:
@@ -53,7 +59,8 @@ import re
 from collections import Counter
 
 from albert_tf.settings import SettingError
-from albert_tf.tasks.labelled_texts import read_text  # gunzip, UTF-8 and empty-file errors, as for labelled texts
+# gunzip, UTF-8, size and empty-file errors and line ends, as for labelled texts
+from albert_tf.tasks.labelled_texts import parse_json_line, read_text, split_lines
 from albert_tf.tasks.tagging_metrics import entity_spans
 
 COLUMNS = "columns"
@@ -68,6 +75,8 @@ _TAG = re.compile(r"([BIESLU])-(\S+)")
 _INDEX = re.compile(r"\d+(?:[-.]\d+)?")
 _SCHEME_PREFIXES = {"iob2": "BI", "iob1": "BI", "bioes": "BIESLU"}
 _TAG_FORMS = "O, or B-, I-, E-, S- (BILOU's L-, U-) before a type"
+TOKENS_KEY = "tokens"
+TAGS_KEYS = ("tags", "ner_tags")  # the default tags key: the first a file's first object has (else "tags")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,8 +151,12 @@ def _iob2_tag(tag):
 
 def file_format(path):
     """JSON_LINES for a .jsonl or .json name (a .gz suffix looked through), else COLUMNS."""
+    return JSON_LINES if _extension(path) in _JSON_LINES_EXTENSIONS else COLUMNS
+
+
+def _extension(path):
     name = path[:-3] if path.endswith(".gz") else path
-    return JSON_LINES if os.path.splitext(name)[1].lower() in _JSON_LINES_EXTENSIONS else COLUMNS
+    return os.path.splitext(name)[1].lower()
 
 
 def check_settings(token_column, tag_column, scheme):
@@ -157,18 +170,72 @@ def check_settings(token_column, tag_column, scheme):
         raise SettingError(f"<scheme> must be one of {list(SCHEMES)} (or unset: detected), got {scheme!r}")
 
 
-def read_tagged_file(path, token_column=None, tag_column=None, scheme=None, tagged=True):
+def check_json_settings(tokens_key=None, tags_key=None, tag_names=None):
+    """Refuses (SettingError) a JSON key that is no non-empty string, the same key for tokens and tags, and tag
+    names that are not tags, repeat one, or are empty; returns the tag names as a tuple (None where not given)."""
+    for name, value in (("tokens_key", tokens_key), ("tags_key", tags_key)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise SettingError(f"<{name}> must be a JSON key (a non-empty string), got {value!r}")
+    if (tokens_key or TOKENS_KEY) == tags_key:
+        raise SettingError(f"<tokens_key> and <tags_key> are both {tags_key!r}; name two different keys")
+    if tag_names is None:
+        return None
+    if isinstance(tag_names, str) or not all(isinstance(name, str) for name in tag_names):
+        raise SettingError(f"<tag_names> must be a list of tag names, got {tag_names!r}")
+    names = []
+    for name in tag_names:
+        problem = _tag_name_problem(name.strip(), names)
+        if problem:
+            raise SettingError(f"<tag_names>: {problem} (the names of tag ids 0, 1, ... in order, comma-separated)")
+        names.append(name.strip())
+    if not names:
+        raise SettingError("<tag_names> is empty; give the names of tag ids 0, 1, ... in order")
+    return tuple(names)
+
+
+def read_tag_names(path):
+    """The tag names of a file holding one a line in id order (line 1 names id 0), as the names of `datasets`'
+    ner_tags feature; trailing blank lines ignored. ValueError naming the file and line of a bad name."""
+    lines = split_lines(read_text(path))
+    while not lines[-1].strip():
+        lines.pop()
+    names = []
+    for number, line in enumerate(lines, start=1):
+        problem = _tag_name_problem(line.strip(), names)
+        if problem:
+            raise ValueError(f"{path}:{number}: {problem}; the file holds one tag name a line, in id order (line 1 "
+                             "names id 0)")
+        names.append(line.strip())
+    return tuple(names)
+
+
+def _tag_name_problem(name, earlier):
+    """What is wrong with `name` as the next of the tag names `earlier`, or None."""
+    if not name:
+        return "an empty tag name"
+    if not _is_tag(name):
+        return f"{name!r} is not a tag; tags are {_TAG_FORMS}"
+    if name in earlier:
+        return f"{name!r} names both id {earlier.index(name)} and id {len(earlier)}"
+    return None
+
+
+def read_tagged_file(path, token_column=None, tag_column=None, scheme=None, tagged=True, tokens_key=None,
+                     tags_key=None, tag_names=None):
     """The sentences of one file, tags converted to IOB2. `token_column`, `tag_column` (column files only) and
     `scheme` are detected where None (the module's docstring says how). `tagged`: the file must hold tags (a
-    training or evaluation file); otherwise they are read where it has them (a predict file). Raises ValueError
-    (SettingError for a setting) naming the file and line."""
+    training or evaluation file); otherwise they are read where it has them (a predict file). `tokens_key`,
+    `tags_key` and `tag_names` (the names of integer tag ids, in id order) are for JSON Lines; a column file
+    ignores them. Raises ValueError (SettingError for a setting) naming the file and line."""
     check_settings(token_column, tag_column, scheme)
+    tag_names = check_json_settings(tokens_key, tags_key, tag_names)
     if file_format(path) == JSON_LINES:
         for name, value in (("token_column", token_column), ("tag_column", tag_column)):
             if value is not None:
                 raise SettingError(f"{path}: <{name}> is for column files; a JSON Lines file holds its tokens "
-                                   "and tags under the keys \"tokens\" and \"tags\"")
-        return _read_json_lines(path, read_text(path), scheme, tagged)
+                                   "and tags under keys (<tokens_key>, <tags_key>)")
+        return _read_json_lines(path, read_text(path), scheme, tagged, tokens_key or TOKENS_KEY, tags_key,
+                                tag_names)
     return _read_columns(path, read_text(path), token_column, tag_column, scheme, tagged)
 
 
@@ -257,9 +324,8 @@ def _detect_columns(path, candidates, width, token_column, tag_column, tagged):
 
 
 def _lines(text):
-    """The text's lines without line ends (CRLF read as LF)."""
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
-    return tuple(lines[:-1] if lines[-1] == "" else lines)
+    """The text's lines without line ends: LF, CRLF and CR alone (`split_lines`)."""
+    return tuple(split_lines(text))
 
 
 def _read_columns(path, text, token_column, tag_column, scheme, tagged):
@@ -315,6 +381,26 @@ def _read_columns(path, text, token_column, tag_column, scheme, tagged):
     return TaggedFile(path, COLUMNS, sentences, found_scheme, token_column, tag_column, delimiter, lines)
 
 
+def _named_tags(where, tags, tag_names):
+    """A sentence's tags as names: integer ids (`datasets`' ClassLabel) named through `tag_names`; anything else
+    as it is, for `_checked_lists` to check."""
+    if not isinstance(tags, list) or not any(isinstance(tag, int) and not isinstance(tag, bool) for tag in tags):
+        return tags
+    if tag_names is None:
+        raise SettingError(f"{where}: the tags are integer ids (as `datasets` exports a ClassLabel feature); name "
+                           "them in id order with <tag_names> (comma-separated) or <tag_names_file> (one a line)")
+    names = []
+    for index, tag in enumerate(tags):
+        if isinstance(tag, bool) or not isinstance(tag, int):
+            raise ValueError(f"{where}: token {index + 1}: tag {tag!r} among integer ids; give every tag of a "
+                             "sentence as an id, or every one as a name")
+        if not 0 <= tag < len(tag_names):
+            raise SettingError(f"{where}: token {index + 1}: tag id {tag} has no name; the {len(tag_names)} tag "
+                               f"names name ids 0-{len(tag_names) - 1} (<tag_names>, <tag_names_file>)")
+        names.append(tag_names[tag])
+    return names
+
+
 def _checked_lists(where, tokens, tags, tagged):
     """(tokens, tags) as tuples of strings, their lengths equal; ValueError naming `where`."""
     if not isinstance(tokens, (list, tuple)) or not all(isinstance(token, str) for token in tokens):
@@ -333,26 +419,31 @@ def _checked_lists(where, tokens, tags, tagged):
     return tuple(tokens), tuple(tag.strip() for tag in tags)
 
 
-def _read_json_lines(path, text, scheme, tagged):
+def _read_json_lines(path, text, scheme, tagged, tokens_key, tags_key, tag_names):
+    if _extension(path) == ".json" and text.lstrip(" \t\r\n").startswith("["):
+        raise ValueError(f"{path}:1: holds a JSON array; tagged JSON files hold one object a line (JSON Lines, as "
+                         "`datasets`' to_json writes them): write each sentence's object on its own line")
     lines = _lines(text)
     records, has_tags = [], None
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        if not line.strip(" \t"):
             continue
         where = f"{path}:{number}"
-        try:
-            value = json.loads(line)
-        except ValueError as error:
-            raise ValueError(f"{where}: not a JSON object ({error.args[0].split(':')[0]})") from None
-        if not isinstance(value, dict) or "tokens" not in value:
-            raise ValueError(f"{where}: each line must be a JSON object with a \"tokens\" list (and \"tags\")")
-        if has_tags is None:  # the first object says whether the file is tagged
-            has_tags = "tags" in value
+        value = parse_json_line(where, line)
+        if not isinstance(value, dict) or tokens_key not in value:
+            raise SettingError(f"{where}: each line must be a JSON object with a \"{tokens_key}\" list (and its "
+                               "tags); name other keys with <tokens_key> and <tags_key>")
+        if has_tags is None:  # the first object says which key holds the tags, and whether the file is tagged
+            tags_key = tags_key or next((key for key in TAGS_KEYS if key in value), TAGS_KEYS[0])
+            has_tags = tags_key in value
             if tagged and not has_tags:
-                raise ValueError(f"{where}: no \"tags\" key; a training or evaluation file tags every token")
-        if has_tags and "tags" not in value:
-            raise ValueError(f"{where}: no \"tags\" key, which the file's first object has; tag every sentence")
-        tokens, tags = _checked_lists(where, value["tokens"], value.get("tags"), has_tags)
+                raise SettingError(f"{where}: no \"{tags_key}\" key; a training or evaluation file tags every token "
+                                   "(name the key of the tags with <tags_key>)")
+        if has_tags and tags_key not in value:
+            raise ValueError(f"{where}: no \"{tags_key}\" key, which the file's first object has; tag every "
+                             "sentence")
+        tags = _named_tags(where, value[tags_key], tag_names) if has_tags else None
+        tokens, tags = _checked_lists(where, value[tokens_key], tags, has_tags)
         records.append(_Record(where, tokens, tags, (number,) * len(tokens)))
     sentences, found_scheme = _converted(records, scheme)
     return TaggedFile(path, JSON_LINES, sentences, found_scheme, lines=lines)

@@ -16,6 +16,7 @@ lr 2e-5, 10% warmup, batch 32, a checkpoint evaluated every tenth of the steps, 
 import dataclasses
 import os
 
+from albert_tf.file_utils import atomic_output, atomic_output_path
 from albert_tf.settings import DROPOUT_RATE, POSITIVE_INTEGER, SettingError
 from albert_tf.tasks import tagged_texts
 from albert_tf.tasks.finetuning_task import FinetuningObjective, FinetuningTask, check_data_files, predict_logits
@@ -41,6 +42,10 @@ class TaggingConfig:
     token_column: int | None = None  # 0-based; None: detected
     tag_column: int | None = None  # 0-based; None: detected
     scheme: str | None = None  # iob2, iob1 or bioes; None: detected
+    tokens_key: str | None = None  # JSON Lines: the key of the tokens; None: "tokens"
+    tags_key: str | None = None  # JSON Lines: the key of the tags; None: "tags", or "ner_tags" where that is there
+    tag_names: tuple | None = None  # JSON Lines: the names of integer tag ids, in id order
+    tag_names_file: str | None = None  # the same, one a line in a file
     doc_stride: int | None = None  # pieces between a long sentence's windows; None: half a window
     dropout: float = 0.1
     labels: tuple | None = None  # the IOB2 tags, in class-id order
@@ -147,6 +152,7 @@ class TaggingTask(FinetuningTask):
         task = config.task
         check_data_files(config)
         tagged_texts.check_settings(task.token_column, task.tag_column, task.scheme)
+        self._tag_names(task)  # bad keys or names, and an unreadable names file, refused before anything is read
         POSITIVE_INTEGER.check("doc_stride", task.doc_stride, allow_none=True)
         DROPOUT_RATE.check("dropout", task.dropout)
 
@@ -159,7 +165,12 @@ class TaggingTask(FinetuningTask):
         elif config.init_checkpoint:
             from albert_tf.models.model_dir_format import model_metadata
 
-            labels = recorded_labels(model_metadata(config.init_checkpoint), config.init_checkpoint)
+            from albert_tf.models.albert_token_classifier import recorded_doc_stride
+
+            metadata = model_metadata(config.init_checkpoint)
+            labels = recorded_labels(metadata, config.init_checkpoint)
+            task = dataclasses.replace(task, doc_stride=recorded_doc_stride(metadata, task.doc_stride,
+                                                                            config.max_seq_length))
         else:
             raise SettingError("<init_checkpoint> (a fine-tuned tagger) required without <do_train>")
         if config.do_eval:
@@ -174,8 +185,18 @@ class TaggingTask(FinetuningTask):
         key = (path, tagged)
         if key not in self._files:
             self._files[key] = tagged_texts.read_tagged_file(path, task.token_column, task.tag_column, task.scheme,
-                                                             tagged=tagged)
+                                                             tagged=tagged, tokens_key=task.tokens_key,
+                                                             tags_key=task.tags_key, tag_names=self._tag_names(task))
         return self._files[key]
+
+    def _tag_names(self, task):
+        """The names of integer tag ids (<tag_names>, or <tag_names_file> read), checked; None where not given."""
+        if task.tag_names is not None and task.tag_names_file is not None:
+            raise SettingError("<tag_names> and <tag_names_file> both given; give the tag names once")
+        names = task.tag_names
+        if task.tag_names_file is not None:
+            names = tagged_texts.read_tag_names(task.tag_names_file)
+        return tagged_texts.check_json_settings(task.tokens_key, task.tags_key, names)
 
     def recipe(self, config):
         return RECIPE
@@ -184,9 +205,13 @@ class TaggingTask(FinetuningTask):
         return max(1, -(-steps // EVALUATIONS_PER_RUN))
 
     def metadata(self, config):
+        # The stride the windows were cut with, the default too: a later reader at this length (an evaluation
+        # without <doc_stride>, from_preset) cuts the same windows, whatever default it has.
+        from albert_tf.text.word_pieces import default_doc_stride
+
         return {"num_labels": len(config.task.labels), "label_names": list(config.task.labels),
                 "max_seq_length": config.max_seq_length, "tag_scheme": "iob2",
-                **({"doc_stride": config.task.doc_stride} if config.task.doc_stride else {})}
+                "doc_stride": config.task.doc_stride or default_doc_stride(config.max_seq_length)}
 
     def continues(self, metadata, config):
         """A tagger fine-tuned on the same tags trains on with its head; any other model gets a fresh one."""
@@ -243,11 +268,20 @@ class TaggingTask(FinetuningTask):
 
     def evaluate(self, model, eval_data, config):
         predicted = self._predicted_tags(model, eval_data, config, config.eval_batch_size)
-        self._eval_tags = predicted
+        self._eval_tags, self._evaluated_file = predicted, eval_data.tagged_file
         return tagging_metrics([sentence.tags for sentence in eval_data.tagged_file.sentences], predicted)
 
     def best_metric(self, config):
         return "f1"
+
+    def evaluation_note(self, config):
+        from albert_tf.tasks.prediction_notes import only_outside_note
+
+        predicted = getattr(self, "_eval_tags", None)
+        if predicted is None:
+            return None
+        gold = [sentence.tags for sentence in self._evaluated_file.sentences]
+        return only_outside_note(predicted, gold, config.task.eval_file)
 
     def output_files(self, config):
         files = [EVAL_REPORT_FILE]
@@ -262,9 +296,8 @@ class TaggingTask(FinetuningTask):
         """The evaluation as a table, and the eval file with the predicted tags of the evaluated model (the last
         evaluation: the best checkpoint's) as a last column, and as conlleval's input; returns the paths written."""
         report = os.path.join(output_dir, EVAL_REPORT_FILE)
-        with open(report + ".tmp", "w", encoding="utf-8") as f:
+        with atomic_output(report) as f:
             f.write(metrics_table(evaluation))
-        os.replace(report + ".tmp", report)
         eval_file = self._read(config.task.eval_file, config.task, tagged=True)
         return [report, *_write_predictions(output_dir, EVAL_PREDICTIONS_STEM, eval_file, self._eval_tags)]
 
@@ -297,8 +330,8 @@ def _write_predictions(output_dir, stem, tagged_file, predicted):
     paths = []
     for name, write in outputs:
         path = os.path.join(output_dir, name)
-        write(path + ".tmp", tagged_file, predicted)
-        os.replace(path + ".tmp", path)
+        with atomic_output_path(path) as temporary:
+            write(temporary, tagged_file, predicted)
         paths.append(path)
     return paths
 

@@ -8,7 +8,8 @@ fine-tuned model and no training file takes the scheme the model records.
 
 The recipe fits data of any size: 3 epochs at lr 2e-5 with 10% warmup and batch 32 (the middle of the
 original's GLUE recipes), a checkpoint evaluated every tenth of the steps, the best kept by accuracy
-(single-label), micro-F1 (multi-label) or Pearson (regression), or by `metric`.
+(single-label), micro-F1 (multi-label) or the squared error (regression; Pearson can favour a near-constant
+model), or by `metric`.
 """
 
 import dataclasses
@@ -16,11 +17,12 @@ import json
 import math
 import os
 
+from albert_tf.file_utils import atomic_output, atomic_output_path
 from albert_tf.settings import DROPOUT_RATE, SettingError
 from albert_tf.tasks import labelled_texts
-from albert_tf.tasks.classification_metrics import (DEFAULT_SELECTION_METRIC, SELECTION_METRICS, metrics_table,
-                                                    multi_label_metrics, plot_confusion_matrix, regression_metrics,
-                                                    single_label_metrics)
+from albert_tf.tasks.classification_metrics import (DEFAULT_SELECTION_METRIC, MAX_MATRIX_LABELS, SELECTION_METRICS,
+                                                    metrics_table, multi_label_metrics, plot_confusion_matrix,
+                                                    regression_metrics, single_label_metrics)
 from albert_tf.tasks.finetuning_task import FinetuningTask, Recipe, check_data_files, predict_logits
 from albert_tf.tasks.labelled_texts import MULTI_LABEL_THRESHOLD, PROBLEM_TYPES, ColumnNames, LabelScheme
 
@@ -82,7 +84,8 @@ class TextClassificationTask(FinetuningTask):
     recipe_note = ("Default: the own-data recipe (3 epochs, lr 2e-5, 10% warmup, batch 32, a checkpoint evaluated "
                    "every tenth of the steps).")
     do_eval_help = ("Evaluate on --eval_file (every checkpoint while training): metrics in eval_results.json, a table "
-                    f"in {EVAL_REPORT_FILE}, and the confusion matrix in {CONFUSION_MATRIX_FILE}.")
+                    f"in {EVAL_REPORT_FILE}, and the confusion matrix in {CONFUSION_MATRIX_FILE} (up to "
+                    f"{MAX_MATRIX_LABELS} labels; past that, the most frequent confusions in {EVAL_REPORT_FILE}).")
     do_predict_help = (f"Write {PREDICTIONS_STEM}.csv/.tsv/.jsonl (the --predict_file's format): its id column if any, "
                        "the predicted label name(s) and each label's probability (the score for regression).")
     config_class = TextClassificationConfig
@@ -229,7 +232,22 @@ class TextClassificationTask(FinetuningTask):
 
     def evaluate(self, model, eval_data, config):
         logits = predict_logits(model, eval_data, config.eval_batch_size)
+        self._evaluated = (logits, eval_data["label_ids"])
         return self._metrics(logits, eval_data["label_ids"], config)
+
+    def evaluation_note(self, config):
+        from albert_tf.tasks import prediction_notes
+
+        logits, targets = getattr(self, "_evaluated", (None, None))
+        if logits is None:
+            return None
+        scheme, what = config.task.scheme, config.task.eval_file
+        if scheme.problem_type == "regression":
+            return prediction_notes.constant_score_note(logits[:, 0], targets, what)
+        if scheme.problem_type == "multi_label":
+            predicted = probabilities(logits, scheme) >= MULTI_LABEL_THRESHOLD
+            return prediction_notes.constant_label_set_note(predicted, targets, what)
+        return prediction_notes.single_class_note(logits.argmax(-1), targets, scheme.labels, what)
 
     def best_metric(self, config):
         return config.task.metric or DEFAULT_SELECTION_METRIC[config.task.problem_type]
@@ -250,9 +268,11 @@ class TextClassificationTask(FinetuningTask):
 
         scheme = config.task.scheme
         paths = [os.path.join(output_dir, EVAL_REPORT_FILE)]
-        with open(paths[0] + ".tmp", "w", encoding="utf-8") as f:
+        with atomic_output(paths[0]) as f:
             f.write(metrics_table(evaluation, scheme.labels))
-        os.replace(paths[0] + ".tmp", paths[0])
+        if "top_confusions" in evaluation:
+            print(f"{len(scheme.labels):,} labels: no {CONFUSION_MATRIX_FILE} past {MAX_MATRIX_LABELS}; "
+                  f"{EVAL_REPORT_FILE} lists the most frequent confusions.", flush=True)
         if "confusion_matrix" not in evaluation:
             return paths
         try:
@@ -264,8 +284,8 @@ class TextClassificationTask(FinetuningTask):
                   "pip install 'albert_tf[plots]'.", flush=True)
             return paths
         paths.append(os.path.join(output_dir, CONFUSION_MATRIX_FILE))
-        plot_confusion_matrix(evaluation, scheme.labels, paths[1] + ".tmp.png")
-        os.replace(paths[1] + ".tmp.png", paths[1])
+        with atomic_output(paths[1], "wb") as f:
+            plot_confusion_matrix(evaluation, scheme.labels, f)
         return paths
 
     def predict(self, model, tokenizer, config, output_dir):
@@ -275,10 +295,12 @@ class TextClassificationTask(FinetuningTask):
                                 config.predict_batch_size)
         rows = prediction_rows(predict_file, logits, task.scheme, task.label_separator)
         path = os.path.join(output_dir, self._predictions_file(config))
-        write_rows(path + ".tmp", rows, labelled_texts.file_format(task.predict_file))
-        os.replace(path + ".tmp", path)
+        with atomic_output_path(path) as temporary:
+            write_rows(temporary, rows, labelled_texts.file_format(task.predict_file))
         metrics = None
-        if predict_file.has_labels and all(e.raw_label is not None for e in predict_file.examples):
+        # The reader's one rule: a label column blank in every row is no labels (predictions, no metrics); one
+        # blank in some rows only was refused. So labels here are on every row, of every problem type alike.
+        if predict_file.has_labels:
             targets = labelled_texts.label_targets(task.scheme, predict_file, task.label_separator)
             metrics = self._metrics(logits, targets, config)
         return metrics, [path]

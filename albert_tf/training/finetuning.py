@@ -31,10 +31,16 @@
 - Checkpoints (model, optimizer, step) every `save_checkpoints_steps` and at the
   end in `checkpoint_dir` (with albert_tf.json and the SentencePiece model, so
   `load_model` reads it as a model directory); rerunning resumes from the latest.
-- `evaluate(model) -> {metric: value}` runs at every checkpoint, inside the
-  strategy's scope (history in checkpoint_dir/evaluations.json); the checkpoint
-  with the highest `best_metric` is copied to `best_dir` as an albert_tf model
-  directory (with the SentencePiece model when given) and its results returned.
+- `evaluate(model) -> {metric: value}` runs at every scheduled checkpoint (every
+  `save_checkpoints_steps` and the last step), inside the strategy's scope
+  (history in checkpoint_dir/evaluations.json); the checkpoint with the highest
+  `best_metric` is copied to `best_dir` as an albert_tf model directory (with the
+  SentencePiece model when given) and its results returned. A checkpoint saved
+  at a signal is no candidate (nor evaluated when the run resumes from it), so an
+  interrupted run evaluates, and ships, what the uninterrupted one does. best/ is
+  written before the history names it: a kill meanwhile leaves the earlier best/
+  whole (a cut swap is undone on resume, `file_utils.recover_replacement`) and
+  the checkpoint unrecorded, so the resumed run evaluates it again.
 - Multi-worker: every worker runs the same steps and evaluations (they are
   collective); only the chief (`chief=True`) writes, the others write into a
   directory of their own that the caller discards.
@@ -48,6 +54,7 @@ import os
 
 import tensorflow as tf
 
+from albert_tf.file_utils import atomic_output
 from albert_tf.models.model_dir_format import checkpoints_newest_first, restore_newest_intact, write_metadata
 from albert_tf.models.model_io import write_model_dir
 from albert_tf.settings import SettingError
@@ -120,10 +127,15 @@ def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metada
     train_writer, eval_writer = (
         (tf.summary.create_file_writer(os.path.join(summary_dir, name)) for name in SUMMARY_SUBDIRS)
         if summary_dir and chief else (tf.summary.create_noop_writer(), tf.summary.create_noop_writer()))
-    evaluations = _CheckpointEvaluations(model, evaluate, best_metric, best_dir, eval_writer, checkpoint_dir, kind,
-                                         metadata, spm_model_file, strategy, log, objective)
-
     done = int(trainer.step.numpy())
+
+    def scheduled(step):
+        return step % settings.save_checkpoints_steps == 0 or step == settings.num_train_steps
+
+    evaluations = _CheckpointEvaluations(model, evaluate, best_metric, best_dir, eval_writer, checkpoint_dir, kind,
+                                         metadata, spm_model_file, strategy, log, objective, scheduled,
+                                         resumed_at=done, chief=chief)
+
     # A run stopped between saving a checkpoint and evaluating it evaluates it now. The workers of a
     # multi-worker run must agree without reading a file the chief may be writing: they evaluate it again.
     multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
@@ -152,17 +164,39 @@ class _CheckpointEvaluations(LoopHooks):
     """The loop's hooks for fine-tuning: evaluates every saved checkpoint and keeps the best in best_dir."""
 
     def __init__(self, model, evaluate, best_metric, best_dir, writer, checkpoint_dir, kind, metadata,
-                 spm_model_file, strategy, log, objective):
+                 spm_model_file, strategy, log, objective, scheduled, resumed_at=0, chief=True):
         self.model, self.evaluate, self.best_metric, self.best_dir = model, evaluate, best_metric, best_dir
         self.objective = objective  # turns the loop's sums into its loss
         self.writer, self.kind, self.metadata, self.spm_model_file = writer, kind, metadata, spm_model_file
         self.strategy, self.log = strategy, log
+        self.scheduled = scheduled  # step -> whether it is an evaluation point of the run's schedule
         self.path = os.path.join(checkpoint_dir, EVALUATIONS_FILE)
         self.history = []
         self.last_loss = float("nan")
         if os.path.exists(self.path):
             with open(self.path) as f:
                 self.history = json.load(f)
+        if self.best_dir and self.evaluate is not None and chief:
+            self._reconcile_best(resumed_at)
+
+    def _reconcile_best(self, resumed_at):
+        """Makes best/ and the history agree after a kill: a swap of best/ cut halfway is undone and what it
+        left beside best/ removed (this run holds the output directory's lock: no other writer is there), and a
+        history entry for the checkpoint the run resumes from that best/ does not hold (written before best/ by
+        an earlier version) is dropped, so that the checkpoint is evaluated again and best/ follows."""
+        from albert_tf.file_utils import recover_replacement
+        from albert_tf.models.model_dir_format import read_metadata
+
+        recover_replacement(self.best_dir, exclusive=True)
+        best = self.best()
+        if best is None or best["step"] != resumed_at:
+            return
+        try:
+            kept = read_metadata(self.best_dir).get("best_step") if os.path.isdir(self.best_dir) else None
+        except (OSError, ValueError):
+            kept = None
+        if kept != best["step"]:
+            self.history = [r for r in self.history if r["step"] != best["step"]]
 
     def best(self):
         return max(self.history, key=lambda r: r[self.best_metric]) if self.history and self.best_metric else None
@@ -173,6 +207,8 @@ class _CheckpointEvaluations(LoopHooks):
 
     def after_save(self, step, only_if_missing=False):
         if self.evaluate is None or not step or (only_if_missing and step in {r["step"] for r in self.history}):
+            return
+        if not self.scheduled(step):  # saved at a signal: the uninterrupted run has no such checkpoint to pick
             return
         with self.strategy.scope():
             results = {"step": step, **self.evaluate(self.model)}
@@ -185,13 +221,14 @@ class _CheckpointEvaluations(LoopHooks):
                 if name != "step" and isinstance(value, (int, float)):
                     tf.summary.scalar(name, value)
         self.writer.flush()
-        with open(self.path + ".tmp", "w") as f:
-            json.dump(self.history, f, indent=2)
-        os.replace(self.path + ".tmp", self.path)
+        # best/ first, then the history that names it: a kill in between leaves this checkpoint unrecorded, and
+        # the resumed run evaluates it again (the other order left best/ behind the history's best, for good).
         if self.best_dir and self.best() is results:
             files = {SPM_MODEL_FILE: self.spm_model_file} if self.spm_model_file else None
             write_model_dir(self.model, self.best_dir, self.kind, overwrite=True, files=files, **self.metadata,
                             best_step=step, best_results=results)
+        with atomic_output(self.path) as f:
+            json.dump(self.history, f, indent=2)
 
 
 def model_for_evaluation(best_dir, trained_model, init_checkpoint, kind, task_name=None):

@@ -22,6 +22,7 @@ import time
 import tensorflow as tf
 
 from albert_tf.data import pretraining_dataset as data
+from albert_tf.file_utils import write_text_atomically
 from albert_tf.settings import SettingError
 from albert_tf.tasks.pretraining_losses import SUM_KEYS, metrics_from_sums
 from albert_tf.training.learning_phase import TREND_EVALUATIONS, Phase, learning_phase
@@ -119,10 +120,9 @@ class HeldoutEvaluation:
         self.phase = Phase(records[-1]["phase"], records[-1]["phase_reason"]) if records else None
 
     def _write_history(self):
-        # Rewritten whole through a temporary name, not appended: Cloud Storage files cannot be appended to.
-        with tf.io.gfile.GFile(self.history_path + ".tmp", "w") as f:
-            f.write("".join(self.history))
-        tf.io.gfile.rename(self.history_path + ".tmp", self.history_path, overwrite=True)
+        # Rewritten whole, not appended: Cloud Storage files cannot be appended to. Locally through a temporary of
+        # a unique name (a fixed one could be a planted link), remotely as one object.
+        write_text_atomically(self.history_path, "".join(self.history))
 
     def add_training(self, totals):
         if self.training_totals is None:

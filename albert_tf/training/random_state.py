@@ -27,5 +27,9 @@ def training_checkpoint(model, **objects):
 def restore_training_checkpoint(prefix, model, **objects):
     """Restores what `training_checkpoint` saved at `prefix`: every object of `objects` must be matched
     (AssertionError otherwise); the dropout states are restored where the checkpoint holds them."""
-    tf.train.Checkpoint(model=model, **objects).restore(prefix).assert_existing_objects_matched()
-    tf.train.Checkpoint(**{CHECKPOINT_CHILD: dropout_states(model)}).restore(prefix).expect_partial()
+    # One checkpoint object for all that is saved: restored in two, each would leave the other's values
+    # unrestored, and TensorFlow warns of them when it collects the status, after an exact resume.
+    saved = {name.split("/", 1)[0] for name, _ in tf.train.list_variables(prefix)}
+    checkpoint = (training_checkpoint(model, **objects) if CHECKPOINT_CHILD in saved
+                  else tf.train.Checkpoint(model=model, **objects))
+    checkpoint.restore(prefix).assert_existing_objects_matched()

@@ -20,7 +20,8 @@ With --overwrite a run writes into a staging directory inside OUTPUT_DIR and
 the earlier run's outputs are replaced only when the new run has finished: a
 failure (bad data found late, a divergence, a full disk) or a kill leaves the
 earlier run as it was. A killed run's staging directory is removed by the next
-run in OUTPUT_DIR.
+run in OUTPUT_DIR, and a run killed while it swapped its outputs in has its
+swap finished by the next one.
 """
 
 import contextlib
@@ -28,11 +29,11 @@ import json
 import os
 import shutil
 
-from albert_tf.file_utils import RUN_CONFIG_FILE, make_owned_staging, remove_stale_staging, write_json_atomically
+from albert_tf.file_utils import (RUN_CONFIG_FILE, RUN_STAGING_PREFIXES, make_owned_staging, remove_stale_staging,
+                                  staging_owner_alive, write_json_atomically)
 from albert_tf.settings import SettingError
 
-STAGING_PREFIX = ".overwrite-staging-"
-_RETIRED_PREFIX = ".overwritten-"
+STAGING_PREFIX, _RETIRED_PREFIX = RUN_STAGING_PREFIXES
 # Settings that --learning_rate's purpose after a divergence stop allows to change.
 SCHEDULE_SETTINGS = ("learning_rate", "num_warmup_steps")
 
@@ -120,12 +121,24 @@ def record_divergence(output_dir, message):
     write_json_atomically(os.path.join(output_dir, RUN_CONFIG_FILE), record)
 
 
+# In a finished staging directory, the swap it is about to make: the earlier outputs it sets aside ("retire"),
+# the entries it brings in ("bring") and the directory the earlier ones wait in ("retired"); with it a swap that
+# a kill cut halfway is finished by the next run. It and the staging's "owner" are no entries of the output.
+_PLAN_FILE = "swap_plan.json"
+_STAGING_RECORDS = ("owner", _PLAN_FILE)
+
+
 @contextlib.contextmanager
 def run_outputs(output_dir, overwrite, previous, replaces_run=True):
     """Yields the directory a run writes into: `output_dir` itself, or with `overwrite` a staging directory
     whose entries replace the earlier run's outputs (the `outputs` of its record `previous`, and nothing
     else) once the block has finished. `replaces_run` False (a run that evaluates or predicts without
-    training): only the earlier outputs it wrote anew are replaced; the model it evaluated stays."""
+    training): only the earlier outputs it wrote anew are replaced; the model it evaluated stays.
+
+    The swap is a rename per entry; a run killed in the middle of it leaves its plan in the staging directory,
+    and the next run in `output_dir` finishes it first (`finish_interrupted_swap`): never half the earlier
+    run's outputs and half the new one's."""
+    finish_interrupted_swap(output_dir)
     remove_stale_staging(output_dir, STAGING_PREFIX)
     remove_stale_staging(output_dir, _RETIRED_PREFIX)
     if not overwrite:
@@ -134,14 +147,49 @@ def run_outputs(output_dir, overwrite, previous, replaces_run=True):
     staging = make_owned_staging(output_dir, STAGING_PREFIX)
     try:
         yield staging
+        written = sorted(name for name in os.listdir(staging) if name not in _STAGING_RECORDS)
         retired = make_owned_staging(output_dir, _RETIRED_PREFIX)
-        written = set(os.listdir(staging))
-        for name in (previous or {}).get("outputs", ()):
-            if (replaces_run or name in written) and os.path.lexists(os.path.join(output_dir, name)):
-                os.replace(os.path.join(output_dir, name), os.path.join(retired, name))
-        for name in os.listdir(staging):
-            if name != "owner":
-                os.replace(os.path.join(staging, name), os.path.join(output_dir, name))
-        shutil.rmtree(retired, ignore_errors=True)
+        plan = {"retire": [name for name in (previous or {}).get("outputs", ()) if replaces_run or name in written],
+                "bring": written, "retired": os.path.basename(retired)}
+        write_json_atomically(os.path.join(staging, _PLAN_FILE), plan)
+        _swap(output_dir, staging, plan)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _swap(output_dir, staging, plan):
+    """Sets the earlier outputs of `plan` aside and brings the staged ones in; done again after a kill, it does
+    what is left (an entry still staged is not in yet: what `output_dir` holds under its name is the earlier one)."""
+    retired = os.path.join(output_dir, plan["retired"])
+    os.makedirs(retired, exist_ok=True)
+    for name in plan["retire"]:
+        if os.path.lexists(os.path.join(output_dir, name)) and (
+                name not in plan["bring"] or os.path.lexists(os.path.join(staging, name))):
+            os.replace(os.path.join(output_dir, name), os.path.join(retired, name))
+    for name in plan["bring"]:
+        if os.path.lexists(os.path.join(staging, name)):
+            os.replace(os.path.join(staging, name), os.path.join(output_dir, name))
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def finish_interrupted_swap(output_dir):
+    """Finishes the swap of a killed --overwrite run that had begun to replace the earlier outputs (its staging
+    directory holds its plan, and its owner is gone); returns the staging directories it finished."""
+    finished = []
+    try:
+        names = sorted(os.listdir(output_dir))
+    except FileNotFoundError:
+        return finished
+    for name in names:
+        staging = os.path.join(output_dir, name)
+        plan_file = os.path.join(staging, _PLAN_FILE)
+        if not name.startswith(STAGING_PREFIX) or not os.path.isfile(plan_file):
+            continue
+        if staging_owner_alive(staging):
+            continue
+        with open(plan_file) as f:
+            plan = json.load(f)
+        _swap(output_dir, staging, plan)
+        shutil.rmtree(staging, ignore_errors=True)
+        finished.append(staging)
+    return finished

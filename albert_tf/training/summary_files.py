@@ -11,6 +11,8 @@ import os
 
 import tensorflow as tf
 
+from albert_tf.file_utils import atomic_output_path
+
 # Where an event file is rewritten before it replaces the original: a name TensorBoard does not read (it
 # reads every file whose name holds "tfevents"), so that a rewrite killed halfway leaves nothing it shows.
 _REWRITE_STAGING = ".events-rewrite.tmp"
@@ -39,11 +41,18 @@ def drop_summaries_after(directory, step):
         kept = [event for event in events if event.step <= step]
         if whole and len(kept) == len(events):
             continue
-        staging = os.path.join(directory, _REWRITE_STAGING)
-        with tf.io.TFRecordWriter(staging) as writer:
-            for event in kept:
-                writer.write(event.SerializeToString())
-        tf.io.gfile.rename(staging, path, overwrite=True)
+        if "://" in path:  # an object store: no links to follow, and a rename of a whole object
+            staging = os.path.join(directory, _REWRITE_STAGING)
+            with tf.io.TFRecordWriter(staging) as writer:
+                for event in kept:
+                    writer.write(event.SerializeToString())
+            tf.io.gfile.rename(staging, path, overwrite=True)
+            continue
+        # Locally a temporary of a unique name, created exclusively: a link planted at a fixed one is written through.
+        with atomic_output_path(path, prefix=_REWRITE_STAGING + ".") as staging:
+            with tf.io.TFRecordWriter(staging) as writer:
+                for event in kept:
+                    writer.write(event.SerializeToString())
 
 
 def logged_steps(directory, tag):

@@ -29,7 +29,7 @@ import sys
 import time
 
 
-from benchmarks.common import REPO, RESULTS, child_env, markdown_table
+from benchmarks.common import REPO, RESULTS, child_env, markdown_table, portable
 
 GLUE_NAMES = {"sst-2": "SST-2", "mrpc": "MRPC"}
 
@@ -147,9 +147,9 @@ def main(argv=None):
              "the best of the evaluated checkpoints.")
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "finetune_glue.json"), "w") as f:
-        json.dump({"args": vars(args), "results": records}, f, indent=2)
+        json.dump(portable({"args": vars(args), "results": records}), f, indent=2)
     with open(os.path.join(args.results_dir, "finetune_glue.md"), "w") as f:
-        f.write(f"{title}\n\n{table}\n")
+        f.write(portable(f"{title}\n\n{table}\n"))
     print(f"\n{title}\n\n{table}")
 
 

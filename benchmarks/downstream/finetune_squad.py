@@ -30,7 +30,7 @@ import sys
 import time
 
 
-from benchmarks.common import REPO, RESULTS, child_env, markdown_table
+from benchmarks.common import REPO, RESULTS, child_env, markdown_table, portable
 
 
 
@@ -159,9 +159,9 @@ def main(argv=None):
     table = markdown_table(["initialization", "EM", "F1", "steps", "seconds"], rows)
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "finetune_squad.json"), "w") as f:
-        json.dump({"args": vars(args), "split": counts, "results": results}, f, indent=2)
+        json.dump(portable({"args": vars(args), "split": counts, "results": results}), f, indent=2)
     with open(os.path.join(args.results_dir, "finetune_squad.md"), "w") as f:
-        f.write(f"{title}\n\n{table}\n")
+        f.write(portable(f"{title}\n\n{table}\n"))
     print(f"\n{title}\n\n{table}")
 
 

@@ -32,7 +32,7 @@ import types
 
 from benchmarks.downstream import finetune_glue
 from benchmarks.downstream import finetune_squad
-from benchmarks.common import RESULTS, SHARED_DATA, child_env, markdown_table
+from benchmarks.common import RESULTS, SHARED_DATA, child_env, markdown_table, portable
 
 # The score each task is judged by.
 METRIC = {"sst-2": "accuracy", "mrpc": "f1", "squad": "f1"}
@@ -280,10 +280,10 @@ def main(argv=None):
                 if recorded else ""))
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "transfer.json"), "w") as f:
-        json.dump({"args": vars(args), "random_init_identity": identity, "sizes": sizes, "records": records,
-                   "summary": summary}, f, indent=1)
+        json.dump(portable({"args": vars(args), "random_init_identity": identity, "sizes": sizes,
+                            "records": records, "summary": summary}), f, indent=1)
     with open(os.path.join(args.results_dir, "transfer.md"), "w") as f:
-        f.write(f"{title}\n\n{table}\n")
+        f.write(portable(f"{title}\n\n{table}\n"))
     print(f"\n{title}\n\n{table}")
 
 

@@ -33,7 +33,7 @@ import argparse
 import json
 import os
 
-from benchmarks.common import RESULTS, markdown_table
+from benchmarks.common import RESULTS, markdown_table, portable
 
 # (label, run directory under WORK_DIR, role): the targets are the first run's; "peer" runs are what its
 # speed is compared with, an "ablation" the same recipe without one of its choices.
@@ -215,9 +215,9 @@ def main(argv=None):
     text = "\n\n".join(lines) + "\n"
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "from_scratch.md"), "w") as f:
-        f.write(text)
+        f.write(portable(text))
     with open(os.path.join(args.results_dir, "from_scratch.json"), "w") as f:
-        json.dump({"work_dir": args.work_dir, "runs": rows, "targets": goals}, f, indent=1)
+        json.dump(portable({"work_dir": args.work_dir, "runs": rows, "targets": goals}), f, indent=1)
     if any(row.get("curve") for row in rows):
         try:
             plot(rows, os.path.join(args.results_dir, "from_scratch.png"))

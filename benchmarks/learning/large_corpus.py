@@ -42,7 +42,7 @@ import os
 import sys
 
 from benchmarks.common import (REPO, RESULTS, SHARED_DATA, cached_json, child_env, cpu_description,
-                               markdown_table, module_command, run_measured)
+                               markdown_table, module_command, portable, run_measured)
 from benchmarks.learning import cloze, pretraining_recipes
 from benchmarks.learning.pretraining_recipes import tool
 from benchmarks.speed.data_creation_dask import output_files
@@ -415,10 +415,10 @@ def report(work, results_dir, name="large_corpus"):
     text = "\n".join(lines) + "\n"
     os.makedirs(results_dir, exist_ok=True)
     with open(os.path.join(results_dir, name + ".md"), "w") as f:
-        f.write(text)
+        f.write(portable(text))
     with open(os.path.join(results_dir, name + ".json"), "w") as f:
-        json.dump({"measurements": measurements, "history": history, "transfer": transfers, "cloze": answers,
-                   "goals": achieved}, f, indent=1)
+        json.dump(portable({"measurements": measurements, "history": history, "transfer": transfers,
+                            "cloze": answers, "goals": achieved}), f, indent=1)
     if history:
         try:
             plot(history, recorded, os.path.join(results_dir, name + ".png"))

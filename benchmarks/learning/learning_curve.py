@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-from benchmarks.common import REPO, RESULTS, SHARED_CORPUS, child_env
+from benchmarks.common import REPO, RESULTS, SHARED_CORPUS, child_env, portable
 
 
 
@@ -138,13 +138,13 @@ def main(argv=None):
              f"seq {args.max_seq_length}; {kept} train / {held_out} held-out documents")
     plot(curve, os.path.join(RESULTS, "learning_curve.png"), title)
     with open(os.path.join(RESULTS, "learning_curve.json"), "w") as f:
-        json.dump({"args": vars(args), "curve": curve}, f, indent=2)
+        json.dump(portable({"args": vars(args), "curve": curve}), f, indent=2)
     rows = "\n".join(f"| {m['step']} | {m['masked_lm_accuracy']:.3f} | {m['masked_lm_accuracy_at_mask']:.3f} | "
                      f"{m['masked_lm_loss']:.3f} | {m['sentence_order_accuracy']:.3f} |" for m in curve)
     with open(os.path.join(RESULTS, "learning_curve.md"), "w") as f:
-        f.write(f"{title}; held-out: {curve[-1]['sequences']:,} sequences.\n\n"
-                "| step | MLM accuracy | MLM accuracy at [MASK] inputs | MLM loss | SOP accuracy |\n"
-                "|---|---|---|---|---|\n" + rows + "\n")
+        f.write(portable(f"{title}; held-out: {curve[-1]['sequences']:,} sequences.\n\n"
+                         "| step | MLM accuracy | MLM accuracy at [MASK] inputs | MLM loss | SOP accuracy |\n"
+                         "|---|---|---|---|---|\n" + rows + "\n"))
     print(open(os.path.join(RESULTS, "learning_curve.md")).read())
 
 

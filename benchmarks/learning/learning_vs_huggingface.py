@@ -28,7 +28,7 @@ import json
 import os
 import time
 
-from benchmarks.common import RESULTS
+from benchmarks.common import RESULTS, portable
 
 EXCLUDED = ("LayerNorm", "layer_norm", "bias")  # docs/reference.md, "Pretraining recipe and LAMB": no decay, no trust ratio
 
@@ -221,9 +221,9 @@ def main(argv=None):
     print("\n" + text)
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "learning_vs_huggingface.md"), "w") as f:
-        f.write(text)
+        f.write(portable(text))
     with open(os.path.join(args.results_dir, "learning_vs_huggingface.json"), "w") as f:
-        json.dump({"args": vars(args), "recipe": run, "results": results}, f, indent=2, default=float)
+        json.dump(portable({"args": vars(args), "recipe": run, "results": results}), f, indent=2, default=float)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ import types
 
 from benchmarks.learning import pretraining_recipes as recipes
 from benchmarks.learning.learning_curve import evaluate_checkpoints
-from benchmarks.common import REPO, RESULTS, SHARED_CORPUS, SHARED_DATA, child_env
+from benchmarks.common import REPO, RESULTS, SHARED_CORPUS, SHARED_DATA, child_env, portable
 
 BASE = recipes.RECIPES["small_adamw_6k"]
 
@@ -228,9 +228,9 @@ def write_results(args, rows, figure):
               "the paper's rounded figures in the Paper column):", "", parameter_tables(), ""]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(args.results_dir, "paper_experiments.md"), "w") as f:
-        f.write(text)
+        f.write(portable(text))
     with open(os.path.join(args.results_dir, "paper_experiments.json"), "w") as f:
-        json.dump({"args": vars(args), "rows": rows, "figure2": figure}, f, indent=1)
+        json.dump(portable({"args": vars(args), "rows": rows, "figure2": figure}), f, indent=1)
     print(text)
 
 

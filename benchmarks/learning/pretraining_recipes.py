@@ -42,7 +42,7 @@ import sys
 from benchmarks.learning import cloze
 from benchmarks.learning.from_scratch import planned_steps as budget_steps
 from benchmarks.learning.learning_curve import evaluate_checkpoints
-from benchmarks.common import REPO, RESULTS, SHARED_CORPUS, child_env
+from benchmarks.common import REPO, RESULTS, SHARED_CORPUS, child_env, portable
 
 from albert_tf.data.heldout_split import split_documents
 from albert_tf.data.pretraining_dataset import frequent_piece_level
@@ -264,8 +264,8 @@ def plot(curves, path):
 def write_results(rows, curves, clozes):
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "pretraining_recipes.json"), "w") as f:
-        json.dump({"rows": rows, "curves": {name: curve for name, (_, curve) in curves.items()}, "cloze": clozes},
-                  f, indent=1)
+        json.dump(portable({"rows": rows, "curves": {name: curve for name, (_, curve) in curves.items()},
+                            "cloze": clozes}), f, indent=1)
     plot(curves, os.path.join(RESULTS, "pretraining_recipes.png"))
 
     def cell(value, digits=3):
@@ -295,7 +295,7 @@ def write_results(rows, curves, clozes):
                      f"top-5 {other['top5_accuracy']:.2f}, {other['distinct_top1']} different top-1 answers")
         text += "\n"
     with open(os.path.join(RESULTS, "pretraining_recipes.md"), "w") as f:
-        f.write(text)
+        f.write(portable(text))
     print(text)
 
 

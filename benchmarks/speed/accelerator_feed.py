@@ -45,7 +45,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if REPO not in sys.path:  # run as a file on a machine where the checkout is not installed
     sys.path.insert(0, REPO)
 
-from benchmarks.common import RESULTS, cpu_description, markdown_table, write_results  # noqa: E402
+from benchmarks.common import RESULTS, cpu_description, markdown_table, portable, write_results  # noqa: E402
 
 PARTS = ("step", "builder")
 # (model, config file, seq, max predictions per sequence, batch sizes): albert_small as the 3-hour recipe
@@ -365,7 +365,7 @@ def main(argv=None):
     def save():  # after every measurement, so that a run cut short keeps what it measured
         os.makedirs(args.results_dir, exist_ok=True)
         with open(os.path.join(args.results_dir, "accelerator_feed.json"), "w") as f:
-            json.dump(record, f, indent=1)
+            json.dump(portable(record), f, indent=1)
 
     # Eager steps, the builder, then the compiled steps: compiling is the slowest and the least needed part.
     if "step" in parts:

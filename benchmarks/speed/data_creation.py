@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 
-from benchmarks.common import RESULTS, SHARED_CORPUS, child_env, markdown_table, run_measured
+from benchmarks.common import RESULTS, SHARED_CORPUS, child_env, markdown_table, portable, run_measured
 
 
 def sentence_per_line(paragraph_file, output, repeat=1):
@@ -134,10 +134,10 @@ def main(argv=None):
     print(text)
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "data_creation.md"), "w") as f:
-        f.write(text)
+        f.write(portable(text))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+            json.dump(portable(results), f, indent=2)
 
 
 if __name__ == "__main__":

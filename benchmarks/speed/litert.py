@@ -38,7 +38,8 @@ import time
 
 import numpy as np
 
-from benchmarks.common import RESULTS, SHARED_CORPUS, SHARED_DATA, child_env, cpu_description, markdown_table
+from benchmarks.common import (RESULTS, SHARED_CORPUS, SHARED_DATA, child_env, cpu_description, markdown_table,
+                               portable)
 from benchmarks.downstream import finetune_glue, transfer
 from benchmarks.speed.serving_latency import percentile
 
@@ -344,9 +345,9 @@ def main(argv=None):
     text = report(record)
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "litert.md"), "w") as f:
-        f.write(text)
+        f.write(portable(text))
     with open(os.path.join(args.results_dir, "litert.json"), "w") as f:
-        json.dump(record, f, indent=1)
+        json.dump(portable(record), f, indent=1)
     print(text)
 
 

@@ -44,7 +44,7 @@ import tempfile
 import time
 
 
-from benchmarks.common import RESULTS, SHARED_CORPUS
+from benchmarks.common import RESULTS, SHARED_CORPUS, portable
 
 CORPUS_BYTES = 3_000_000
 VOCAB_SIZE = 8000
@@ -257,12 +257,12 @@ def main(argv=None):
     print("\n" + text)
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "serving_latency.md"), "w") as f:
-        f.write(text)
+        f.write(portable(text))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "vocab_size": config.vocab_size, "corpus": corpus_source,
-                       "tensorflow": tf.__version__, "cpu_count": os.cpu_count(), "load_average_5min": load,
-                       "results": records}, f, indent=2)
+            json.dump(portable({"args": vars(args), "vocab_size": config.vocab_size, "corpus": corpus_source,
+                                "tensorflow": tf.__version__, "cpu_count": os.cpu_count(),
+                                "load_average_5min": load, "results": records}), f, indent=2)
 
 
 if __name__ == "__main__":
