@@ -188,6 +188,8 @@ def test_help_does_not_import_tensorflow(tool):
 @pytest.mark.parametrize("tool, args, message", [
     ("albert_tf.export", ["--checkpoint=x", "--output_dir=y", "--format=litert", "--serving_xla"],
      "--serving_xla: only for --format=savedmodel"),
+    ("albert_tf.export", ["--checkpoint=x", "--output_dir=y", "--format=litert", "--serving_precision=bfloat16"],
+     "--serving_precision: only for --format=savedmodel"),
     ("albert_tf.export", ["--checkpoint=x", "--output_dir=y", "--format=litert", "--quantization=int8"],
      "--quantization=int8 (weights and activations) needs --calibration_file"),
     ("albert_tf.run_classifier", ["--task_name=mrpc", "--data_dir=.", "--init_checkpoint=x", "--do_train"],

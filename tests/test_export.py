@@ -559,7 +559,7 @@ def test_load_export_finds_and_calls_the_part_a_path_names(exported, task_export
 
     # String outputs come back as str.
     labels = ExportedModel(task_exports["classifier_serving"], "serving")(["the garden is green", "Ångström"])["label"]
-    assert labels.dtype.kind == "U" and set(labels.tolist()) <= set(LABELS)
+    assert all(type(label) is str for label in labels) and set(labels.tolist()) <= set(LABELS)
 
 
 def test_serving_requests_are_well_formed(exported):
@@ -753,14 +753,15 @@ def task_exports(exported, tmp_path_factory):
     spm = str(exported["root"] / "spm.model")
     encoder = exported["model"].encoder
     classifier = AlbertClassifier(encoder, len(LABELS))
-    path = write_model_dir(classifier, str(directory / "classifier"), "classifier", files={"spm.model": spm},
-                           num_labels=len(LABELS), label_names=LABELS, is_regression=False)
-    classifier_serving = export(path, str(directory / "classifier_export"), max_seq_length=SEQ)["serving"]
+    classifier_dir = write_model_dir(classifier, str(directory / "classifier"), "classifier", files={"spm.model": spm},
+                                     num_labels=len(LABELS), label_names=LABELS, is_regression=False)
+    classifier_serving = export(classifier_dir, str(directory / "classifier_export"), max_seq_length=SEQ)["serving"]
     labeler = AlbertSpanLabeler(encoder)
-    path = write_model_dir(labeler, str(directory / "span"), "span_labeler", files={"spm.model": spm})
-    span_serving = export(path, str(directory / "span_export"), max_seq_length=SEQ)["serving"]
+    span_dir = write_model_dir(labeler, str(directory / "span"), "span_labeler", files={"spm.model": spm})
+    span_serving = export(span_dir, str(directory / "span_export"), max_seq_length=SEQ)["serving"]
     return {"classifier": classifier, "classifier_serving": tf.saved_model.load(classifier_serving),
-            "labeler": labeler, "span_serving": tf.saved_model.load(span_serving)}
+            "labeler": labeler, "span_serving": tf.saved_model.load(span_serving),
+            "classifier_dir": classifier_dir, "span_dir": span_dir}
 
 
 def test_classifier_serves_probabilities_and_labels(exported, task_exports):
@@ -781,6 +782,34 @@ def test_classifier_serves_probabilities_and_labels(exported, task_exports):
     assert set(single) == {"probabilities", "label_id", "label"}
     for name, value in single.items():
         np.testing.assert_array_equal(value.numpy(), no_pairs[name].numpy(), err_msg=name)
+
+
+def test_load_export_says_once_that_a_pair_classifier_got_single_texts(exported, task_exports, tmp_path):
+    """A classifier whose record says it was fine-tuned on pairs (takes_pairs) answers single texts, but load_export
+    warns once, naming the call to make; a pair call, and a classifier whose record says nothing, stay silent."""
+    import warnings
+
+    import tensorflow as tf
+
+    from albert_tf import load_export
+    from albert_tf.export_lib.exported_model import ExportedModel
+    from albert_tf.export_lib.serving_module import serving_module
+    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+
+    serving = serving_module(TFAlbertTokenizer(exported["tokenizer"].model_proto), SEQ, task_exports["classifier"],
+                             {"model": "classifier", "num_labels": len(LABELS), "label_names": LABELS,
+                              "takes_pairs": True})
+    tf.saved_model.save(serving, str(tmp_path / "1"), signatures=serving.signatures())
+    model = load_export(tmp_path / "1")
+    with pytest.warns(UserWarning, match=r"fine-tuned on text pairs \(its albert_tf.json records takes_pairs\).*"
+                                         r"pass each text's second text, \"\" where it has none: "
+                                         r"model\(texts, texts_b\)$"):
+        alone = model(["the garden is green"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model(["the garden is green"])  # once per loaded model
+        assert model(["the garden is green"], [""])["label"].tolist() == alone["label"].tolist()
+        ExportedModel(task_exports["classifier_serving"], "serving")(["the garden is green"])
 
 
 def test_serving_runs_the_encoder_on_the_longest_row_only(exported):
@@ -1023,6 +1052,23 @@ def test_span_labeler_serves_answers_in_the_contexts_own_text(exported, task_exp
         first = in_context[0]
         answer = context[aligned.starts[best[0] - first] : aligned.ends[best[1] - first]]
         assert out["answer"][row].decode() == answer and answer
+    # How much of each context the answer was searched in: all of it where every token fit beside the question,
+    # else up to the last token that did (characters, Python str indices).
+    read = []
+    for row, context in enumerate(contexts):
+        aligned, kept = tokenize_with_alignment(tokenizer, context), int(inputs["input_type_ids"][row].sum()) - 1
+        read.append(len(context) if max(kept, 0) == len(aligned.ids) else aligned.ends[kept - 1])
+    assert out["context_characters_read"].dtype == np.int32 and out["context_characters_read"].tolist() == read
+    assert read[0] == len(contexts[0]) and 0 < read[3] < len(contexts[3]) and read[2] == 0
+    # load_export warns, naming each context its answer did not search whole.
+    from albert_tf.export_lib.exported_model import ExportedModel
+
+    cut = [row for row, context in enumerate(contexts) if read[row] < len(context)]
+    assert 3 in cut and 0 not in cut
+    with pytest.warns(UserWarning, match="read only the beginning of " + ", ".join(
+            rf"context {row} \(the first {read[row]} of its {len(contexts[row])} characters\)" for row in cut)
+            + ": its answer comes from them alone"):
+        ExportedModel(serving, "serving")(questions, contexts)
     # The context's own case and accents, not the lowercased pieces.
     examples = [tf.train.Example(features=tf.train.Features(feature={
         "text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"Which?"])),

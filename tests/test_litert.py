@@ -381,7 +381,42 @@ def test_a_failed_export_leaves_no_copy_of_the_weights_and_removes_a_killed_ones
     monkeypatch.setattr(litert_export, "converter", failing_converter)
     with pytest.raises(RuntimeError, match="converter failed"):
         export_litert(models["single_dir"], str(tmp_path / "out"))
-    assert os.listdir(scratch) == [os.path.basename(live)]
+    # (Run first in a process, the export has TensorFlow's autograph leave its generated modules in $TMPDIR too.)
+    assert [name for name in os.listdir(scratch) if not name.startswith("__autograph_generated_file")] == [
+        os.path.basename(live)]
+
+
+def test_a_full_disk_during_the_export_fails_in_one_line_naming_the_path(models, tmp_path, monkeypatch):
+    """TensorFlow reports a full disk while the converter's copy of the model is written to $TMPDIR as an
+    OutOfRangeError with pages of traceback: the export says it in one line (an OSError, which albert-export prints
+    as its error) naming the path and the fix, and leaves neither the half-written copy nor an output behind."""
+    import keras
+    import tensorflow as tf
+
+    from albert_tf.cli import error_line
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+
+    def full_disk(archive, path, *args, **kwargs):
+        data = pathlib.Path(path) / "variables" / "variables.data-00000-of-00001"
+        data.parent.mkdir(parents=True)
+        data.write_bytes(b"\0" * 100)  # what a write cut short leaves
+        raise tf.errors.OutOfRangeError(None, None, f"{data}; No space left on device")
+
+    # The writer of the converter's copy (keras.export.ExportArchive() makes an instance of the backend's class).
+    monkeypatch.setattr(type(keras.export.ExportArchive()), "write_out", full_disk)
+    with pytest.raises(OSError) as failed:
+        export_litert(models["single_dir"], str(tmp_path / "out"))
+    line = error_line(failed.value)
+    assert re.fullmatch(rf"could not write {re.escape(str(scratch))}/albert_litert-[^/]+/saved_model, the converter's "
+                        rf"copy of the model \(.*No space left on device\): free space in {re.escape(str(scratch))}, "
+                        r"or set TMPDIR to a directory with room, then rerun; nothing was written to the output", line)
+    assert str(failed.value) == line and failed.value.__cause__ is None
+    # (TensorFlow's autograph leaves its generated modules in $TMPDIR too: not the export's.)
+    assert [name for name in os.listdir(scratch) if name.startswith(litert_export.WORK_DIRECTORY_PREFIX)] == []
+    assert not (tmp_path / "out").exists() and os.listdir(tmp_path) == ["tmp"]
 
 
 def test_sigterm_during_the_conversion_removes_its_copy_of_the_weights(tmp_path, monkeypatch):
@@ -433,6 +468,45 @@ def test_lite_model_checks_the_record_beside_the_file_and_names_it(pairs_float32
     (tmp_path / "albert_tf.json").write_text(json.dumps({**record, "label_names": None, "num_labels": 2}))
     with pytest.raises(ValueError, match="records 2 label names"):
         LiteModel(tmp_path / "model.tflite")
+
+
+def test_a_pair_classifier_called_on_single_texts_says_so_once(pairs_float32, tmp_path):
+    """A classifier whose record says it was fine-tuned on pairs still answers single texts (text_b ""), but warns
+    once that its labels can differ from the pair call's and names the call to make; one whose record says
+    nothing (this fixture's) or a pair call stays silent."""
+    import warnings
+
+    for name in ("model.tflite", "spm.model"):
+        shutil.copy(pairs_float32["dir"] / name, tmp_path / name)
+    record = json.loads((pairs_float32["dir"] / "albert_tf.json").read_text())
+    assert "takes_pairs" not in record
+    (tmp_path / "albert_tf.json").write_text(json.dumps({**record, "takes_pairs": True}))
+    lite = LiteModel(tmp_path)
+    with pytest.warns(UserWarning, match=r"fine-tuned on text pairs \(its albert_tf.json records takes_pairs\) and "
+                                         r"is called on single texts.*pass each text's second text, \"\" where it "
+                                         r"has none: LiteModel\(path\)\(texts, texts_b\)$"):
+        alone = lite(["a text"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = lite(["a text"])  # once per model
+        np.testing.assert_array_equal(lite(["a text"], [""])["logits"], alone["logits"])
+        LiteModel(pairs_float32["dir"])(["a text"])
+        LiteModel(tmp_path)(["a text"], ["its second text"])
+    np.testing.assert_array_equal(again["logits"], alone["logits"])
+
+
+def test_the_exports_python_hint_shows_the_call_the_model_was_trained_for():
+    """albert-export's closing line shows a pair classifier called with its second texts, a span labeler with its
+    contexts, and every other model on texts alone."""
+    from albert_tf.export import python_call_hint
+
+    pairs = python_call_hint({"model": "classifier", "takes_pairs": True}, "albert_tf.LiteModel('x')")
+    assert pairs.startswith("`albert_tf.LiteModel('x')(['a text'], ['its second text'])` answers pairs")
+    assert "(\"\" where it has none)" in pairs
+    for record in ({"model": "classifier", "takes_pairs": False}, {"model": "classifier"}, {"model": "encoder"},
+                   {"model": "token_classifier"}):
+        assert python_call_hint(record, "m").startswith("`m(['a text'])` answers")
+    assert python_call_hint({"model": "span_labeler"}, "m").startswith("`m(['a question'], ['its context'])`")
 
 
 def test_lite_model_batches_texts_of_similar_length_and_answers_in_their_order(models, pairs_float32, tmp_path,

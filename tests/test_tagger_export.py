@@ -18,7 +18,7 @@ from albert_tf.tasks.tagging_metrics import entity_spans
 from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from test_export import read_warmup_requests
-from serving_fixtures import assert_every_signature_answers_alike
+from serving_fixtures import assert_every_signature_answers_alike, faster_than_linear
 from text_fixtures import train_small_spm
 
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
@@ -139,7 +139,8 @@ def test_serving_outputs_are_rows_padded_to_the_requests_most_entities(tagger, e
     counts = [len(row) for row in tagger["expected"][:2]]
     width = max(counts)
     assert set(outputs) == {"entity_count", "entity_type", "entity_text", "entity_start", "entity_end",
-                            "entity_score"}
+                            "entity_score", "characters_read"}
+    assert outputs["characters_read"].dtype == np.int32 and outputs["characters_read"].tolist() == list(map(len, texts))
     assert outputs["entity_count"].dtype == np.int32 and outputs["entity_count"].tolist() == counts
     assert outputs["entity_start"].dtype == outputs["entity_end"].dtype == np.int32
     assert outputs["entity_score"].dtype == np.float32
@@ -155,6 +156,58 @@ def test_serving_outputs_are_rows_padded_to_the_requests_most_entities(tagger, e
     assert_every_signature_answers_alike(serving, texts, outputs)
     with pytest.raises(tf.errors.InvalidArgumentError, match="a token classifier tags single texts"):
         serving.signatures["serving_default"](text=tf.constant(texts), text_b=tf.constant(["a", ""]))
+
+
+def test_a_text_cut_at_the_character_limit_says_so(exported):
+    """Serving reads a text's first MAX_CHARACTERS characters: the response says how many it read
+    (characters_read), and load_export warns naming the text, so an entity after them is not silently missing."""
+    import tensorflow as tf
+
+    from albert_tf.text.tf_packing import MAX_CHARACTERS
+
+    long_text = "the " * (MAX_CHARACTERS // 4) + "John Smith flew to Paris."
+    texts = ["John Smith", long_text, "Mary"]  # the long one in load_export's second request (MAX_BATCH 2)
+    served = exported["loaded"].saved_model.signatures["serve_text"](text=tf.constant(texts[1:]))
+    assert served["characters_read"].numpy().tolist() == [MAX_CHARACTERS, 4] and MAX_CHARACTERS < len(long_text)
+    with pytest.warns(UserWarning, match=rf"read only the beginning of text 1 \(the first {MAX_CHARACTERS} of its "
+                                         rf"{len(long_text)} characters\): no entity after them is found; tag a "
+                                         rf"longer text in parts of at most {MAX_CHARACTERS} characters$"):
+        entities = exported["loaded"](texts)
+    assert all(entity["end"] <= MAX_CHARACTERS for entity in entities[1])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exported["loaded"](texts[:1] + texts[2:])  # nothing cut: no warning
+
+
+def test_an_entity_ending_in_a_nul_keeps_it(exported):
+    """A NUL the tokenizer drops belongs to the word before it, so an entity can end with one: load_export keeps it
+    (numpy's fixed-width strings drop trailing NULs), and text == texts[i][start:end] holds."""
+    text = "\x00 ".join(TEXTS[0].split()) + "\x00"
+    entities = exported["loaded"]([text])[0]
+    assert any(entity["text"].endswith("\x00") for entity in entities)
+    for entity in entities:
+        assert entity["text"] == text[entity["start"]:entity["end"]]
+
+
+def test_a_long_texts_intermediates_grow_linearly_with_its_length(tagger):
+    """Every value the served tagger computes for one text (top-level ops: tokenization, offsets, entities)
+    grows linearly with the text: a copy of the whole text per character (the lowercased final sigma's lookup)
+    or per entity (cutting out its text) once made one 20,000-character text cost 400 MB, and a full request
+    crash the server. Lowercasing on, and entities in about half the words."""
+    import tensorflow as tf
+
+    from albert_tf.export_lib.serving_module import serving_module
+    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+    from albert_tf.text.tf_packing import NO_SECOND_SEGMENTS
+
+    model = tagger["model"]
+    serving = serving_module(TFAlbertTokenizer(model.preprocessor.model_proto, lower_case=True), SEQ, model,
+                             {"model": "token_classifier", "num_labels": len(TAGS), "label_names": TAGS})
+    text = " ".join([TEXTS[0], TEXTS[1]] * 40)[:4000]
+    assert serving.serve_text(tf.constant([text[:1000]]))["entity_count"].numpy()[0] > 30
+    assert faster_than_linear(lambda texts: serving._respond(texts, NO_SECOND_SEGMENTS), text) == {}
 
 
 def test_warmup_requests_replay_on_the_tagger(exported):
@@ -218,3 +271,20 @@ def test_xla_serving_gives_the_same_entities(tagger):
     assert without_scores(served) == without_scores(tagger["expected"])
     np.testing.assert_allclose([entity["score"] for row in served for entity in row],
                                [entity["score"] for row in tagger["expected"] for entity in row], atol=1e-5)
+
+
+def test_the_served_windows_take_the_stride_the_tagger_recorded(tagger):
+    """A tagger loaded from its directory does not carry its stride: the export reads the one its albert_tf.json
+    records for the same window length, as evaluation and Python prediction do; at another length, the default."""
+    from albert_tf.export_lib.serving_module import TokenClassifierServing
+    from albert_tf.models.model_dir_format import read_metadata
+    from albert_tf.models.model_io import load_model
+    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+    from albert_tf.text.word_pieces import default_doc_stride
+
+    model = load_model(tagger["directory"])[0]
+    assert getattr(model, "doc_stride", None) is None
+    tokenizer = TFAlbertTokenizer(model.preprocessor.tokenizer.model_proto, lower_case=False)
+    metadata = {**read_metadata(tagger["directory"]), "doc_stride": 3, "max_seq_length": SEQ}
+    assert TokenClassifierServing(tokenizer, SEQ, model, metadata).stride == 3 != default_doc_stride(SEQ)
+    assert TokenClassifierServing(tokenizer, 2 * SEQ, model, metadata).stride == default_doc_stride(2 * SEQ)

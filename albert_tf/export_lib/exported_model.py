@@ -11,7 +11,8 @@ The SavedModels hold tensorflow-text's SentencePiece ops, which TensorFlow knows
 only once `tensorflow_text` is imported; without it `tf.saved_model.load` fails
 with "Op type not registered 'SentencepieceOp'". The loader imports it first.
 
-What a path names, and what a call returns (numpy arrays; strings as str):
+What a path names, and what a call returns (numpy arrays; strings as str, in object arrays, which
+keep a trailing NUL that numpy's fixed-width strings would drop):
   OUTPUT_DIR, OUTPUT_DIR/serving, OUTPUT_DIR/serving/NAME
                             the serving model (its newest version): the kind's outputs
                             (embeddings, probabilities and labels, answer spans); a
@@ -27,6 +28,7 @@ What a path names, and what a call returns (numpy arrays; strings as str):
 """
 
 import os
+import warnings
 
 import numpy as np
 
@@ -44,11 +46,20 @@ class ExportedModel:
         self.saved_model = saved_model
         self.part = part
         self.preprocessing = preprocessing
+        # A classifier export records whether it was fine-tuned on pairs (older exports do not: no warning).
+        takes_pairs = getattr(saved_model, "takes_pairs_variable", None)
+        self.takes_pairs = takes_pairs is not None and bool(takes_pairs.numpy())
+        self._warned_of_single_texts = False
 
     def __call__(self, texts, texts_b=None):
         """Outputs for a list of strings (a str: one text), with one second segment per text for pairs
         ("" for none; a span labeler's second segments are its contexts): {name: array}, or a token
-        classifier's list of entity lists, one per text (the module's docstring)."""
+        classifier's list of entity lists, one per text (the module's docstring).
+
+        Warns (Python warnings) where the answer is not what it seems: a text of which the served model read only
+        the beginning (a token classifier's text past its character limit, a span labeler's context past what fits
+        beside the question), naming it; and, once per model, a classifier fine-tuned on pairs called without
+        `texts_b`."""
         import tensorflow as tf
 
         from albert_tf.export_lib.serving_requests import SIGNATURE, TEXT_SIGNATURE
@@ -57,6 +68,11 @@ class ExportedModel:
         text_b = None if texts_b is None else _strings(texts_b)
         if text_b is not None and len(text_b) != len(text):
             raise ValueError(f"{len(text)} texts but {len(text_b)} second segments; pass one per text (\"\" for none)")
+        if text_b is None and self.takes_pairs and not self._warned_of_single_texts:
+            self._warned_of_single_texts = True
+            from albert_tf.models.lite_model import SINGLE_TEXTS_TO_A_PAIR_MODEL
+
+            warnings.warn(SINGLE_TEXTS_TO_A_PAIR_MODEL.format(call="model(texts, texts_b)"), stacklevel=2)
         if self.part == "serving":
             signatures = self.saved_model.signatures
             limit = getattr(self.saved_model, "max_batch_size_variable", None)
@@ -71,10 +87,18 @@ class ExportedModel:
                     parts.append(signatures[SIGNATURE](text=tf.constant(text[rows], tf.string),
                                                        text_b=tf.constant((text_b or [])[rows], tf.string)))
             if "entity_count" in parts[0]:  # a token classifier's: rows padded to each request's own width
+                _warn_of_cut_texts("text", text, [int(read) for part in parts if "characters_read" in part
+                                                  for read in part["characters_read"].numpy()],
+                                   "no entity after them is found; tag a longer text in parts of at most {read} "
+                                   "characters")
                 return [entities for part in parts for entities in _text_entities(
                     {name: _numpy(value) for name, value in part.items()})]
             outputs = parts[0] if len(parts) == 1 else {name: tf.concat([part[name] for part in parts], axis=0)
                                                         for name in parts[0]}
+            if "context_characters_read" in outputs:  # a span labeler's: what of each context its answer comes from
+                _warn_of_cut_texts("context", text_b or [""] * len(text), outputs["context_characters_read"].numpy(),
+                                   "its answer comes from them alone (the question and context share "
+                                   "max_seq_length tokens); ask about a longer context in parts")
         else:
             preprocessing = self.preprocessing or self.saved_model
             inputs = preprocessing(tf.constant(text, tf.string), tf.constant(text_b or [], tf.string))
@@ -83,6 +107,23 @@ class ExportedModel:
         if "predicted" in outputs and "label_names" in outputs:
             outputs["labels"] = _predicted_names(outputs["label_names"], outputs["predicted"])
         return outputs
+
+
+def _warn_of_cut_texts(what, texts, characters_read, advice):
+    """One warning naming every text of which the served model read fewer characters than it has (`advice`: what
+    follows and what to do; "{read}" becomes the fewest characters read)."""
+    cut = [(index, length, int(read)) for index, (length, read) in enumerate(
+        (_length(text), read) for text, read in zip(texts, characters_read)) if read < length]
+    if cut:
+        named = ", ".join(f"{what} {index} (the first {read} of its {length} characters)"
+                          for index, length, read in cut)
+        warnings.warn(f"albert_tf: the served model read only the beginning of {named}: "
+                      + advice.format(read=min(read for _, _, read in cut)), stacklevel=3)
+
+
+def _length(text):
+    """A text's length in characters (Python str indices), as the served model counts them; bytes are UTF-8."""
+    return len(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text)
 
 
 def _predicted_names(label_names, predicted):
@@ -115,6 +156,7 @@ def load_export(path: str | os.PathLike) -> "ExportedModel":
 
     directory = saved_model_dir(os.fspath(path))
     saved_model = tf.saved_model.load(directory)
+    _say_if_bfloat16_is_emulated(saved_model)
     if hasattr(saved_model, "bert_pack_inputs"):
         return ExportedModel(saved_model, "preprocessing")
     _, inputs = saved_model.signatures["serving_default"].structured_input_signature
@@ -125,6 +167,19 @@ def load_export(path: str | os.PathLike) -> "ExportedModel":
         raise FileNotFoundError(f"{directory}: an encoder takes token ids, and no preprocessing SavedModel is beside "
                                 f"it ({beside}) to make them from text; load it with tf.saved_model.load instead")
     return ExportedModel(saved_model, "encoder", preprocessing=tf.saved_model.load(beside))
+
+
+def _say_if_bfloat16_is_emulated(saved_model):
+    """One warning when a bfloat16 serving model (albert-export --serving_precision=bfloat16, which saves its
+    precision) is loaded on a CPU without native bfloat16: TensorFlow emulates it there, slower than float32."""
+    from albert_tf.export_lib.bfloat16_export import cpu_bfloat16_support, emulation_note
+
+    precision = getattr(saved_model, "precision_variable", None)
+    if precision is None or precision.numpy() != b"bfloat16":
+        return
+    note = emulation_note(cpu_bfloat16_support())
+    if note:
+        warnings.warn(note, stacklevel=3)
 
 
 def saved_model_dir(path):
@@ -164,5 +219,9 @@ def _numpy(value):
         return [_numpy(item) for item in value]
     array = value.numpy()
     if array.dtype == object:  # tf.string: UTF-8 bytes
-        return np.char.decode(array.astype(bytes), "utf-8")
+        # Decoded one by one into an object array: numpy's fixed-width strings (astype(bytes), np.char, "U")
+        # drop trailing NULs, and an entity or answer ending in one would no longer be its text's own characters.
+        decoded = np.empty(array.shape, dtype=object)
+        decoded.ravel()[:] = [item.decode("utf-8") for item in array.ravel()]
+        return decoded
     return array

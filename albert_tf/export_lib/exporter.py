@@ -17,6 +17,7 @@ import os
 import re
 import typing
 
+from albert_tf.export_lib.bfloat16_export import check_precision
 from albert_tf.export_lib.serving_requests import DEFAULT_MAX_BATCH_SIZE
 from albert_tf.file_utils import LITERT_EXPORT, SAVEDMODEL_EXPORT, check_output_apart, refuse_another_tools_directory
 from albert_tf.settings import SettingError
@@ -48,11 +49,12 @@ def check_output_dir(output_dir, checkpoint, **inputs):
 def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, lower_case=None, serving_name="albert",
            serving_version=1, overwrite=False, serving_xla=False, serving_outputs=None,
            serving_warmup_batch_sizes=DEFAULT_WARMUP_BATCH_SIZES, force=False,
-           serving_max_batch_size=DEFAULT_MAX_BATCH_SIZE):
+           serving_max_batch_size=DEFAULT_MAX_BATCH_SIZE, serving_precision="float32"):
     """Writes the three SavedModels; returns {part: path}. `max_seq_length`, `lower_case`: None takes what
     the checkpoint records (albert_tf.models.preprocessing_contract); the accents and quote rules are always
     the recorded ones, and the export records them too. `serving_xla`, `serving_outputs`,
-    `serving_warmup_batch_sizes`, `force`, `serving_max_batch_size`: see the flags."""
+    `serving_warmup_batch_sizes`, `force`, `serving_max_batch_size`, `serving_precision`: see the flags (bfloat16:
+    bfloat16_export; BFloat16GateError, nothing written, when its answers move beyond the gate)."""
     import tensorflow as tf
 
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -65,6 +67,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
     from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE
 
     check_output_dir(output_dir, checkpoint, spm_model_file=spm_model_file)
+    check_precision(serving_precision)
     check_serving_name(serving_name)
     if not isinstance(serving_version, int) or serving_version < 1:
         raise SettingError(f"<serving_version>={serving_version}: must be a positive integer (TF Serving's version "
@@ -83,10 +86,14 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
     if too_large:
         raise SettingError(f"<serving_warmup_batch_sizes>: {', '.join(map(str, too_large))} above "
                            f"<serving_max_batch_size>={serving_max_batch_size}, which the server would refuse")
+    precision_record = {"serving_precision": serving_precision}
+    if serving_precision == "bfloat16":
+        serving, precision_record = bfloat16_serving(serving, tokenizer, max_seq_length, model, metadata,
+                                                     serving_xla, serving_outputs, serving_max_batch_size)
     with staged_directory(output_dir, overwrite=overwrite) as staging:
         metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case,
                     "keep_accents": preprocessing.keep_accents, "rewrite_quotes": preprocessing.rewrite_quotes,
-                    "serving_xla": serving_xla,
+                    "serving_xla": serving_xla, **precision_record,
                     **serving.export_settings()}
         metadata_file = os.path.join(staging, METADATA_FILE)
         write_json_atomically(metadata_file, metadata)
@@ -112,6 +119,34 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
             write_warmup_requests(serving_dir, warmup)
     return {"encoder": os.path.join(output_dir, "encoder"), "preprocessing": os.path.join(output_dir, "preprocessing"),
             "serving": os.path.join(output_dir, "serving", serving_name, str(serving_version))}
+
+
+def bfloat16_serving(reference, tokenizer, max_seq_length, model, metadata, xla, outputs, max_batch_size):
+    """(the bfloat16 serving module, what albert_tf.json records of it) once it passes its accuracy gate against
+    the float32 module `reference` (bfloat16_export); BFloat16GateError, with the figures, when it does not."""
+    import tensorflow as tf
+
+    from albert_tf.export_lib.bfloat16_export import (BFloat16GateError, bfloat16_model, cpu_bfloat16_support,
+                                                      emulation_note, gate)
+    from albert_tf.export_lib.serving_module import serving_module
+
+    support = cpu_bfloat16_support()
+    note = emulation_note(support)
+    if note:
+        print(note.replace("albert_tf: ", "Note: ", 1), flush=True)
+    serving = serving_module(tokenizer, max_seq_length, bfloat16_model(model, metadata), metadata, xla=xla,
+                             outputs=outputs, max_batch_size=max_batch_size)
+    # Saved with the model, so load_export can say when the CPU it runs on emulates bfloat16.
+    serving.precision_variable = tf.Variable("bfloat16", trainable=False, name="precision")
+    record = gate(serving, reference, metadata)
+    print(f"bfloat16 gate on {record['texts']} texts: {record['measured']}", flush=True)
+    if not record["passed"]:
+        raise BFloat16GateError(f"<serving_precision>=bfloat16: the bfloat16 {metadata['model']} fails its accuracy "
+                                f"gate on {record['texts']} texts: {record['measured']}; nothing was written (export "
+                                "it with <serving_precision>=float32)")
+    return serving, {"serving_precision": "bfloat16", "bfloat16_gate": record,
+                     "made_on_cpu": {"native_bfloat16": support["native_bfloat16"],
+                                     "cpu_flags": support["cpu_flags"]}}
 
 
 class ExportSource(typing.NamedTuple):

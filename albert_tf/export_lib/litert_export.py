@@ -41,6 +41,7 @@ export ends (`work_directory`).
 """
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -238,6 +239,23 @@ def check_quantization(quantization, calibration_file=None):
                            "requests the model will get, one per line, to calibrate on and to check its accuracy")
 
 
+def scratch_write_failure(path, error):
+    """A TensorFlow error of writing the converter's scratch SavedModel at `path` (in $TMPDIR) as an OSError of one
+    line naming it and the fix, which command lines print as their error."""
+    import tensorflow as tf
+
+    from albert_tf.file_utils import OutputWriteError
+
+    codes = {tf.errors.ResourceExhaustedError: errno.ENOSPC, tf.errors.OutOfRangeError: errno.EFBIG,
+             tf.errors.PermissionDeniedError: errno.EACCES}
+    reason = (getattr(error, "message", None) or str(error)).strip().splitlines()
+    scratch = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+    return OutputWriteError(codes.get(type(error), errno.EIO),
+                            f"could not write {path}, the converter's copy of the model "
+                            f"({reason[0] if reason else type(error).__name__}): free space in {scratch}, or set "
+                            "TMPDIR to a directory with room, then rerun; nothing was written to the output")
+
+
 @contextlib.contextmanager
 def work_directory():
     """A scratch directory in $TMPDIR for the SavedModel the converter reads (a copy of the weights), removed however
@@ -284,7 +302,7 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
 
     from albert_tf.export_lib.exporter import check_output_dir, load_for_export
     from albert_tf.export_lib.litert_module import ENCODER_INPUT_NAMES, LITERT_KINDS, LiteRTModule, pack_requests
-    from albert_tf.file_utils import check_replaceable, staged_directory, write_json_atomically
+    from albert_tf.file_utils import atomic_output, check_replaceable, staged_directory, write_json_atomically
     from albert_tf.models.model_dir_format import METADATA_FILE, model_metadata
     from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE
 
@@ -321,7 +339,13 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
         archive.track(module.model)
         archive.add_endpoint("text", module.text_function)
         archive.add_endpoint("ids", module.ids_function)
-        archive.write_out(saved_model, verbose=False)
+        try:
+            archive.write_out(saved_model, verbose=False)
+        except (tf.errors.OutOfRangeError, tf.errors.ResourceExhaustedError, tf.errors.PermissionDeniedError,
+                tf.errors.UnavailableError) as error:
+            # TensorFlow's file writes report a full disk as these, with a traceback through Keras and the saver;
+            # the scratch copy goes with work_directory, and nothing was written to the output.
+            raise scratch_write_failure(saved_model, error) from None
         text_representative = ids_representative = None
         if calibration:
             text_representative = [
@@ -373,7 +397,8 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
     with staged_directory(output_dir, overwrite=overwrite) as staging:
         for name, content in ((TEXT_MODEL_FILE, text_model), (IDS_MODEL_FILE, ids_model),
                               (SPM_MODEL_FILE, source.model_proto)):
-            with open(os.path.join(staging, name), "wb") as f:
+            # (A full disk here fails in one line naming the file; the staging directory goes with it.)
+            with atomic_output(os.path.join(staging, name), "wb") as f:
                 f.write(content)
         write_json_atomically(os.path.join(staging, METADATA_FILE), metadata)
     return {"model": os.path.join(output_dir, TEXT_MODEL_FILE), "encoder_ids": os.path.join(output_dir, IDS_MODEL_FILE),

@@ -32,7 +32,14 @@ Outputs by model kind:
                         (start + end logit), answer (the context's own text of
                         that span, from the tokenizer's byte offsets). With no
                         context left: start = end = -1, answer "", score the
-                        lowest float32.
+                        lowest float32. context_characters_read [batch] int32:
+                        how many of the context's characters (from its start)
+                        the answer was searched in: all of them where every
+                        context token fits in max_seq_length beside the
+                        question (and the context is within
+                        tf_packing.MAX_CHARACTERS), else up to the end of the
+                        last token that fits; fewer than the context has means
+                        it was cut (load_export warns naming the context).
   squad_v2_span_labeler as span_labeler, from the best valid span of the
                         original SQuAD 2.0 head's beam (score: start + end
                         log-probability), and no_answer_score [batch], its
@@ -55,18 +62,28 @@ Outputs by model kind:
                           entity_score [batch, E] float32: the mean over the
                             entity's words of the softmax probability of each
                             word's tag; 0 padding
+                          characters_read [batch] int32: how many of the text's
+                            characters (from its start) were read: its length, or
+                            tf_packing.MAX_CHARACTERS (20,000) for a longer text,
+                            whose entities after that are not found
                         A REST client reads one row ("instances": [{"text": ...}]) as
                           {"entity_count": 2, "entity_type": ["PER", "LOC"],
                            "entity_text": ["John Smith", "Zürich"],
                            "entity_start": [0, 20], "entity_end": [10, 26],
-                           "entity_score": [0.97, 0.91]}
+                           "entity_score": [0.97, 0.91], "characters_read": 27}
                         and takes the first entity_count columns (load_export
                         does). A text longer than max_seq_length - 2 pieces is
                         read in windows half a window apart, all in the request
                         (max_batch_size windows per model run); each word's tag
                         from the window that gives its first piece the most
                         context. A text is read up to tf_packing.MAX_CHARACTERS
-                        (20,000) characters; entities after that are not found.
+                        (20,000) characters; entities after that are not found,
+                        and characters_read below the text's length says so
+                        (load_export warns naming the text): send a longer text
+                        in parts. Memory grows linearly with the characters a
+                        request holds (a few MB per 20,000-character text
+                        besides the model), so max_batch_size such texts are
+                        what a request can cost.
 
 With `xla=True` (export's --serving_xla) the model part of every request (the
 encoder and the task head; not the tokenizer) runs as one XLA program. XLA
@@ -84,12 +101,14 @@ import tensorflow as tf
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from albert_tf.text.entities import OUTSIDE, entity_types, starts_word
 from albert_tf.text.packing import CLS_ID, SEP_ID
-from albert_tf.text.preprocessing import re2_class, whitespace_codepoints
+from albert_tf.text.preprocessing import whitespace_codepoints
 from albert_tf.text.tf_packing import (NO_SECOND_SEGMENTS, TEXT_B_SPEC, TEXT_SPEC, clean_text, encode_text, pack,
                                       second_segments, split_batch)
 from albert_tf.text.word_pieces import default_doc_stride
+from albert_tf.export_lib.bfloat16_export import answer_agreement, cosine_agreement, score_agreement
 from albert_tf.export_lib.serving_requests import DEFAULT_MAX_BATCH_SIZE, SIGNATURE, TEXT_SIGNATURE
-from albert_tf.export_lib.token_offsets import tokenize_with_offsets
+from albert_tf.export_lib.token_offsets import PieceTable, tokenize_with_offsets
+from albert_tf.models.albert_token_classifier import recorded_doc_stride
 from albert_tf.models.model_dir_format import recorded_multi_label_threshold
 from albert_tf.settings import SettingError
 
@@ -167,10 +186,14 @@ class ServingModule(tf.Module):
     # Whether a request's text_b is required context (a span labeler's): no serve_text signature, and
     # warm-up requests carry one.
     takes_context = False
+    # Whether its answers carry character offsets into the request's text (token_offsets).
+    answers_with_offsets = False
 
     def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None,
                  max_batch_size=DEFAULT_MAX_BATCH_SIZE):
         super().__init__(name="albert_serving")
+        if self.answers_with_offsets:
+            PieceTable(tokenizer)  # refuses a vocabulary it cannot measure here, not inside a traced function
         if not isinstance(max_batch_size, int) or isinstance(max_batch_size, bool) or max_batch_size < 1:
             raise SettingError(f"<serving_max_batch_size>={max_batch_size!r}: must be a positive integer (texts per "
                                "request)")
@@ -236,6 +259,12 @@ class ServingModule(tf.Module):
         with tf.control_dependencies([check]):
             return tf.identity(text)
 
+    def agreement_with(self, served, reference):
+        """(passed, {figure: value}, one line) of this module's answers `served` ({output: numpy}) against
+        `reference`, another precision's answers to the same requests: the measure a lower-precision export's
+        gate reads (`bfloat16_export`), by what this kind answers."""
+        raise NotImplementedError
+
     def _run_model(self, inputs):
         if not self.xla:
             return self._model_outputs(inputs)
@@ -263,17 +292,23 @@ class EmbeddingServing(ServingModule):
     def export_settings(self):
         return {**super().export_settings(), "serving_outputs": list(self.outputs)}
 
+    def agreement_with(self, served, reference):
+        return cosine_agreement(served, reference)
+
     def _respond(self, text, text_b):
         return self._run_model(self._encoded(text, text_b))
 
     def _model_outputs(self, inputs):
         if "embedding" not in self.outputs:
             # The pooled output reads [CLS] alone: the last layer is computed at that row only.
-            return {"pooled_output": self.model.first_token_pooled_output(inputs, training=False)}
+            # (Cast: a bfloat16 export's pooler computes in bfloat16; every export answers float32.)
+            return {"pooled_output": tf.cast(self.model.first_token_pooled_output(inputs, training=False), tf.float32)}
         outputs = self.model(inputs, training=False)
         mask = tf.cast(inputs["input_mask"], tf.float32)[:, :, None]
-        mean = tf.reduce_sum(outputs["sequence_output"] * mask, 1) / tf.maximum(tf.reduce_sum(mask, 1), 1.0)
-        embeddings = {"pooled_output": outputs["pooled_output"], "embedding": tf.math.l2_normalize(mean, axis=-1)}
+        mean = (tf.reduce_sum(tf.cast(outputs["sequence_output"], tf.float32) * mask, 1)
+                / tf.maximum(tf.reduce_sum(mask, 1), 1.0))
+        embeddings = {"pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
+                      "embedding": tf.math.l2_normalize(mean, axis=-1)}
         return {name: embeddings[name] for name in self.outputs}
 
 
@@ -286,6 +321,10 @@ class ClassifierServing(ServingModule):
         super().__init__(tokenizer, max_seq_length, model, metadata, xla=xla, outputs=outputs,
                          max_batch_size=max_batch_size)
         self.is_regression = bool(metadata.get("is_regression", False))
+        # Saved with the model, so a Python caller (load_export) can say that single texts are not what a classifier
+        # fine-tuned on pairs was trained on (its albert_tf.json records takes_pairs).
+        self.takes_pairs_variable = tf.Variable(metadata.get("takes_pairs") is True, trainable=False,
+                                                name="takes_pairs")
         self.multi_label = metadata.get("problem_type") == "multi_label"
         self.multi_label_threshold = recorded_multi_label_threshold(metadata)
         if not self.is_regression:
@@ -293,6 +332,13 @@ class ClassifierServing(ServingModule):
             if len(names) != int(metadata["num_labels"]):
                 raise ValueError(f"label_names has {len(names)} names for num_labels={metadata['num_labels']}")
             self.label_names = tf.constant(names)
+
+    def agreement_with(self, served, reference):
+        if self.is_regression:
+            return score_agreement(served["score"], reference["score"])
+        if self.multi_label:
+            return answer_agreement(served["predicted"] == reference["predicted"], "per-label agreement")
+        return answer_agreement(served["label_id"] == reference["label_id"], "label agreement")
 
     def export_settings(self):
         if not self.multi_label:
@@ -321,6 +367,11 @@ class SpanLabelerServing(ServingModule):
     """Span labelers: question = text, context = text_b -> start, end, score, answer (module docstring)."""
 
     takes_context = True
+    answers_with_offsets = True
+
+    def agreement_with(self, served, reference):
+        return answer_agreement((served["start"] == reference["start"]) & (served["end"] == reference["end"]),
+                                "answer span (start and end) agreement")
 
     def _model_outputs(self, inputs):
         outputs = self.model(inputs, training=False)
@@ -355,6 +406,8 @@ class SpanLabelerServing(ServingModule):
                              batch_dims=1)[:, 0]
         answer = tf.strings.substr(texts[batch:], byte_start, tf.maximum(byte_end - byte_start, 0))
         return {"start": start, "end": end, "score": score, "answer": tf.where(found, answer, ""),
+                "context_characters_read": _characters_read(texts[batch:], context_ends, in_context,
+                                                            self.max_seq_length),
                 **self._other_outputs(outputs)}
 
     def _best_span(self, outputs, in_context):
@@ -405,6 +458,18 @@ class TokenClassifierServing(ServingModule):
     text (module docstring), by the rule of `albert_tf.text.entities`, which
     `AlbertTokenClassifier.predict_entities` applies in Python."""
 
+    answers_with_offsets = True
+
+    def agreement_with(self, served, reference):
+        # Per text, not per entity: a long text's run of entities, shifted by one flipped tag, would outweigh the rest.
+        def entities(outputs, row):
+            return [(outputs["entity_type"][row, i], int(outputs["entity_start"][row, i]),
+                     int(outputs["entity_end"][row, i])) for i in range(int(outputs["entity_count"][row]))]
+
+        return answer_agreement([entities(served, row) == entities(reference, row)
+                                 for row in range(len(reference["entity_count"]))],
+                                "entity agreement (texts with the same entities)")
+
     def __init__(self, tokenizer, max_seq_length, model, metadata, xla=False, outputs=None,
                  max_batch_size=DEFAULT_MAX_BATCH_SIZE):
         super().__init__(tokenizer, max_seq_length, model, metadata, xla=xla, outputs=outputs,
@@ -425,7 +490,10 @@ class TokenClassifierServing(ServingModule):
                                         for piece_id in range(pieces.get_piece_size())])
         # Windows as the Python reader cuts them (word_pieces.sentence_windows): starts `stride` pieces apart.
         self.window = max_seq_length - 2
-        self.stride = min(getattr(model, "doc_stride", None) or default_doc_stride(max_seq_length), self.window)
+        # The model's own stride, else the one its albert_tf.json records for windows of this length (the windows
+        # it was trained and evaluated on: a model loaded from its directory does not carry it).
+        stride = getattr(model, "doc_stride", None) or recorded_doc_stride(metadata, None, max_seq_length)
+        self.stride = min(stride or default_doc_stride(max_seq_length), self.window)
 
     def _model_outputs(self, inputs):
         return {"logits": tf.cast(self.model(inputs, training=False)["logits"], tf.float32)}
@@ -464,7 +532,7 @@ class TokenClassifierServing(ServingModule):
         rows = tf.gather(word_rows, entity_first)
         start = tf.gather(byte_starts.flat_values, tf.gather(word_first, entity_first))
         end = tf.maximum(start, tf.gather(byte_ends.flat_values, tf.gather(word_last, entity_last)))
-        start, end = _trimmed(tf.gather(texts, rows), start, end)
+        entity_text, start, end = _trimmed_spans(texts, rows, start, end)
 
         batch = tf.shape(texts, out_type=tf.int64)[0]
         per_text = tf.RaggedTensor.from_value_rowids(rows, rows, nrows=batch, validate=False)
@@ -476,10 +544,12 @@ class TokenClassifierServing(ServingModule):
 
         return {"entity_count": tf.cast(per_text.row_lengths(), tf.int32),
                 "entity_type": padded(tf.gather(self.entity_types, tf.gather(word_type, entity_first)), ""),
-                "entity_text": padded(tf.strings.substr(tf.gather(texts, rows), start, end - start), ""),
-                "entity_start": padded(tf.cast(_characters_before(texts, rows, start), tf.int32), -1),
-                "entity_end": padded(tf.cast(_characters_before(texts, rows, end), tf.int32), -1),
-                "entity_score": padded(score, 0.0)}
+                "entity_text": padded(entity_text, ""),
+                "entity_start": padded(tf.cast(start, tf.int32), -1),
+                "entity_end": padded(tf.cast(end, tf.int32), -1),
+                "entity_score": padded(score, 0.0),
+                # Fewer than the text's own characters: it was cut (clean_text), entities after these not searched.
+                "characters_read": tf.strings.length(texts, unit="UTF8_CHAR")}
 
     def _single_texts(self, text, text_b):
         """`text`, once no request row has a second segment: a tagger reads single texts."""
@@ -543,32 +613,61 @@ class TokenClassifierServing(ServingModule):
         return tf.reshape(logits, [chunks * chunk, length, self.num_labels])[:rows]
 
 
+def _characters_read(contexts, token_ends, in_context, max_seq_length):
+    """[batch] int32: how many characters of each (cleaned) context the packed input holds: all of them where every
+    context token fits beside the question, else up to the end of the last one that does. Fewer than the
+    request's context has: the answer was searched for in that beginning only."""
+    kept = tf.reduce_sum(tf.cast(in_context, tf.int64), axis=1)
+    # (At most max_seq_length tokens are kept: a row of the dense ends reaches the last, even with none at all.)
+    last_end = tf.gather(token_ends.to_tensor(0, shape=[None, max_seq_length]), tf.maximum(kept - 1, 0)[:, None],
+                         batch_dims=1)[:, 0]
+    read = tf.where(tf.equal(kept, token_ends.row_lengths()), tf.cast(tf.strings.length(contexts), tf.int64),
+                    tf.where(kept > 0, last_end, 0))
+    return tf.strings.length(tf.strings.substr(contexts, tf.zeros_like(read), read), unit="UTF8_CHAR")
+
+
 def _previous(values, first):
     """values[i - 1] at i, `first` at 0."""
     return tf.concat([tf.fill([1], tf.constant(first, values.dtype)), values[:-1]], axis=0)[:tf.size(values)]
 
 
-def _trimmed(texts, start, end):
-    """[start, end) bytes of `texts` with whitespace at either end left out (an empty span stays where it ends)."""
-    whitespace = re2_class(whitespace_codepoints())
-    span = tf.strings.substr(texts, start, end - start)
-    length = tf.cast(tf.strings.length(span), start.dtype)
-    leading = length - tf.cast(tf.strings.length(tf.strings.regex_replace(span, f"^{whitespace}+", "")), start.dtype)
-    trailing = length - tf.cast(tf.strings.length(tf.strings.regex_replace(span, f"{whitespace}+$", "")), start.dtype)
-    return start + leading, tf.maximum(start + leading, end - trailing)
+def _trimmed_spans(texts, rows, start, end):
+    """(text, start, end) of each span [start, end) in bytes of texts[rows], whitespace at either end left out (an
+    empty span stays where it ends): its own characters, and its [start, end) in CHARACTERS (code points, Python str
+    indices) of its text.
 
-
-def _characters_before(texts, rows, byte_offsets):
-    """Character (code point) offsets of byte offsets into texts[rows], each at a character boundary: how many of
-    the text's characters start before it. Python str indices of the same text."""
-    _, character_starts = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")
-    character_starts = character_starts.with_row_splits_dtype(tf.int64)
-    # One sorted axis over all the texts' bytes, each text after the one before.
+    Each text is decoded once and every span read from its code points: cutting a span from its own copy of its
+    text (tf.gather(texts, rows)) would cost a text's length per entity, the square of a long text's length.
+    """
+    codepoints, byte_offsets = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")
+    codepoints = codepoints.with_row_splits_dtype(tf.int64)
+    byte_offsets = byte_offsets.with_row_splits_dtype(tf.int64)
+    characters = codepoints.flat_values
+    count = tf.size(characters, out_type=tf.int64)
+    # One sorted axis over all the texts' bytes, each text after the one before; a span's end at its text's end
+    # falls on the next text's first character, which is this text's character count.
     text_start = tf.cumsum(tf.cast(tf.strings.length(texts), tf.int64), exclusive=True)
-    all_starts = character_starts.flat_values + tf.gather(text_start, character_starts.value_rowids())
-    before = tf.searchsorted(all_starts, tf.cast(byte_offsets, tf.int64) + tf.gather(text_start, rows), side="left",
-                             out_type=tf.int64)
-    return before - tf.gather(character_starts.row_starts(), rows)
+    all_starts = byte_offsets.flat_values + tf.gather(text_start, byte_offsets.value_rowids())
+
+    def character(offsets):
+        return tf.searchsorted(all_starts, tf.cast(offsets, tf.int64) + tf.gather(text_start, rows), side="left",
+                               out_type=tf.int64)
+
+    first, limit = character(start), character(end)
+    whitespace = tf.constant(sorted(whitespace_codepoints()), tf.int32)
+    content = tf.not_equal(tf.gather(tf.concat([whitespace, [-1]], 0), tf.searchsorted(whitespace, characters)),
+                           characters)
+    content_at = tf.where(content)[:, 0]
+    # The first content character at or after each index (count past the last), the last one before each.
+    next_content = tf.gather(tf.concat([content_at, [count]], 0),
+                             tf.cumsum(tf.cast(tf.concat([content, [True]], 0), tf.int64), exclusive=True))
+    previous_content = tf.gather(tf.concat([[-1], content_at], 0),
+                                 tf.cumsum(tf.cast(tf.concat([[False], content], 0), tf.int64)))
+    first = tf.minimum(tf.gather(next_content, first), limit)
+    limit = tf.maximum(first, tf.gather(previous_content, limit) + 1)
+    text = tf.strings.unicode_encode(tf.gather(characters, tf.ragged.range(first, limit)), "UTF-8")
+    row_start = tf.gather(codepoints.row_starts(), rows)
+    return text, first - row_start, limit - row_start
 
 
 # The serving module of each model kind export supports.

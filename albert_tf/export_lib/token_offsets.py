@@ -16,7 +16,8 @@ each piece and each raw character is:
      the span of the character before them, as in the Python alignment.
   2. SentencePiece's own normalization (NFKC, some characters removed or made spaces, space runs
      collapsed) can change a character further. The tokenizer run on probe + character + probe
-     (the probe a digit or letter the vocabulary knows) says what it makes: how long, whether all
+     (the probe a digit or letter the vocabulary knows, else one of its CJK ideographs or Hangul
+     syllables that compose with nothing) says what it makes: how long, whether all
      space, whether it starts or ends unknown. A combining mark that NFKC composes with the
      character before it (`l` + caron: `ľ`) is taken with it.
   3. Pieces and characters are laid on one axis: a piece's length is its text's (`▁` one byte, the
@@ -75,16 +76,33 @@ class PieceTable:
                                                 for text in texts], np.int64))
         self.spaces = tf.constant(np.array([text.count(SPIECE_UNDERLINE) for text in texts], np.int64))
         self.unknown_id = sp.unk_id()
-        # A digit first: no combining mark composes with one, so it never merges with a probed mark.
-        known = [c for c in self.PROBE_CANDIDATES if self.unknown_id not in sp.encode(c)]
-        if not known:
-            raise ValueError("the vocabulary knows no ASCII digit or lower-case letter; in-graph offsets need one")
-        self.probe = known[0]
+        # A digit first: no combining mark composes with one, so it never merges with a probed mark. A vocabulary
+        # of Chinese or Korean text alone may know none of them; then a character of the vocabulary's own that
+        # composes with nothing on either side either: a CJK ideograph, or a Hangul syllable with a final
+        # consonant (only a syllable without one takes a following jamo).
+        known = next((c for c in [*self.PROBE_CANDIDATES, *_own_probe_candidates(texts)]
+                      if self.unknown_id not in sp.encode(c)), None)
+        if known is None:
+            raise ValueError("the vocabulary has no piece of an ASCII digit or lower-case letter, a CJK ideograph "
+                             "or a Hangul syllable with a final consonant; in-graph offsets need one such character "
+                             "to measure the others against")
+        self.probe = known
+        self.probe_bytes = len(known.encode("utf-8"))  # its length on the axis (1, or 3 for a CJK character)
 
     def lengths(self, ids):
         """Normalized bytes a piece covers (`▁` one byte; meaningless for `<unk>`), its spaces, whether unknown."""
         return tf.gather(self.text_bytes, ids) + tf.gather(self.spaces, ids), tf.gather(self.spaces, ids), \
             tf.equal(ids, self.unknown_id)
+
+
+def _own_probe_candidates(pieces):
+    """The single characters of `pieces` that no neighbour composes with under NFKC: CJK unified ideographs and
+    Hangul syllables with a final consonant, in the vocabulary's order."""
+    for piece in pieces:
+        char = piece.replace(SPIECE_UNDERLINE, "")
+        if len(char) == 1 and ("\u4e00" <= char <= "\u9fff" or ("\uac00" <= char <= "\ud7a3"
+                                                               and (ord(char) - 0xAC00) % 28)):
+            yield char
 
 
 def _preprocess(tokenizer, texts):
@@ -173,6 +191,20 @@ def _last_at_or_before(flags):
     return tf.gather(where, tf.cumsum(tf.cast(flags, tf.int64)))
 
 
+def _character_at(texts, character, rows, byte_positions):
+    """Whether `character` starts at byte_positions (from its text's start) of texts[rows]; memory linear in the
+    texts' total length."""
+    codepoints, offsets = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")
+    offsets = offsets.with_row_splits_dtype(tf.int64)
+    # One sorted axis over all the texts' bytes, each text after the one before.
+    text_start = tf.cumsum(tf.cast(tf.strings.length(texts), tf.int64), exclusive=True)
+    found = tf.boolean_mask(offsets.flat_values + tf.gather(text_start, offsets.value_rowids()),
+                            tf.equal(codepoints.flat_values, ord(character)))
+    wanted = byte_positions + tf.gather(text_start, rows)
+    index = tf.searchsorted(found, wanted, side="left", out_type=tf.int64)
+    return tf.equal(tf.gather(tf.concat([found, [-1]], 0), index), wanted)
+
+
 def _normalized_owners(tokenizer, texts, preprocessed):
     """The raw characters that produce preprocessed text (`preprocessed`: the whole texts'), ragged
     [batch, (owners)] per field:
@@ -221,12 +253,11 @@ def _normalized_owners(tokenizer, texts, preprocessed):
     normalized_bytes = tf.cast(tf.strings.length(normalized), tf.int64)
     if tokenizer.lower_case:
         # Lowercasing makes a capital sigma final ("ς") by its neighbours, which the whole text's
-        # lowercasing sees (in the same two bytes): the pieces may know one form and not the other.
-        whole = tf.gather(preprocessed, row_ids)
-        position = tf.minimum(_row_cumsum(normalized_bytes, row_starts, row_ids, exclusive=True),
-                              tf.cast(tf.strings.length(whole), tf.int64))
-        in_context = tf.strings.substr(whole, position, tf.fill(tf.shape(position), tf.constant(2, tf.int64)))
-        final_sigma = tf.equal(normalized, "\u03c3") & tf.equal(in_context, "\u03c2")
+        # lowercasing sees (in the same two bytes): the pieces may know one form and not the other. Looked up
+        # among the whole texts' final sigmas by byte position: reading it from a copy of the whole text per
+        # character would cost the square of a text's length (400 MB for one of 20,000 characters).
+        position = _row_cumsum(normalized_bytes, row_starts, row_ids, exclusive=True)
+        final_sigma = tf.equal(normalized, "\u03c3") & _character_at(preprocessed, "\u03c2", row_ids, position)
         normalized = tf.where(final_sigma, "\u03c2", normalized)
     owns = normalized_bytes > 0
     # What produces nothing attaches to the owner before it, or, at the start of a text, after it.
@@ -346,23 +377,24 @@ def _probe(tokenizer, pieces, texts):
     probed = probed.with_row_splits_dtype(tf.int64)
     length, begin, end, unknown = _piece_axis(probed, pieces)
     probe_of = probed.value_rowids()
-    total = tf.math.unsorted_segment_sum(length, probe_of, count)  # the text's, and 2 for the probes
+    probes = 2 * pieces.probe_bytes  # the two probes' length on the axis
+    total = tf.math.unsorted_segment_sum(length, probe_of, count)  # the text's, and the probes'
     covered, spaces, _ = pieces.lengths(probed.flat_values)
-    all_space = ~tf.reduce_any(probed.with_flat_values(unknown), axis=1) & (total > 2) & tf.equal(
-        tf.math.unsorted_segment_sum(covered - spaces, probe_of, count), 2)  # nothing but the probes' bytes
-    probe_end = tf.gather(total, probe_of) - 1
+    all_space = ~tf.reduce_any(probed.with_flat_values(unknown), axis=1) & (total > probes) & tf.equal(
+        tf.math.unsorted_segment_sum(covered - spaces, probe_of, count), probes)  # nothing but the probes' bytes
+    probe_end = tf.gather(total, probe_of) - pieces.probe_bytes  # where the last probe begins
 
     def any_piece(flags):
         return tf.math.unsorted_segment_max(tf.cast(flags, tf.int64), probe_of, count) > 0
 
-    starts_unknown = any_piece(unknown & tf.equal(begin, 1))
+    starts_unknown = any_piece(unknown & tf.equal(begin, pieces.probe_bytes))
     ends_unknown = any_piece(unknown & tf.equal(end, probe_end))
     # A text that starts with a space (`¨` kept by keep_accents: NFKC makes it " " + a mark); pieces
     # begin with their `▁`, so a space at the text's end starts the last probe's piece.
-    starts_space = any_piece((spaces > 0) & tf.equal(begin, 1))
+    starts_space = any_piece((spaces > 0) & tf.equal(begin, pieces.probe_bytes))
     ends_space = any_piece((spaces > 0) & tf.equal(begin, probe_end - 1))
     return [tf.gather(value, index) for value in
-            (total - 2, all_space, starts_unknown, ends_unknown, starts_space, ends_space)]
+            (total - probes, all_space, starts_unknown, ends_unknown, starts_space, ends_space)]
 
 
 def _piece_axis(piece_ids, pieces):

@@ -29,6 +29,11 @@ METADATA_FILE = "albert_tf.json"  # as in every albert_tf directory (models.mode
 # albert_base's dynamic int8 file gained from batching short texts (2.5x at 32 per call) and lost on 128-token
 # ones at 32 per call (4,096 padded pieces: 0.7x one call per text), on 1 thread.
 SERVER_MAX_BATCH_TOKENS = 512
+# Said once per model (here and by load_export) when a classifier fine-tuned on pairs is called on single texts: it
+# answers them, but not as it was trained to (labels can differ from the pair call's); {call}: the pair call.
+SINGLE_TEXTS_TO_A_PAIR_MODEL = (
+    "albert_tf: this classifier was fine-tuned on text pairs (its albert_tf.json records takes_pairs) and is called "
+    "on single texts, which it was not trained on; pass each text's second text, \"\" where it has none: {call}")
 
 
 def tokenizer_op_registerers():
@@ -82,7 +87,8 @@ class LiteModel:
     a CPU server) sends texts of similar length together, each call's rows times its longest row (in pieces,
     with [CLS] and [SEP], counted by the export's spm.model and casing) at most N; the answers come back in the
     texts' order, each its text's alone. A file exported before batches worked answers a batch with one row,
-    and is refused.
+    and is refused. A classifier whose albert_tf.json records takes_pairs (fine-tuned on pairs) called without
+    texts_b answers each text with text_b "", and warns once that it was not trained so.
     """
 
     def __init__(self, path: str | os.PathLike, num_threads: int | None = None, runtime: str = "auto"):
@@ -111,6 +117,7 @@ class LiteModel:
         self.input_names = signatures["text"]["inputs"]
         self.output_names = signatures["text"]["outputs"]
         self.takes_pairs = "text_b" in self.input_names
+        self._warned_of_single_texts = False  # once per model (a classifier fine-tuned on pairs, called on one text)
         self._runner = self.interpreter.get_signature_runner("text")
         self.label_names = None
         if "logits" in self.output_names:
@@ -137,6 +144,12 @@ class LiteModel:
             if len(texts_b) != len(texts):
                 raise ValueError(f"texts_b has {len(texts_b)} texts for {len(texts)} texts: one each (\"\" = none)")
         elif self.takes_pairs:
+            if self.metadata.get("takes_pairs") is True and not self._warned_of_single_texts:
+                import warnings
+
+                self._warned_of_single_texts = True
+                warnings.warn(SINGLE_TEXTS_TO_A_PAIR_MODEL.format(call="LiteModel(path)(texts, texts_b)"),
+                              stacklevel=2)
             texts_b = [""] * len(texts)
         if not texts:
             raise ValueError("no texts: pass at least one")
