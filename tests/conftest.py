@@ -49,3 +49,37 @@ def umask_022():
     previous = os.umask(0o022)
     yield
     os.umask(previous)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def release_memory_after_each_file():
+    """What a test file made and no longer holds is given back before the next file, so that a pytest worker's
+    memory does not grow with the files it has run: Keras's global state and TensorFlow's kernel cache are
+    cleared (keras.backend.clear_session, which also collects garbage), and the C heap's free pages are returned
+    to the system (glibc keeps them otherwise)."""
+    yield
+    import ctypes
+    import ctypes.util
+
+    import keras
+
+    keras.backend.clear_session()
+    libc = ctypes.util.find_library("c")
+    if libc and hasattr(ctypes.CDLL(libc), "malloc_trim"):
+        ctypes.CDLL(libc).malloc_trim(0)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    """With ALBERT_TF_TEST_MEMORY=DIR, each worker appends every test's resident and peak memory (MiB) to
+    DIR/memory-PID.tsv: where the suite's memory goes, test by test."""
+    directory = os.environ.get("ALBERT_TF_TEST_MEMORY")
+    if not directory:
+        return
+    import resource
+
+    import psutil
+
+    resident = psutil.Process().memory_info().rss / 2**20
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    with open(os.path.join(directory, f"memory-{os.getpid()}.tsv"), "a") as f:
+        f.write(f"{nodeid}\t{resident:.0f}\t{peak:.0f}\n")

@@ -121,7 +121,9 @@ def test_transfer_takes_random_init_runs_from_an_earlier_grid_only_when_they_app
     assert runs == [("pretrained", 1), ("pretrained", 2)]  # the random starts were not run again
     taken = json.loads((second / "transfer.json").read_text())
     assert [r["random init"] for r in taken["records"]] == [r["random init"] for r in recorded["records"]]
-    assert {r["random_init_from"] for r in taken["records"]} == {str(first / "transfer.json")}
+    from benchmarks.common import portable_path
+
+    assert {r["random_init_from"] for r in taken["records"]} == {portable_path(str(first / "transfer.json"))}
     assert "Random-init runs taken from" in (second / "transfer.md").read_text()
 
     with pytest.raises(SystemExit, match="glue_steps"):

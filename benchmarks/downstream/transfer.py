@@ -147,7 +147,8 @@ def recorded_random_runs(path, args, identity):
     Refuses (ValueError) a file made with other settings, another config or another vocabulary."""
     with open(path) as f:
         earlier = json.load(f)
-    changed = [name for name in FINETUNING_ARGS if earlier["args"].get(name) != getattr(args, name)]
+    # The record names its paths as results do (`portable`): compared in that form.
+    changed = [name for name in FINETUNING_ARGS if earlier["args"].get(name) != portable(getattr(args, name))]
     if changed:
         raise ValueError(f"{path}: made with other fine-tuning settings ({', '.join(changed)}); its random-init "
                          "runs do not apply")
