@@ -512,7 +512,10 @@ def test_results_are_written_with_paths_relative_to_the_repository_or_the_work_d
     from benchmarks import common
 
     work, repo = common.WORK, common.REPO
-    scratch = tempfile.gettempdir()
+    # A scratch directory of its own: a checkout whose parent is the temporary directory itself (a clone in /tmp)
+    # would make the work directory and the scratch one the same.
+    scratch = str(tmp_path / "scratch")
+    monkeypatch.setattr(tempfile, "tempdir", scratch)
     assert common.portable_path(os.path.join(repo, "benchmarks", "results")) == "benchmarks/results"
     assert common.portable_path(os.path.join(repo, "..", "shared", "data", "glue")) == "../shared/data/glue"
     assert common.portable_path(os.path.join(work, "albert_large", "spm.model")) == "../albert_large/spm.model"
