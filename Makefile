@@ -27,10 +27,11 @@ $(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt
 install: $(RUNTIME_STAMP)
 install-dev: $(DEV_STAMP)
 
-# Two pytest workers, a test file each (--dist loadfile keeps a file's module fixtures in one process): much of
+# Three pytest workers, a test file each (--dist loadfile keeps a file's module fixtures in one process): much of
 # the suite waits on single-threaded work (starting TensorFlow in a tool's process, Python-side data code), which
-# the second core does meanwhile.
-TEST_WORKERS ?= 2
+# the other core does meanwhile; and what TensorFlow keeps of a file's SavedModels and functions for a worker's
+# life spreads over three processes, each under 4 GB (BUILD.md, Environment notes), at 7% more time than two.
+TEST_WORKERS ?= 3
 
 test: $(DEV_STAMP)
 	$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
