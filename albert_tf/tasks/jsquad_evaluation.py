@@ -19,6 +19,9 @@ checked against the figures that code gives (tests/test_cjk_qa.py):
 One departure: the official code fails on a question without a prediction; here it scores 0 and counts.
 """
 
+from albert_tf.tasks import squad_evaluation
+from albert_tf.tasks.squad_evaluation import AnswerMetrics, bag_f1
+
 
 def normalize_answer(text):
     """Lowercased, without a final "。", whitespace collapsed."""
@@ -30,51 +33,14 @@ def exact_match(gold, prediction):
 
 
 def f1(gold, prediction):
-    gold_chars, predicted_chars = list(normalize_answer(gold)), list(normalize_answer(prediction))
-    if not gold_chars or not predicted_chars:
-        return float(gold_chars == predicted_chars)
-    remaining = {}
-    for char in gold_chars:
-        remaining[char] = remaining.get(char, 0) + 1
-    shared = 0
-    for char in predicted_chars:
-        if remaining.get(char, 0) > 0:
-            remaining[char] -= 1
-            shared += 1
-    if shared == 0:
-        return 0.0
-    precision = shared / len(predicted_chars)
-    recall = shared / len(gold_chars)
-    return 2 * precision * recall / (precision + recall)
+    return bag_f1(list(normalize_answer(gold)), list(normalize_answer(prediction)))
 
 
-def gold_answers(articles):
-    """{question id: [gold answer texts]}: those that do not normalize to ""; [""] where none is left."""
-    return {qa["id"]: [answer["text"] for answer in qa["answers"] if normalize_answer(answer["text"])] or [""]
-            for article in articles for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
+JSQUAD_METRICS = AnswerMetrics(normalize_answer, exact_match, f1)
 
 
 def evaluate(articles, predictions):
     """The official metrics, in percent: exact, f1, total, and HasAns_/NoAns_ exact, f1, total where
-    there are such questions. articles: the `data` list of a JSQuAD (SQuAD-style) file; predictions:
-    {id: text}."""
-    has_answer = {qa["id"]: bool(qa["answers"])
-                  for article in articles for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
-    exact, f1_scores = {}, {}
-    for qas_id, golds in gold_answers(articles).items():
-        prediction = predictions.get(qas_id)
-        exact[qas_id] = 0.0 if prediction is None else float(max(exact_match(gold, prediction) for gold in golds))
-        f1_scores[qas_id] = 0.0 if prediction is None else max(f1(gold, prediction) for gold in golds)
-
-    def percent(scores, ids):
-        return 100.0 * sum(scores[i] for i in ids) / len(ids) if ids else 0.0
-
-    ids = list(exact)
-    result = {"exact": percent(exact, ids), "f1": percent(f1_scores, ids), "total": len(ids)}
-    answerable = [qas_id for qas_id in ids if has_answer[qas_id]]
-    unanswerable = [qas_id for qas_id in ids if not has_answer[qas_id]]
-    for name, subset in (("HasAns", answerable), ("NoAns", unanswerable)):
-        if subset:
-            result.update({f"{name}_exact": percent(exact, subset), f"{name}_f1": percent(f1_scores, subset),
-                           f"{name}_total": len(subset)})
-    return result
+    there are such questions (SQuAD's layout of them, `squad_evaluation.evaluate`, with JSQuAD's scoring).
+    articles: the `data` list of a JSQuAD (SQuAD-style) file; predictions: {id: text}."""
+    return squad_evaluation.evaluate(articles, predictions, metrics=JSQUAD_METRICS)

@@ -45,40 +45,51 @@ def exact_match(gold, prediction):
     return int(normalize_answer(gold) == normalize_answer(prediction))
 
 
-def f1(gold, prediction):
-    gold_tokens, predicted_tokens = answer_tokens(gold), answer_tokens(prediction)
-    if not gold_tokens or not predicted_tokens:
+def bag_f1(gold_units, predicted_units):
+    """The harmonic mean of the precision and recall of the shared units (tokens, or JSQuAD's characters),
+    counted as bags; when either is empty, 1 if both are, else 0."""
+    if not gold_units or not predicted_units:
         # An empty answer matches only an empty answer.
-        return float(gold_tokens == predicted_tokens)
-    shared = sum((collections.Counter(gold_tokens) & collections.Counter(predicted_tokens)).values())
+        return float(list(gold_units) == list(predicted_units))
+    shared = sum((collections.Counter(gold_units) & collections.Counter(predicted_units)).values())
     if shared == 0:
         return 0.0
-    precision = shared / len(predicted_tokens)
-    recall = shared / len(gold_tokens)
+    precision = shared / len(predicted_units)
+    recall = shared / len(gold_units)
     return 2 * precision * recall / (precision + recall)
 
 
-def gold_answers(articles):
-    """{question id: [gold answer texts]}; [""] for a question without answers."""
+def f1(gold, prediction):
+    return bag_f1(answer_tokens(gold), answer_tokens(prediction))
+
+
+# How one answer is scored against one gold answer: SQuAD's here, JSQuAD's in jsquad_evaluation. `normalize`
+# also decides which gold answers count (those that normalize to "" do not).
+AnswerMetrics = collections.namedtuple("AnswerMetrics", ["normalize", "exact_match", "f1"])
+SQUAD_METRICS = AnswerMetrics(normalize_answer, exact_match, f1)
+
+
+def gold_answers(articles, normalize=normalize_answer):
+    """{question id: [gold answer texts]}: those that do not normalize to ""; [""] where none is left."""
     golds = {}
     for article in articles:
         for paragraph in article["paragraphs"]:
             for qa in paragraph["qas"]:
-                texts = [answer["text"] for answer in qa["answers"] if normalize_answer(answer["text"])]
+                texts = [answer["text"] for answer in qa["answers"] if normalize(answer["text"])]
                 golds[qa["id"]] = texts or [""]
     return golds
 
 
-def raw_scores(articles, predictions):
+def raw_scores(articles, predictions, metrics=SQUAD_METRICS):
     """({id: EM}, {id: F1}), each the max over the question's gold answers; 0 when not predicted."""
     exact, f1_scores = {}, {}
-    for qas_id, golds in gold_answers(articles).items():
+    for qas_id, golds in gold_answers(articles, metrics.normalize).items():
         if qas_id not in predictions:
             exact[qas_id] = f1_scores[qas_id] = 0.0
             continue
         prediction = predictions[qas_id]
-        exact[qas_id] = float(max(exact_match(gold, prediction) for gold in golds))
-        f1_scores[qas_id] = max(f1(gold, prediction) for gold in golds)
+        exact[qas_id] = float(max(metrics.exact_match(gold, prediction) for gold in golds))
+        f1_scores[qas_id] = max(metrics.f1(gold, prediction) for gold in golds)
     return exact, f1_scores
 
 
@@ -120,7 +131,7 @@ def _apply_no_answer_threshold(scores, na_probs, has_answer, na_prob_thresh):
     }
 
 
-def evaluate(articles, predictions, na_probs=None, na_prob_thresh=1.0):
+def evaluate(articles, predictions, na_probs=None, na_prob_thresh=1.0, metrics=SQUAD_METRICS):
     """The official metrics, in percent, as a dict.
 
     articles: the `data` list of a SQuAD JSON file. predictions: {id: text}.
@@ -131,8 +142,9 @@ def evaluate(articles, predictions, na_probs=None, na_prob_thresh=1.0):
     Keys: exact, f1, total; HasAns_exact/f1/total for the questions with
     answers and NoAns_exact/f1/total for those without, when there are any;
     with na_probs, also best_exact, best_exact_thresh, best_f1, best_f1_thresh.
+    metrics: how an answer is scored (`AnswerMetrics`; SQuAD's by default).
     """
-    exact, f1_scores = raw_scores(articles, predictions)
+    exact, f1_scores = raw_scores(articles, predictions, metrics)
     has_answer = {
         qa["id"]: bool(qa["answers"])
         for article in articles
