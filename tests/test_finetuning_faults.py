@@ -100,14 +100,11 @@ KILL_POINTS = {
 }
 
 
-@pytest.mark.parametrize("point", KILL_POINTS)
-def test_a_kill_while_best_is_written_leaves_best_as_the_resumed_run_says(point, tmp_path, monkeypatch):
-    """Killed while step 4 (the best) replaced step 2 in best/: the resumed run once said 'step 4, kept in best'
-    while best/ held step 2, its staging directory left beside it. Whatever the moment, the resumed run's best
-    is what best/ holds, and nothing is left beside it."""
-    scores, kernels = {2: 0.5, 4: 0.9, 6: 0.1}, {}
-    real_replace, real_rmtree, real_remove = os.replace, shutil.rmtree, os.remove
-    killed = []
+def kill_while_step_4_is_kept(point, kernels, monkeypatch, files_too=False):
+    """Makes the run die (Killed) at `point` of writing step 4's best/, once step 4 is trained (`kernels` holds
+    it); after that nothing is cleaned up, as after a real kill: no shutil.rmtree, and with `files_too` no
+    os.remove either. Returns the list that records the kill."""
+    real_replace, killed = os.replace, []
 
     def replace(source, target, **kwargs):
         if not killed and kernels.get(4) and KILL_POINTS[point](str(source), str(target)):
@@ -119,8 +116,19 @@ def test_a_kill_while_best_is_written_leaves_best_as_the_resumed_run_says(point,
         return lambda path, *args, **kwargs: None if killed else real(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "replace", replace)
-    monkeypatch.setattr(shutil, "rmtree", no_clean_up_once_killed(real_rmtree))
-    monkeypatch.setattr(os, "remove", no_clean_up_once_killed(real_remove))
+    monkeypatch.setattr(shutil, "rmtree", no_clean_up_once_killed(shutil.rmtree))
+    if files_too:
+        monkeypatch.setattr(os, "remove", no_clean_up_once_killed(os.remove))
+    return killed
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_a_kill_while_best_is_written_leaves_best_as_the_resumed_run_says(point, tmp_path, monkeypatch):
+    """Killed while step 4 (the best) replaced step 2 in best/: the resumed run once said 'step 4, kept in best'
+    while best/ held step 2, its staging directory left beside it. Whatever the moment, the resumed run's best
+    is what best/ holds, and nothing is left beside it."""
+    scores, kernels = {2: 0.5, 4: 0.9, 6: 0.1}, {}
+    killed = kill_while_step_4_is_kept(point, kernels, monkeypatch, files_too=True)
     with pytest.raises(Killed):
         run(tmp_path, 6, 2, scores, kernels)
     monkeypatch.undo()
@@ -153,17 +161,7 @@ def test_a_history_an_earlier_version_wrote_ahead_of_best_is_brought_back_in_lin
     """The order an earlier version wrote in: the history named step 4 the best, then the kill came while best/
     was written. The resumed run evaluates step 4 again instead of saying 'step 4' over step 2's best/."""
     scores, kernels = {2: 0.5, 4: 0.9, 6: 0.1}, {}
-    real_replace, real_rmtree = os.replace, shutil.rmtree
-    killed = []
-
-    def replace(source, target, **kwargs):
-        if not killed and kernels.get(4) and KILL_POINTS[point](str(source), str(target)):
-            killed.append(point)
-            raise Killed
-        return real_replace(source, target, **kwargs)
-
-    monkeypatch.setattr(os, "replace", replace)
-    monkeypatch.setattr(shutil, "rmtree", lambda path, *a, **k: None if killed else real_rmtree(path, *a, **k))
+    killed = kill_while_step_4_is_kept(point, kernels, monkeypatch)
     with pytest.raises(Killed):
         run(tmp_path, 6, 2, scores, kernels)
     monkeypatch.undo()
