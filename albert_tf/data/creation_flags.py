@@ -23,8 +23,8 @@ def define_data_flags():
                       "text's; a space between two other words, Latin ones say, stays), and whole-word masking "
                       "masks those words whole. Without it every piece holding a Han or kana character is a word "
                       "of its own, as in the original. Needs --output_format=instances.")
-    flags.DEFINE_bool("do_lower_case", True, "Lowercase the input, as the original (accents are stripped either "
-                      "way, as there). --nodo_lower_case needs a cased vocabulary (train_sentencepiece "
+    flags.DEFINE_bool("do_lower_case", True, "Lowercase the input, as the original (accents as --keep_accents "
+                      "says). --nodo_lower_case needs a cased vocabulary (train_sentencepiece "
                       "--nodo_lower_case): a vocabulary of the other casing is refused.")
     flags.DEFINE_bool("keep_accents", None, "Keep accents (the original strips them, which also drops kana's "
                       "dakuten: the summary counts such text). Default: as the vocabulary was trained (its pieces "
