@@ -16,11 +16,15 @@ counted while decompressing) is refused in one line: files are read whole.
 
 Column files (`COLUMNS`) hold one token per line, its fields in columns; a blank line ends a sentence.
   - Columns are separated by tabs where the file's first token line holds a tab (a token may then hold
-    spaces), else by runs of spaces and tabs.
+    spaces), else by runs of spaces and tabs. Spaces around a token are dropped, but in a tab-separated file
+    a token cell of whitespace alone is a space token, " " (KLUE-NER's layout: one character a line, each
+    space of the sentence a line ` <TAB>O`); an empty token cell is refused.
   - A line whose first column is `-DOCSTART-` is a document break, not a token.
   - A line starting with `#` is a comment (CoNLL-U's `# text = ...`), unless it reads as a token line: as many
     columns as the file's token lines and, where the file has tags, a tag in the tag column (a `#hashtag O`
-    token of tweet corpora). A block of comment lines alone is no sentence.
+    token of tweet corpora). A block of comment lines alone is no sentence. The last `# text = ...` comment
+    between a sentence's end and the next one's first token line is that sentence's raw `text` (what follows
+    `# text = `, exactly); KLUE-NER's `## <id><TAB><annotated sentence>` lines are comments, nothing more.
   - The token and tag columns (0-based `token_column`, `tag_column`) are detected where not set, from the lines
     that are neither blank, comments nor document breaks, counting columns by the most common line:
       tag column: the LAST column in which more than half of the values are tags (`O`, or one of B I E S L U,
@@ -30,11 +34,12 @@ Column files (`COLUMNS`) hold one token per line, its fields in columns; a blank
         `1-2` ranges and `1.1` empty nodes), so UNER's `1<TAB>where<TAB>O<TAB>-<TAB>-` reads `where`.
     A file that is not tagged (`tagged=False`: a predict file) may have no tag column.
 JSON Lines (`JSON_LINES`) hold one object per line, `{"tokens": [...], "tags": [...]}` (other keys kept and
-ignored); blank lines are skipped. The keys are settings (`tokens_key`, default "tokens"; `tags_key`, default
-"tags", or "ner_tags" where the first object has no "tags": Hugging Face's token classification data sets as
-`datasets` exports them). Tags are names, or integer ids (`datasets`' ClassLabel) read as names through
-`tag_names` (in id order: a list, or `read_tag_names` of a file with one name a line); integer tags without
-names are refused. A .json file holding a JSON array (starting with `[`) is refused, naming JSON Lines.
+ignored, except "text": a string, the sentence's raw `text`, or null); blank lines are skipped. The keys are
+settings (`tokens_key`, default "tokens"; `tags_key`, default "tags", or "ner_tags" where the first object has
+no "tags": Hugging Face's token classification data sets as `datasets` exports them). Tags are names, or integer
+ids (`datasets`' ClassLabel) read as names through `tag_names` (in id order: a list, or `read_tag_names` of a
+file with one name a line); integer tags without names are refused. A .json file holding a JSON array (starting
+with `[`) is refused, naming JSON Lines.
 
 Tag schemes (`SCHEMES`; the `scheme` setting, detected where not set), each converted on reading to IOB2, the
 scheme the model predicts:
@@ -47,6 +52,17 @@ scheme the model predicts:
   after another type, or first in a sentence); else `iob2`. Read as iob1, an IOB2 file whose I- starts an
   entity gets the entities conlleval reads in it; `scheme=iob2` (and `bioes`) refuses an I- (E-) that
   continues no entity instead.
+
+Character spans, for text without spaces between words (Chinese, Japanese; Korean's spaces fall between
+phrases, an entity often ending inside one, `<서울:LC>에서`), scored as spans of the sentence's raw text:
+`sentence_text` gives the text and each token's span in it (the `# text` line where the tokens are found in it,
+else the tokens concatenated where spaces are tokens, else joined as `albert_tf.text.entities.words_text`
+does), `entity_char_spans` the gold entities as character spans, and `albert_tf.text.entities.span_tags`
+turns character spans (a prediction) back into tags of the tokens.
+
+  text, token_spans = sentence_text(sentence)          # "서울에서 왔다", ((0, 1), (1, 2), ...)
+  entity_char_spans(sentence, token_spans)             # [("LC", 0, 2)]
+  span_tags(token_spans, [("LC", 0, 2)], sentence.tokens)   # ["B-LC", "I-LC", "O", ...]
 
 The label set (`TagLabels`, from the training file): "O" first, then each entity type's B- and I-, the types
 sorted (the layout of Hugging Face's CoNLL-2003 labels, whose types are in the corpus' order instead).
@@ -62,6 +78,7 @@ from albert_tf.settings import SettingError
 # gunzip, UTF-8, size and empty-file errors and line ends, as for labelled texts
 from albert_tf.tasks.labelled_texts import parse_json_line, read_text, split_lines
 from albert_tf.tasks.tagging_metrics import entity_spans
+from albert_tf.text.entities import words_text
 
 COLUMNS = "columns"
 JSON_LINES = "jsonl"
@@ -69,6 +86,9 @@ LISTS = "lists"  # sentences given in memory (`tagged_lists`)
 SCHEMES = ("iob2", "iob1", "bioes")
 OUTSIDE = "O"
 DOCUMENT_BREAK = "-DOCSTART-"
+TEXT_COMMENT = "# text = "  # CoNLL-U's comment holding the sentence's raw text
+SPACE = " "  # the token a tab-separated file's whitespace-only token cell reads as
+TEXT_KEY = "text"  # a JSON Lines object's raw sentence text, where it has one
 
 _JSON_LINES_EXTENSIONS = (".jsonl", ".json")
 _TAG = re.compile(r"([BIESLU])-(\S+)")
@@ -87,6 +107,7 @@ class TaggedSentence:
     tags: tuple  # IOB2, one per token; None where the file is read untagged and has no tags
     where: str  # "file:line" of the first token (JSON Lines: of the object), for messages
     token_lines: tuple  # the 1-based line of each token (JSON Lines: the object's line for each); () for lists
+    text: str = None  # the raw sentence: a column file's `# text = ` line, a JSON object's "text"; else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,6 +294,7 @@ class _Record:
     tags: tuple
     token_lines: tuple
     one_token_a_line: bool = False
+    text: str = None
 
     def token_where(self, index):
         """Where token `index` is: its line in a column file, else the sentence and the token's position."""
@@ -352,14 +374,18 @@ def _read_columns(path, text, token_column, tag_column, scheme, tagged):
         return len(cells) == width >= needed and (tag_column is None or _is_tag(cells[tag_column].strip()))
 
     records, block = [], []
+    raw_text = None  # the last `# text = ` line since the previous sentence ended, while no token line followed
 
     def end_sentence():
+        nonlocal raw_text
         if block:
             tokens = tuple(token for _, token, _ in block)
             tags = None if tag_column is None else tuple(tag for _, _, tag in block)
             token_lines = tuple(number for number, _, _ in block)
-            records.append(_Record(f"{path}:{token_lines[0]}", tokens, tags, token_lines, one_token_a_line=True))
+            records.append(_Record(f"{path}:{token_lines[0]}", tokens, tags, token_lines, one_token_a_line=True,
+                                   text=raw_text))
             block.clear()
+            raw_text = None
 
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -367,13 +393,17 @@ def _read_columns(path, text, token_column, tag_column, scheme, tagged):
             continue
         cells = cells_of.get(number)
         if cells is None or not is_token_line(number, cells):
+            if cells is not None and not block and line.startswith(TEXT_COMMENT):
+                raw_text = line[len(TEXT_COMMENT):]
             continue  # a document break or a comment
         if len(cells) < needed:
             raise SettingError(f"{path}:{number}: {len(cells)} column(s), too few for the {described_columns}; the "
                                f"file's token lines have {width} (set <token_column> and <tag_column>, 0-based, "
                                "where detection chose wrong)")
         token = cells[token_column].strip(" ")
-        if not token:
+        if not token and delimiter == "\t" and cells[token_column]:
+            token = SPACE  # whitespace alone between tabs: a space of the text (KLUE-NER's character lines)
+        elif not token:
             raise ValueError(f"{path}:{number}: the token column ({token_column}) is empty")
         block.append((number, token, None if tag_column is None else cells[tag_column].strip()))
     end_sentence()
@@ -444,7 +474,11 @@ def _read_json_lines(path, text, scheme, tagged, tokens_key, tags_key, tag_names
                              "sentence")
         tags = _named_tags(where, value[tags_key], tag_names) if has_tags else None
         tokens, tags = _checked_lists(where, value[tokens_key], tags, has_tags)
-        records.append(_Record(where, tokens, tags, (number,) * len(tokens)))
+        text = value.get(TEXT_KEY) if TEXT_KEY not in (tokens_key, tags_key) else None
+        if text is not None and not isinstance(text, str):
+            raise ValueError(f"{where}: \"{TEXT_KEY}\" must be a string (the sentence's raw text) or null, got "
+                             f"{type(text).__name__} {text!r:.40}")
+        records.append(_Record(where, tokens, tags, (number,) * len(tokens), text=text))
     sentences, found_scheme = _converted(records, scheme)
     return TaggedFile(path, JSON_LINES, sentences, found_scheme, lines=lines)
 
@@ -514,10 +548,109 @@ def _to_iob2(record, scheme):
 def _converted(records, scheme):
     """(TaggedSentences with IOB2 tags, the scheme read) from records in the file's scheme."""
     if not records or records[0].tags is None:
-        return tuple(TaggedSentence(r.tokens, None, r.where, r.token_lines or ()) for r in records), None
+        return tuple(TaggedSentence(r.tokens, None, r.where, r.token_lines or (), r.text) for r in records), None
     scheme = scheme or _detect_scheme(records)
-    return tuple(TaggedSentence(r.tokens, _to_iob2(r, scheme), r.where, r.token_lines or ())
+    return tuple(TaggedSentence(r.tokens, _to_iob2(r, scheme), r.where, r.token_lines or (), r.text)
                  for r in records), scheme
+
+
+# --- character spans ---
+
+TEXT_SOURCES = ("text", "characters", "joined")  # `text_source`'s answers, in the order its rules are tried
+
+
+def sentence_text(sentence):
+    """(text, token_spans): the sentence's raw text and each token's [start, end) character span in it (Python
+    str indices, so `text[start:end] == token`), by the first rule that applies:
+      "text": `sentence.text` (a `# text = ` line, a JSON object's "text") where every token is found in it in
+        order: each starting at the first character after the previous token's end (the text's start) that is
+        not whitespace, only whitespace between the tokens and before and after them;
+      "characters": else, where a token is whitespace alone (KLUE-NER's layout: one character a line, a space a
+        token of its own), the tokens concatenated;
+      "joined": else the tokens joined as `entities.words_text` joins words, no space between two Chinese
+        or Japanese characters (Han, kana, CJK punctuation, full-width forms) and one space elsewhere
+        (`我 喜欢 ALBERT 模型` is `我喜欢ALBERT模型`); a sentence with a token holding whitespace (`New York` of a
+        tab-separated file) has its tokens joined with one space each instead.
+    `text_source` says which rule gave it."""
+    text, spans, _ = _sentence_text(sentence)
+    return text, spans
+
+
+def text_source(sentence):
+    """Which rule of `sentence_text` gives the sentence's text: "text", "characters" or "joined"."""
+    return _sentence_text(sentence)[2]
+
+
+def text_sources(sentences):
+    """{rule: sentences whose text `sentence_text` takes by it}, every rule of TEXT_SOURCES listed, for a line
+    such as "N of M sentences have no usable `# text =` line: their tokens joined"."""
+    counts = Counter(text_source(sentence) for sentence in sentences)
+    return {source: counts[source] for source in TEXT_SOURCES}
+
+
+def _sentence_text(sentence):
+    """(text, token spans, rule) of `sentence_text`."""
+    tokens = sentence.tokens
+    if sentence.text is not None:
+        spans = _aligned(sentence.text, tokens)
+        if spans is not None:
+            return sentence.text, spans, "text"
+    if any(not token.strip() for token in tokens):
+        return "".join(tokens), _consecutive(tokens, ""), "characters"
+    text, spans = words_text(tokens)
+    return text, tuple(spans), "joined"
+
+
+def _aligned(text, tokens):
+    """Each token's span in `text`, found in order as `sentence_text`'s "text" rule says; None where one is
+    not found or something other than whitespace is left over."""
+    spans, position = [], 0
+    for token in tokens:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if not token or not text.startswith(token, position):
+            return None
+        spans.append((position, position + len(token)))
+        position += len(token)
+    if text[position:].strip():
+        return None
+    return tuple(spans)
+
+
+def _consecutive(tokens, separator):
+    """The tokens' spans in `separator.join(tokens)`."""
+    spans, position = [], 0
+    for token in tokens:
+        spans.append((position, position + len(token)))
+        position += len(token) + len(separator)
+    return tuple(spans)
+
+
+def entity_char_spans(sentence, token_spans=None):
+    """The sentence's gold entities as [(type, start, end)] character spans of its `sentence_text`, in order:
+    from the start of an entity's first token (`entity_spans` of its tags) to the end of its last, whitespace
+    at either end left out (a KLUE-NER entity whose last tagged token is a space); an entity of whitespace
+    alone is left out. `token_spans`: the tokens' spans, where `sentence_text` already gave them. [] where the
+    sentence has no tags."""
+    if sentence.tags is None:
+        return []
+    if token_spans is None:
+        token_spans = sentence_text(sentence)[1]
+    tokens = sentence.tokens
+    entities = []
+    for entity_type, first, end in entity_spans(sentence.tags):
+        last = end - 1
+        while first <= last and not tokens[first].strip():
+            first += 1
+        while last >= first and not tokens[last].strip():
+            last -= 1
+        if first > last:
+            continue
+        # A token's span holds the token itself, so its own leading or trailing whitespace is the text's.
+        start = token_spans[first][0] + len(tokens[first]) - len(tokens[first].lstrip())
+        stop = token_spans[last][1] - (len(tokens[last]) - len(tokens[last].rstrip()))
+        entities.append((entity_type, start, stop))
+    return entities
 
 
 # --- labels ---
