@@ -1,29 +1,39 @@
-r"""Fine-tunes ALBERT to tag entities: one IOB2 tag per word, from CoNLL-style files or JSON Lines; evaluates every
-checkpoint as conlleval scores entities, keeps the best, writes metrics and the files with predicted tags.
+r"""Fine-tunes ALBERT to tag entities in CoNLL-style files or JSON Lines, in any language: entities are found in
+each sentence's text as the served model finds them in raw text (inside runs without spaces too: Chinese,
+Japanese, a Korean word with its particle); evaluates every checkpoint as conlleval scores entities, keeps the
+best, writes metrics, the files with predicted tags and each sentence's entities.
 
   python -m albert_tf.run_tagger --train_file=train.conll --eval_file=dev.conll --predict_file=test.conll \
       --init_checkpoint=/ckpt/albert_cased --output_dir=/tmp/ner --do_train --do_eval --do_predict
 
 Files (UTF-8, each optionally .gz): column files (.conll, .iob2, .txt, ...: one token per line, a blank line
-between sentences, `#` comment lines, -DOCSTART- lines skipped), or JSON Lines (.jsonl, .json: {"tokens": [...],
-"tags": [...]} per line; Hugging Face's {"tokens", "ner_tags"} as `datasets` exports them, integer tags named by
---tag_names or --tag_names_file; other keys by --tokens_key and --tags_key). The token and tag columns
-(--token_column, --tag_column, 0-based) are detected where not given: CoNLL-2003's `EU NNP B-NP B-ORG` and
-CoNLL-U-like `1<TAB>EU<TAB>B-ORG<TAB>...` both read without flags. Tags in IOB2, IOB1 or BIOES (--scheme, else
-detected) are read as IOB2, the scheme the model predicts. The label set is the training file's ("O", then B- and
-I- of each type, types sorted), recorded with the model. Bad input is refused before anything is trained or
-written, naming the file and line.
+between sentences, `#` comment lines, -DOCSTART- lines skipped; KLUE-NER's one character a line, its spaces as
+tokens, reads as it is), or JSON Lines (.jsonl, .json: {"tokens": [...], "tags": [...]} per line, an optional
+"text"; Hugging Face's {"tokens", "ner_tags"} as `datasets` exports them, integer tags named by --tag_names or
+--tag_names_file; other keys by --tokens_key and --tags_key). The token and tag columns (--token_column,
+--tag_column, 0-based) are detected where not given: CoNLL-2003's `EU NNP B-NP B-ORG` and CoNLL-U-like
+`1<TAB>EU<TAB>B-ORG<TAB>...` both read without flags. Tags in IOB2, IOB1 or BIOES (--scheme, else detected) are
+read as IOB2, the scheme the model predicts. The label set is the training file's ("O", then B- and I- of each
+type, types sorted), recorded with the model. Bad input is refused before anything is trained or written,
+naming the file and line.
 
-Each word is split into pieces by the model's own tokenizer (its casing: entity tagging wants a cased
-vocabulary, from train_sentencepiece --nodo_lower_case); the loss is on each word's first piece; sentences
-longer than --max_seq_length pieces are cut into overlapping windows (--doc_stride apart) and merged back, each
-word read from the window where it has the most context.
+Each sentence's text is its `# text =` line (CoNLL-U) or "text" where its tokens are found in it, KLUE-NER's
+characters joined, else its tokens joined (a space between words, none between Chinese or Japanese
+characters). The text is tokenized whole by the model's own tokenizer (its casing: entity tagging wants a cased
+vocabulary, from train_sentencepiece --nodo_lower_case) and its pieces grouped into units: a word, a
+punctuation mark, or a piece of text without spaces. Each unit is tagged by the gold entities (character spans)
+it overlaps and the loss is on each unit's reading piece; texts longer than --max_seq_length pieces are cut into
+overlapping windows (--doc_stride apart) and merged back, each unit read from the window where it has the most
+context.
 
 Writes OUTPUT_DIR/checkpoints/ckpt-N (resumable), OUTPUT_DIR/best (the best model by entity F1: an albert_tf
 token classifier directory for albert-export and albert-convert), eval_results.json (precision, recall and F1
-per entity type and overall under "f1", token accuracy), eval_report.txt, eval_predictions.EXT and
+of entities as character spans, per entity type and overall under "f1", accuracy over the characters; for
+KLUE-NER's files KLUE's entity and character macro F1 too), eval_report.txt, eval_predictions.EXT and
 predictions.EXT (the input with each token's predicted tag as a last column, which conlleval reads; JSON Lines
-gain a "predicted_tags" list). Flags and output layout are those of every fine-tuning tool.
+gain a "predicted_tags" list), and eval_predictions.entities.jsonl and predictions.entities.jsonl (each
+sentence's text and its entities with character offsets, as the served model returns them). Flags and output
+layout are those of every fine-tuning tool.
 """
 
 from absl import flags

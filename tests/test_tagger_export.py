@@ -1,11 +1,7 @@
 """A token classifier served: raw text in, entities with character offsets out, from the TF Serving model (its
 signatures, load_export, its warm-up file) and from AlbertTokenClassifier.predict_entities in Python, which read
-entities by the same rule; LiteRT refuses taggers with the reason.
-
-The entities are checked against what the word-list path says (`predict` on each text's whitespace-separated
-words, read into entities by conlleval's rule, `tagging_metrics.entity_spans`): SentencePiece never joins
-pieces across whitespace, so the whole text's words are those words, and their character spans come from the
-text itself."""
+entities by the same rule (`albert_tf.text.entities`, whose unit rule tests/test_text_units.py checks by hand);
+LiteRT refuses taggers with the reason."""
 
 import numpy as np
 import pytest
@@ -14,7 +10,6 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.export_lib.exporter import export
 from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
 from albert_tf.models.model_io import write_model_dir
-from albert_tf.tasks.tagging_metrics import entity_spans
 from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from test_export import read_warmup_requests
@@ -29,34 +24,7 @@ LONG_TEXT = " ".join(["the old village by the river garden in the summer morning
 TEXTS = ["John Smith lives in Paris with Mary",
          "Zoë and Ångström visited Zürich near 東京 and 😀 Berlin today",
          "Dr. O'Neil  (Paris)\tmet «Cafe\u0301» at 3,000 m; ¿Qué?",
-         "", "  \t ", LONG_TEXT]
-def words_with_spans(text):
-    """(word, start, end) of each whitespace-separated word of `text` (str.split's words), in characters."""
-    words, start = [], None
-    for index, character in enumerate(text + " "):
-        if character.isspace() and start is not None:
-            words.append((text[start:index], start, index))
-            start = None
-        elif not character.isspace() and start is None:
-            start = index
-    return words
-
-
-def word_list_entities(model, text):
-    """The entities of `text` from the word-list path: `predict` on its words, conlleval's reading of their tags,
-    the words' own character spans; each entity's score the mean of its words' tag probabilities."""
-    words = words_with_spans(text)
-    if not words:
-        return []
-    tags = model.predict([[word for word, _, _ in words]], verbose=0)[0]
-    logits = model.word_logits([[word for word, _, _ in words]], verbose=0)[0].astype(np.float64)
-    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
-    probabilities = (probabilities / probabilities.sum(-1, keepdims=True)).max(-1)
-    return [{"text": text[words[first][1]:words[end - 1][2]], "type": entity_type, "start": words[first][1],
-             "end": words[end - 1][2], "score": float(probabilities[first:end].mean())}
-            for entity_type, first, end in entity_spans(tags)]
-
-
+         "", "  \t ", "东京和北京欢迎你！我住在大阪。", "東京と大阪は日本の都市です。", "서울에서 김철수를 만났다.", LONG_TEXT]
 def without_scores(entities):
     return [[{key: value for key, value in entity.items() if key != "score"} for entity in row] for row in entities]
 
@@ -79,14 +47,19 @@ def tagger(tmp_path_factory):
     # words (its bias raised).
     kernel, _ = model.classifier.get_weights()
     model.classifier.set_weights([20 * kernel, np.array([4.0, 0, 0, 0, 0], np.float32)])
-    expected = [word_list_entities(model, text) for text in TEXTS]
-    # What the texts must exercise: I- tags that continue an entity, and I- tags that start one after O and after
-    # another type; entities of several words, of non-ASCII text and after it, and in the long text's later
+    expected = model.predict_entities(TEXTS, verbose=0)
+    # What the texts must exercise: units tagged I- that continue an entity, and I- tags that start one after O
+    # and after another type; entities of several words, of non-ASCII text and after it, and in the long text's later
     # windows.
-    tags = [["O", *row] for row in model.predict([text.split() for text in TEXTS if text.split()], verbose=0)]
+    tags = [["O", *[TAGS[tag] for tag in scores.argmax(-1)]] for scores in model.unit_logits(model._units(TEXTS),
+                                                                                             verbose=0)]
     follows = [(before, tag) for row in tags for before, tag in zip(row, row[1:]) if tag.startswith("I-")]
     assert any(before[2:] == tag[2:] for before, tag in follows) and any(before == "O" for before, tag in follows)
     assert any(before != "O" and before[2:] != tag[2:] for before, tag in follows)
+    # Units inside text without spaces: entities that begin or end inside the Chinese and Japanese runs.
+    for text in TEXTS[5:7]:
+        row = expected[TEXTS.index(text)]
+        assert row and any(0 < entity["start"] or entity["end"] < len(text.rstrip("。！")) for entity in row)
     flat = [entity for row in expected for entity in row]
     assert any(" " in entity["text"] for entity in flat)
     assert any(not entity["text"].isascii() for entity in flat)
@@ -108,16 +81,14 @@ def exported(tagger, tmp_path_factory):
     return {"root": root, "loaded": load_export(root), **paths}
 
 
-def test_served_entities_are_the_texts_own_words_as_conlleval_reads_their_tags(tagger, exported):
+def test_served_entities_slice_their_texts(tagger, exported):
     served = exported["loaded"](TEXTS)  # several requests: more texts than MAX_BATCH
     assert len(TEXTS) > MAX_BATCH and len(served) == len(TEXTS)
+    assert sum(map(len, served)) > 5
     for text, entities in zip(TEXTS, served):
         for entity in entities:
             assert entity["text"] == text[entity["start"]:entity["end"]] and entity["text"] == entity["text"].strip()
             assert 0 < entity["score"] <= 1
-    assert without_scores(served) == without_scores(tagger["expected"])
-    np.testing.assert_allclose([entity["score"] for row in served for entity in row],
-                               [entity["score"] for row in tagger["expected"] for entity in row], atol=1e-5)
 
 
 def test_python_predict_entities_gives_the_served_entities(tagger, exported):
@@ -255,8 +226,7 @@ def test_litert_export_refuses_a_token_classifier_naming_what_is_missing(tagger,
 
 @pytest.mark.slow
 def test_xla_serving_gives_the_same_entities(tagger):
-    """--serving_xla pads each model run's windows up to shape buckets; the entities stay those of the word-list
-    path."""
+    """--serving_xla pads each model run's windows up to shape buckets; the entities stay those Python finds."""
     import tensorflow as tf
 
     from albert_tf.export_lib.exported_model import _numpy, _text_entities

@@ -1,5 +1,5 @@
 """AlbertTokenClassifier: a tag per word from sentences as word lists; its loss is Hugging Face's (cross-entropy on
-first pieces only), its labels travel with it, and it converts through the original's names."""
+the units' reading pieces only), its labels travel with it, and it converts through the original's names."""
 
 import warnings
 
@@ -10,7 +10,6 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
 from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
-from albert_tf.text.word_pieces import tagging_windows, window_arrays
 from text_fixtures import train_small_spm
 
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
@@ -59,9 +58,8 @@ def test_fit_lowers_the_loss_and_predict_gives_a_tag_per_word(cased_spm):
     assert [len(tags) for tags in predicted] == [len(words) for words in SENTENCES]
     assert all(tag in TAGS for tags in predicted for tag in tags)
     assert sum(p == t for tags, gold in zip(predicted, SENTENCE_TAGS) for p, t in zip(tags, gold)) >= 17  # of 21
-    logits = model.predict({name: array for name, array in window_arrays(
-        tagging_windows(AlbertTokenizer(str(cased_spm), lower_case=False), SENTENCES[:1],
-                        max_seq_length=WINDOW)).items() if name != "label_ids"}, verbose=0)["logits"]
+    inputs, _ = model._inputs_and_labels("fit", SENTENCES[:1], SENTENCE_TAGS[:1], "x", "y")
+    logits = model.predict(inputs, verbose=0)["logits"]
     assert logits.shape[1:] == (WINDOW, len(TAGS)) and logits.dtype == np.float32
 
 
@@ -71,12 +69,11 @@ def test_the_loss_is_huggingface_cross_entropy_over_first_pieces(cased_spm):
     model = tagger(cased_spm)
     model.default_compile(num_train_steps=1)
     loss = model.evaluate(SENTENCES, SENTENCE_TAGS, batch_size=16, verbose=0)
-    tag_ids = [[TAGS.index(tag) for tag in tags] for tags in SENTENCE_TAGS]
-    arrays = window_arrays(tagging_windows(AlbertTokenizer(str(cased_spm), lower_case=False), SENTENCES, tag_ids,
-                                           max_seq_length=WINDOW))
-    logits = model.predict({name: array for name, array in arrays.items() if name != "label_ids"}, verbose=0)["logits"]
+    inputs, labels = model._inputs_and_labels("evaluate", SENTENCES, SENTENCE_TAGS, "x", "y")
+    assert (labels["logits"] != -100).sum() >= sum(map(len, SENTENCES))  # a unit per word at least
+    logits = model.predict(inputs, verbose=0)["logits"]
     expected = torch.nn.functional.cross_entropy(torch.tensor(logits).reshape(-1, len(TAGS)),
-                                                 torch.tensor(arrays["label_ids"], dtype=torch.long).reshape(-1),
+                                                 torch.tensor(labels["logits"], dtype=torch.long).reshape(-1),
                                                  ignore_index=-100)
     assert loss == pytest.approx(float(expected), abs=1e-5)
 
@@ -174,14 +171,11 @@ def test_fit_computes_the_labelled_positions_alone_with_the_full_models_loss_and
     import keras
     import tensorflow as tf
 
-    from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder
+    from albert_tf.networks.albert_encoder import AlbertEncoder
 
-    tag_ids = [[TAGS.index(tag) for tag in tags] for tags in SENTENCE_TAGS]
-    arrays = window_arrays(tagging_windows(AlbertTokenizer(str(cased_spm), lower_case=False), SENTENCES, tag_ids,
-                                           max_seq_length=WINDOW))
-    x, y = {name: arrays[name] for name in ENCODER_INPUTS}, {"logits": arrays["label_ids"]}
     keras.utils.set_random_seed(1)
     model = tagger(cased_spm, dropout=0.0)
+    x, y = model._inputs_and_labels("fit", SENTENCES, SENTENCE_TAGS, "x", "y")
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100)
     with tf.GradientTape() as tape:
         full_loss = loss(y["logits"], model(x, training=True)["logits"])

@@ -47,10 +47,11 @@ Outputs by model kind:
                         (run_squad's null_score_diff_threshold), no answer.
   token_classifier      single texts (a row with a non-empty text_b fails the
                         request) -> their entities, by the rule of
-                        albert_tf.text.entities (words start at `▁` pieces of
-                        the whole text's tokenization, each word's tag at its
-                        first piece, entities read from the IOB2 word tags as
-                        conlleval reads them). Per text, padded to E columns, E
+                        albert_tf.text.entities (the whole text's pieces grouped
+                        into units: a word, a punctuation mark, a piece of text
+                        without spaces (Chinese, Japanese, Korean); each unit's
+                        tag at its reading piece, entities read from the IOB2
+                        unit tags as conlleval reads them). Per text, padded to E columns, E
                         the most entities of any text in the request (at least 1):
                           entity_count [batch] int32: how many columns hold one
                           entity_type  [batch, E] string ("PER"; "" padding)
@@ -60,8 +61,8 @@ Outputs by model kind:
                             str indices) of the request's text, whitespace trimmed;
                             -1 padding
                           entity_score [batch, E] float32: the mean over the
-                            entity's words of the softmax probability of each
-                            word's tag; 0 padding
+                            entity's units of the softmax probability of each
+                            unit's tag; 0 padding
                           characters_read [batch] int32: how many of the text's
                             characters (from its start) were read: its length, or
                             tf_packing.MAX_CHARACTERS (20,000) for a longer text,
@@ -74,8 +75,8 @@ Outputs by model kind:
                         and takes the first entity_count columns (load_export
                         does). A text longer than max_seq_length - 2 pieces is
                         read in windows half a window apart, all in the request
-                        (max_batch_size windows per model run); each word's tag
-                        from the window that gives its first piece the most
+                        (max_batch_size windows per model run); each unit's tag
+                        from the window that gives its reading piece the most
                         context. A text is read up to tf_packing.MAX_CHARACTERS
                         (20,000) characters; entities after that are not found,
                         and characters_read below the text's length says so
@@ -99,7 +100,7 @@ TF Serving loaded the model. TF Serving runs such a model only when started with
 import tensorflow as tf
 
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
-from albert_tf.text.entities import OUTSIDE, entity_types, starts_word
+from albert_tf.text.entities import OUTSIDE, entity_types, unit_tables
 from albert_tf.text.packing import CLS_ID, SEP_ID
 from albert_tf.text.preprocessing import whitespace_codepoints
 from albert_tf.text.tf_packing import (NO_SECOND_SEGMENTS, TEXT_B_SPEC, TEXT_SPEC, clean_text, encode_text, pack,
@@ -485,9 +486,11 @@ class TokenClassifierServing(ServingModule):
         # Per tag id: its entity type's index (-1 for O), and whether it is an I- tag.
         self.label_types = tf.constant([-1 if name == OUTSIDE else types.index(name[2:]) for name in names], tf.int32)
         self.label_inside = tf.constant([name.startswith("I-") for name in names])
-        pieces = AlbertTokenizer(model_proto=tokenizer.model_proto).sp
-        self.starts_word = tf.constant([starts_word(pieces.id_to_piece(piece_id))
-                                        for piece_id in range(pieces.get_piece_size())])
+        # Per piece id, what the unit rule reads of it (entities.unit_tables): a bare `▁`; starts a unit; the
+        # piece after it starts one.
+        tables = unit_tables(AlbertTokenizer(model_proto=tokenizer.model_proto).sp)
+        self.piece_bare, self.piece_opens, self.piece_closes = (tf.constant(table) for table in (
+            tables.bare, tables.opens, tables.closes))
         # Windows as the Python reader cuts them (word_pieces.sentence_windows): starts `stride` pieces apart.
         self.window = max_seq_length - 2
         # The model's own stride, else the one its albert_tf.json records for windows of this length (the windows
@@ -503,16 +506,23 @@ class TokenClassifierServing(ServingModule):
         ids, byte_starts, byte_ends = tokenize_with_offsets(self.tokenizer, texts)
         piece_logits = self._piece_logits(ids)
 
-        # Words: a piece that starts with `▁`, or a text's first piece, starts one; its tag is read at that piece.
+        # Units (entities.py, rule 1): a text's first piece starts one, and a piece that opens one or follows a
+        # piece that closes one, unless it follows a bare `▁`; a unit's tag is read at its first piece, or at the
+        # piece after a bare `▁` that starts it.
         piece_rows = ids.value_rowids()
-        index = tf.range(tf.size(ids.flat_values, out_type=tf.int64))
-        starts_word = tf.gather(self.starts_word, ids.flat_values) | tf.equal(index, tf.gather(ids.row_starts(),
-                                                                                               piece_rows))
+        flat_ids = ids.flat_values
+        index = tf.range(tf.size(flat_ids, out_type=tf.int64))
+        before = tf.gather(flat_ids, tf.maximum(index - 1, 0))
+        starts_word = tf.equal(index, tf.gather(ids.row_starts(), piece_rows)) | (
+            ~tf.gather(self.piece_bare, before)
+            & (tf.gather(self.piece_opens, flat_ids) | tf.gather(self.piece_closes, before)))
         word_first = tf.where(starts_word)[:, 0]
         words = tf.size(word_first, out_type=tf.int64)
         word_last = tf.math.unsorted_segment_max(index, tf.cumsum(tf.cast(starts_word, tf.int64)) - 1, words)
         word_rows = tf.gather(piece_rows, word_first)
-        probabilities = tf.nn.softmax(tf.gather(piece_logits, word_first))
+        word_reading = word_first + tf.cast(tf.gather(self.piece_bare, tf.gather(flat_ids, word_first))
+                                            & (word_last > word_first), tf.int64)
+        probabilities = tf.nn.softmax(tf.gather(piece_logits, word_reading))
         tags = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
 
         # Entities as conlleval reads IOB2: I-TYPE continues an entity of its type in the same text, any other

@@ -9,9 +9,12 @@ fine-tuning recipe when `fit` finds it uncompiled:
   tagger.fit(x=[["John", "lives", "in", "Paris"]], y=[["B-PER", "O", "O", "B-LOC"]], epochs=3)
   tagger.predict([["Mary", "visited", "Rome"]])            # [["B-PER", "O", "B-LOC"]]
 
-Words become pieces, windows and one tag per word as `albert_tf.text.word_pieces` describes: each word
-tokenized on its own, the loss on each word's first piece only, long sentences in overlapping windows
-merged back by the most context.
+Sentences become texts, units, windows and tags as `albert_tf.text.entities` and `albert_tf.text.word_pieces`
+describe: each sentence's words joined into its text (no space between two Chinese or Japanese characters),
+tokenized whole, its pieces grouped into units (a word, a punctuation mark, a piece of text without spaces),
+each unit tagged by the entities (character spans) it overlaps; the loss on each unit's reading piece only;
+long texts in overlapping windows merged back by the most context. `predict` finds the entities of each
+sentence's text and tags each word an entity overlaps, as `predict_entities` and the served model find them.
 """
 
 import math
@@ -28,7 +31,7 @@ from albert_tf.networks.albert_encoder import ENCODER_INPUTS, AlbertEncoder, enc
 from albert_tf.settings import DROPOUT_RATE, POSITIVE_INTEGER
 from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
-from albert_tf.text.word_pieces import (IGNORED_LABEL_ID, default_doc_stride, merge_word_scores, tagging_windows,
+from albert_tf.text.word_pieces import (IGNORED_LABEL_ID, default_doc_stride, merge_unit_scores, text_windows,
                                         window_arrays)
 
 MODEL_KIND = "token_classifier"
@@ -248,57 +251,60 @@ class AlbertTokenClassifier(AlbertTaskModel, keras.Model):
         return super().evaluate(x, y, batch_size=batch_size, **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
-        """On sentences (a list of word lists): a list of tag-name lists, one tag per word, each read at the
-        word's first piece in the window that gives it the most context. On raw texts (a str or a list of them):
-        each text's entities with character offsets (`predict_entities`). On the encoder's inputs (a dict of
-        arrays, a dataset): keras.Model.predict's {"logits": [batch, seq, num_labels]}."""
+        """On sentences (a list of word lists): a list of tag-name lists, one tag per word, read from the
+        entities found in the words' text (`predict_entities` of `entities.words_text`: a word an entity
+        overlaps is tagged with it). On raw texts (a str or a list of them): each text's entities with character
+        offsets (`predict_entities`). On the encoder's inputs (a dict of arrays, a dataset): keras.Model.predict's
+        {"logits": [batch, seq, num_labels]}."""
+        from albert_tf.text.entities import span_tags, words_text
+
         if _is_raw_text(x):
             return self.predict_entities(x, batch_size, **kwargs)
         if not _is_sentences(x):
             return super().predict(x, batch_size=batch_size, **kwargs)
-        scores = self.word_logits(x, batch_size=batch_size, **kwargs)
-        names = self.label_names
-        return [[names[tag_id] for tag_id in np.argmax(word_scores, axis=-1)] for word_scores in scores]
+        _check_sentences("predict", x, "x")
+        texts = [words_text(list(words)) for words in x]
+        found = self.predict_entities([text for text, _ in texts], batch_size, **kwargs)
+        return [span_tags(spans, [(entity["type"], entity["start"], entity["end"]) for entity in entities])
+                for (_, spans), entities in zip(texts, found)]
 
-    def word_logits(self, sentences, batch_size=None, **kwargs):
-        """Per sentence (a list of words), float32 [words, num_labels]: each word's logits at its first piece in
-        the window that gives it the most context."""
-        _check_sentences("predict", sentences, "x")
-        windows = self._windows(sentences)
-        if not windows:  # only sentences without words
-            return [np.zeros((0, self.num_labels), np.float32) for _ in sentences]
-        inputs = {name: array for name, array in window_arrays(windows).items() if name in ENCODER_INPUTS}
-        logits = super().predict(inputs, batch_size=batch_size or DEFAULT_BATCH_SIZE, **kwargs)["logits"]
-        return merge_word_scores(windows, logits, [len(words) for words in sentences])
+    def _units(self, texts):
+        from albert_tf.text.entities import text_units, unit_tables
 
-    def _windows(self, sentences, tag_ids=None):
-        return tagging_windows(self._tokenizer(), sentences, tag_ids, self.preprocessor.seq_length, self.doc_stride)
+        tokenizer = self._tokenizer()
+        tables = unit_tables(tokenizer.sp)
+        return [text_units(tokenizer, text, tables) for text in texts]
 
     def _inputs_and_labels(self, method, sentences, tags, sentences_argument, tags_argument):
-        """(encoder inputs, {"logits": label ids}) of sentences and their tag names, checked."""
+        """(encoder inputs, {"logits": label ids}) of sentences and their tag names, checked: each sentence's
+        words made a text (`entities.words_text`), its entities (conlleval's reading of the tags) character spans
+        of it, and those the tags of the text's units."""
+        from albert_tf.text.entities import span_entities, unit_tags, words_text
+
         _check_sentences(method, sentences, sentences_argument)
-        tag_ids = self._tag_ids(sentences, tags, tags_argument)
-        arrays = window_arrays(self._windows(sentences, tag_ids))
+        self._check_tags(sentences, tags, tags_argument)
+        texts = [words_text(list(words)) for words in sentences]
+        units = self._units([text for text, _ in texts])
+        ids = {name: index for index, name in enumerate(self.label_names)}
+        tag_ids = [unit_tags(text_units, span_entities(list(sentence_tags), spans), ids)[0]
+                   for text_units, (_, spans), sentence_tags in zip(units, texts, tags)]
+        arrays = window_arrays(text_windows(units, tag_ids, self.preprocessor.seq_length, self.doc_stride))
         return {name: arrays[name] for name in ENCODER_INPUTS}, {"logits": arrays["label_ids"]}
 
-    def _tag_ids(self, sentences, tags, argument):
+    def _check_tags(self, sentences, tags, argument):
         if not isinstance(tags, (list, tuple)) or len(tags) != len(sentences):
             count = f"{len(tags)} entries" if isinstance(tags, (list, tuple)) else f"a {type(tags).__name__}"
             raise ValueError(f"{argument}: {count} for {len(sentences)} sentences; pass one list of tag names per "
                              "sentence")
-        ids = {name: index for index, name in enumerate(self.label_names)}
-        tag_ids = []
         for index, (words, sentence_tags) in enumerate(zip(sentences, tags)):
             if not isinstance(sentence_tags, (list, tuple)) or len(sentence_tags) != len(words):
                 count = (f"{len(sentence_tags)} tags" if isinstance(sentence_tags, (list, tuple))
                          else f"a {type(sentence_tags).__name__}")
                 raise ValueError(f"{argument}[{index}]: {count} for {len(words)} words; pass one tag name per word")
-            unknown = next((tag for tag in sentence_tags if tag not in ids), None)
+            unknown = next((tag for tag in sentence_tags if tag not in self.label_names), None)
             if unknown is not None:
                 raise ValueError(f"{argument}[{index}]: tag {unknown!r} is not one of the model's labels "
                                  f"{self.label_names}")
-            tag_ids.append([ids[tag] for tag in sentence_tags])
-        return tag_ids
 
     # --- raw texts: entities with character offsets ---------------------------------------------
 
@@ -307,38 +313,37 @@ class AlbertTokenClassifier(AlbertTaskModel, keras.Model):
         "score"}, `text == texts[i][start:end]` (character offsets: Python str indices).
 
         The rule of `albert_tf.text.entities`, which the exported serving model applies in-graph (a test holds
-        the two equal): the text tokenized as a whole, each word's tag read at its first piece, entities read
-        from the word tags as conlleval reads IOB2, `score` the mean over an entity's words of its tag's softmax
-        probability. A text longer than a window is read in overlapping windows, each piece from the one that
-        gives it the most context, as `predict` reads long sentences. The labels must be IOB2 tag names.
+        the two equal): the text tokenized as a whole, its pieces grouped into units (a word, a punctuation mark,
+        a piece of text without spaces: an entity may start and end inside a Chinese run), each unit's tag read
+        at its reading piece, entities read from the unit tags as conlleval reads IOB2, `score` the mean over an
+        entity's units of its tag's softmax probability. A text longer than a window is read in overlapping
+        windows, each piece from the one that gives it the most context. The labels must be IOB2 tag names.
 
-        >>> tagger.predict_entities(["John lives in Paris."])  # doctest: +SKIP
+        >>> tagger.predict_entities(["John lives in Paris.", "我住在北京。"])  # doctest: +SKIP
         [[{'text': 'John', 'type': 'PER', 'start': 0, 'end': 4, 'score': 0.98},
-          {'text': 'Paris', 'type': 'LOC', 'start': 14, 'end': 19, 'score': 0.97}]]
+          {'text': 'Paris', 'type': 'LOC', 'start': 14, 'end': 19, 'score': 0.97}],
+         [{'text': '北京', 'type': 'LOC', 'start': 3, 'end': 5, 'score': 0.95}]]
         """
-        from albert_tf.text.entities import entity_types, text_entities, word_first_pieces, word_pieces
-        from albert_tf.text.piece_alignment import tokenize_with_alignment
-        from albert_tf.text.word_pieces import sentence_windows
+        from albert_tf.text.entities import entity_types, text_entities
 
         texts = [texts] if isinstance(texts, str) else texts
         if not isinstance(texts, (list, tuple)) or not all(isinstance(text, str) for text in texts):
             raise ValueError("predict_entities: texts must be a string or a list of strings (raw text)")
         entity_types(self.label_names)  # refuses tag names that name no entity types
-        tokenizer = self._tokenizer()
-        aligned = [tokenize_with_alignment(tokenizer, text) for text in texts]
-        first_pieces = [word_first_pieces([tokenizer.id_to_piece(piece_id) for piece_id in tokens.ids])
-                        for tokens in aligned]
-        windows = []
-        for index, (tokens, firsts) in enumerate(zip(aligned, first_pieces)):
-            windows.extend(sentence_windows(word_pieces(tokens.ids, firsts), None, self.preprocessor.seq_length,
-                                            self.doc_stride, sentence_index=index))
+        units = self._units(texts)
+        scores = self.unit_logits(units, batch_size, **kwargs)
+        return [text_entities(text_units, unit_scores, self.label_names)
+                for text_units, unit_scores in zip(units, scores)]
+
+    def unit_logits(self, units, batch_size=None, **kwargs):
+        """Per text's `entities.TextUnits`, float32 [units, num_labels]: each unit's logits at its reading piece in
+        the window that gives it the most context."""
+        windows = text_windows(units, None, self.preprocessor.seq_length, self.doc_stride)
         if not windows:  # only texts without pieces
-            return [[] for _ in texts]
+            return [np.zeros((0, self.num_labels), np.float32) for _ in units]
         inputs = {name: array for name, array in window_arrays(windows).items() if name in ENCODER_INPUTS}
         logits = super().predict(inputs, batch_size=batch_size or DEFAULT_BATCH_SIZE, **kwargs)["logits"]
-        scores = merge_word_scores(windows, logits, [len(firsts) for firsts in first_pieces])
-        return [text_entities(text, tokens, firsts, word_scores, self.label_names)
-                for text, tokens, firsts, word_scores in zip(texts, aligned, first_pieces, scores)]
+        return merge_unit_scores(windows, logits, [len(text_units.first_pieces) for text_units in units])
 
     def _tokenizer(self):
         """The Python tokenizer of the model's preprocessor (its vocabulary, casing, accents and quote rule)."""

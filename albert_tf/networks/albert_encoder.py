@@ -155,8 +155,8 @@ class AlbertEncoder(keras.Model):
         Every layer runs on the unpadded positions alone, as rows: attention still sees the whole window (in
         the padded layout, padding masked), but the projections, feed-forward blocks and LayerNorms skip the
         padding; the last layer's output projection and feed-forward block run at `rows` alone. A tagger's
-        loss reads each word's first piece: in UNER English-EWT's windows of 64, 23 positions of a window are
-        text on average and 13 of them first pieces.
+        loss reads each unit's reading piece: in UNER English-EWT's windows of 64, 23 positions of a window are
+        text on average and 13 of them words.
         """
         is_text = tf.reshape(inputs["input_mask"], [-1]) != 0
         unpadded = tf.cast(tf.where(is_text)[:, 0], tf.int32)

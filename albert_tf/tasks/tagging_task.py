@@ -1,11 +1,21 @@
 """Entity tagging (token classification) as a fine-tuning task: CoNLL-style column files or JSON Lines of
-tokens and tags (`tagged_texts`), one IOB2 tag per word predicted, scored as conlleval scores it
-(`tagging_metrics`).
+tokens and tags (`tagged_texts`), entities predicted as character spans of each sentence's text, scored as
+conlleval scores entities (`tagging_metrics`).
 
-Words become pieces and windows as `albert_tf.text.word_pieces` says: each word tokenized on its own (the
-model's casing and accents), the loss on each word's first piece, long sentences cut into overlapping windows
-and merged back so every word gets exactly one tag. The loss is the mean cross-entropy over the first pieces
-of the whole global batch (Hugging Face's token classification loss), not a mean of per-window means.
+Each sentence is tagged as served text is (`albert_tf.text.entities`): its raw text (the file's `# text =`
+line where its tokens are found in it, KLUE-NER's characters joined, else the tokens joined with no space
+between Chinese or Japanese characters: `tagged_texts.sentence_text`) tokenized whole, its pieces grouped into
+units (a word, a punctuation mark, a piece of text without spaces), each unit tagged by the gold entities --
+character spans of the text -- it overlaps; the loss on each unit's reading piece; long texts cut into
+overlapping windows and merged back so every unit gets exactly one tag. The loss is the mean cross-entropy
+over the units of the whole global batch (Hugging Face's token classification loss), not a mean of
+per-window means.
+
+What is measured is what is served: evaluation and prediction find each sentence's entities by the served
+rule and score them as character spans against the file's (conlleval's entity precision, recall and F1 per
+type and overall; accuracy over the text's non-space characters), and for KLUE-NER's files (one character a
+line) KLUE's entity and character macro F1 besides. The predictions file tags each token an entity overlaps;
+`<stem>.entities.jsonl` holds every sentence's text and entities as the served model returns them.
 
 The label set is the training file's ("O", then B- and I- of each entity type, types sorted) and is recorded
 with the fine-tuned model as `label_names` (Hugging Face's id2label); evaluating or predicting with a fine-tuned
@@ -14,6 +24,7 @@ lr 2e-5, 10% warmup, batch 32, a checkpoint evaluated every tenth of the steps, 
 """
 
 import dataclasses
+import json
 import os
 
 from albert_tf.file_utils import atomic_output, atomic_output_path
@@ -21,13 +32,14 @@ from albert_tf.settings import DROPOUT_RATE, POSITIVE_INTEGER, SettingError
 from albert_tf.tasks import tagged_texts
 from albert_tf.tasks.finetuning_task import FinetuningObjective, FinetuningTask, check_data_files, predict_logits
 from albert_tf.tasks.tagged_texts import TagLabels
-from albert_tf.tasks.tagging_metrics import metrics_table, tagging_metrics
+from albert_tf.tasks.tagging_metrics import klue_metrics, metrics_table, span_metrics
 from albert_tf.tasks.text_classification_task import EVALUATIONS_PER_RUN, RECIPE
 
 EVAL_REPORT_FILE = "eval_report.txt"
 EVAL_PREDICTIONS_STEM = "eval_predictions"
 PREDICTIONS_STEM = "predictions"
 CONLLEVAL_SUFFIX = ".conlleval.txt"  # "token gold predicted" lines, which conlleval scores whatever the input's layout
+ENTITIES_SUFFIX = ".entities.jsonl"  # each sentence's text and its entities as the served model returns them
 MODEL_KIND = "token_classifier"
 
 
@@ -53,18 +65,66 @@ class TaggingConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TaggedData:
-    """A file read for the model: its sentences, their windows and the windows' arrays."""
+    """A file read for the model: its sentences' texts, gold entities and units, their windows and arrays."""
 
     tagged_file: object  # tagged_texts.TaggedFile
+    texts: list  # each sentence's text
+    token_spans: list  # per sentence, each token's [start, end) in its text
+    gold: list  # per sentence, its entities as (type, start, end) character spans of its text ([] untagged)
+    units: list  # per sentence, its entities.TextUnits
     windows: list  # word_pieces.TaggingWindow, in order
     arrays: dict  # the encoder inputs and label_ids, one row per window
 
-    def word_logits(self, model, batch_size):
-        """Per sentence, float32 [words, labels]: each word read in the window that gives it the most context."""
-        from albert_tf.text.word_pieces import merge_word_scores
+    inexact: int = 0  # gold entities the units cannot hold exactly (a boundary inside a piece)
 
-        logits = predict_logits(model, self.arrays, batch_size)
-        return merge_word_scores(self.windows, logits, [len(s.tokens) for s in self.tagged_file.sentences])
+    def entities(self, model, batch_size, label_names):
+        """Per sentence, its entities as the served model finds them ({"text", "type", "start", "end", "score"})."""
+        return self.entities_of_logits(predict_logits(model, self.arrays, batch_size), label_names)
+
+    def entities_of_logits(self, logits, label_names):
+        """The entities of a model's logits on the windows ([windows, seq, labels]), each unit read in the window
+        that gives it the most context."""
+        from albert_tf.text.entities import text_entities
+        from albert_tf.text.word_pieces import merge_unit_scores
+
+        scores = merge_unit_scores(self.windows, logits, [len(units.first_pieces) for units in self.units])
+        return [text_entities(units, unit_scores, label_names) for units, unit_scores in zip(self.units, scores)]
+
+    def metrics(self, entities, labels):
+        """The span metrics of `entities` (per sentence, as `entities` gives them) against the file's, and
+        KLUE-NER's own for a file in its layout (`labels`: the IOB2 tag names)."""
+        predicted = [_spans_of(found) for found in entities]
+        metrics = span_metrics(self.texts, self.gold, predicted)
+        if self.tagged_file.sentences and all(tagged_texts.text_source(sentence) == "characters"
+                                              for sentence in self.tagged_file.sentences):
+            metrics.update(klue_metrics(self.texts, self.gold, predicted, labels))
+        return metrics
+
+
+def tagged_data(tagged_file, tokenizer, labels, max_seq_length, doc_stride=None):
+    """`TaggedData` of a file for a model of `labels` (IOB2 tag names) whose tokenizer is `tokenizer`: each
+    sentence's text, gold entities (character spans) and units, their windows (labelled where the file has tags)."""
+    from albert_tf.text.entities import text_units, unit_tables, unit_tags
+    from albert_tf.text.word_pieces import text_windows, window_arrays
+
+    tables = unit_tables(tokenizer.sp)
+    texts, token_spans, gold, units = [], [], [], []
+    for sentence in tagged_file.sentences:
+        text, spans = tagged_texts.sentence_text(sentence)
+        texts.append(text)
+        token_spans.append(spans)
+        gold.append(tagged_texts.entity_char_spans(sentence, spans) if tagged_file.has_tags else [])
+        units.append(text_units(tokenizer, text, tables))
+    tag_ids, inexact = None, 0
+    if tagged_file.has_tags:
+        ids = TagLabels(labels).label2id
+        tag_ids = []
+        for sentence_units, entities in zip(units, gold):
+            sentence_tags, sentence_inexact = unit_tags(sentence_units, entities, ids)
+            tag_ids.append(sentence_tags)
+            inexact += len(sentence_inexact)
+    windows = text_windows(units, tag_ids, max_seq_length, doc_stride)
+    return TaggedData(tagged_file, texts, token_spans, gold, units, windows, window_arrays(windows), inexact)
 
 
 def recorded_labels(metadata, source):
@@ -130,19 +190,24 @@ class TaggingTask(FinetuningTask):
     max_seq_length = 128
     recipe_note = ("Default: the own-data recipe (3 epochs, lr 2e-5, 10% warmup, batch 32, a checkpoint evaluated "
                    "every tenth of the steps).")
-    do_eval_help = ("Evaluate on --eval_file (every checkpoint while training): entity-level precision, recall and F1 "
-                    "per type and overall, as conlleval computes them, and token accuracy in eval_results.json, a "
-                    f"table in {EVAL_REPORT_FILE}, and the file with each token's predicted tag as a last column in "
-                    f"{EVAL_PREDICTIONS_STEM}.<the eval file's extension> (and as conlleval reads it, token, gold "
-                    f"and predicted tag per line, in {EVAL_PREDICTIONS_STEM}{CONLLEVAL_SUFFIX}).")
+    do_eval_help = ("Evaluate on --eval_file (every checkpoint while training) as the served model tags raw text: "
+                    "each sentence's entities, as character spans of its text, against the file's: precision, recall "
+                    "and F1 per type and overall (conlleval's entity scores) and accuracy over the text's characters "
+                    "in eval_results.json (KLUE-NER files: KLUE's entity and character macro F1 too), a table in "
+                    f"{EVAL_REPORT_FILE}, the file with each token's predicted tag as a last column in "
+                    f"{EVAL_PREDICTIONS_STEM}.<the eval file's extension> (and as conlleval reads it in "
+                    f"{EVAL_PREDICTIONS_STEM}{CONLLEVAL_SUFFIX}), and each sentence's text and entities in "
+                    f"{EVAL_PREDICTIONS_STEM}{ENTITIES_SUFFIX}.")
     do_predict_help = (f"Write {PREDICTIONS_STEM}.<the predict file's extension>: the predict file with each token's "
-                       "predicted tag as a last column (JSON Lines: a \"predicted_tags\" list); scored when it has "
-                       f"tags (then also {PREDICTIONS_STEM}{CONLLEVAL_SUFFIX}, conlleval's input).")
+                       "predicted tag as a last column (JSON Lines: a \"predicted_tags\" list), and each sentence's "
+                       f"text and entities, as the served model returns them, in {PREDICTIONS_STEM}{ENTITIES_SUFFIX}; "
+                       f"scored when it has tags (then also {PREDICTIONS_STEM}{CONLLEVAL_SUFFIX}, conlleval's "
+                       "input).")
     config_class = TaggingConfig
 
     def __init__(self):
         self._files = {}  # (path, tagged) -> TaggedFile: each file is read and checked once per run
-        self._eval_tags = None  # the last evaluation's predicted tags, written with its report
+        self._eval_predictions = None  # the last evaluation's (entities, tags), written with its report
 
     def title(self, config):
         named = config.task.train_file or config.task.eval_file or config.task.predict_file
@@ -236,15 +301,7 @@ class TaggingTask(FinetuningTask):
         return tf.reduce_sum(losses, -1) / tf.maximum(tf.reduce_sum(labelled, -1), 1.0)
 
     def _data(self, tagged_file, tokenizer, config):
-        from albert_tf.text.word_pieces import tagging_windows, window_arrays
-
-        sentences = [list(sentence.tokens) for sentence in tagged_file.sentences]
-        tag_ids = None
-        if tagged_file.has_tags:
-            ids = TagLabels(config.task.labels).label2id
-            tag_ids = [[ids[tag] for tag in sentence.tags] for sentence in tagged_file.sentences]
-        windows = tagging_windows(tokenizer, sentences, tag_ids, config.max_seq_length, config.task.doc_stride)
-        return TaggedData(tagged_file, windows, window_arrays(windows))
+        return tagged_data(tagged_file, tokenizer, config.task.labels, config.max_seq_length, config.task.doc_stride)
 
     def read_train(self, tokenizer, config):
         train = self._read(config.task.train_file, config.task, tagged=True)
@@ -254,22 +311,40 @@ class TaggingTask(FinetuningTask):
 
     def _describe(self, tagged_file, data):
         tokens = sum(len(sentence.tokens) for sentence in tagged_file.sentences)
-        entities = ", ".join(f"{name} {count:,}" for name, count in tagged_texts.entity_counts(tagged_file).items())
+        counts = tagged_texts.entity_counts(tagged_file)
+        entities = ", ".join(f"{name} {count:,}" for name, count in counts.items())
         scheme = "" if tagged_file.scheme in (None, "iob2") else f" (read as {tagged_file.scheme}, tagged in IOB2)"
-        return (f"{tagged_file.path}: {len(tagged_file.sentences):,} sentences, {tokens:,} tokens, "
-                f"{len(data.windows):,} windows; entities{scheme}: {entities}")
+        lines = [f"{tagged_file.path}: {len(tagged_file.sentences):,} sentences, {tokens:,} tokens, "
+                 f"{sum(len(units.first_pieces) for units in data.units):,} units, {len(data.windows):,} windows; "
+                 f"entities{scheme}: {entities}"]
+        joined = tagged_texts.text_sources(tagged_file.sentences)["joined"]
+        if joined and any(sentence.text is not None for sentence in tagged_file.sentences):
+            lines.append(f"  {joined:,} of the {len(tagged_file.sentences):,} sentences have no `# text =` line their "
+                         "tokens are found in: their tokens joined (a space between words, none between Chinese or "
+                         "Japanese characters)")
+        if data.inexact:
+            lines.append(f"  {data.inexact:,} of the {sum(counts.values()):,} entities begin or end inside a piece "
+                         "of the vocabulary (or share one with another entity): learned as the pieces that cover "
+                         "them")
+        return "\n".join(lines)
 
     def read_eval(self, tokenizer, config):
         return self._data(self._read(config.task.eval_file, config.task, tagged=True), tokenizer, config)
 
-    def _predicted_tags(self, model, data, config, batch_size):
-        names = config.task.labels
-        return [[names[index] for index in scores.argmax(-1)] for scores in data.word_logits(model, batch_size)]
+    def _predicted(self, model, data, config, batch_size):
+        """(per sentence its entities as served, per sentence one predicted IOB2 tag per token: the tokens an
+        entity overlaps)."""
+        from albert_tf.text.entities import span_tags
+
+        entities = data.entities(model, batch_size, list(config.task.labels))
+        tags = [span_tags(spans, _spans_of(found), sentence.tokens)
+                for spans, found, sentence in zip(data.token_spans, entities, data.tagged_file.sentences)]
+        return entities, tags
 
     def evaluate(self, model, eval_data, config):
-        predicted = self._predicted_tags(model, eval_data, config, config.eval_batch_size)
-        self._eval_tags, self._evaluated_file = predicted, eval_data.tagged_file
-        return tagging_metrics([sentence.tags for sentence in eval_data.tagged_file.sentences], predicted)
+        entities, tags = self._predicted(model, eval_data, config, config.eval_batch_size)
+        self._eval_predictions, self._evaluated_data = (entities, tags), eval_data
+        return eval_data.metrics(entities, config.task.labels)
 
     def best_metric(self, config):
         return "f1"
@@ -277,38 +352,36 @@ class TaggingTask(FinetuningTask):
     def evaluation_note(self, config):
         from albert_tf.tasks.prediction_notes import only_outside_note
 
-        predicted = getattr(self, "_eval_tags", None)
-        if predicted is None:
+        predictions = getattr(self, "_eval_predictions", None)
+        if predictions is None:
             return None
-        gold = [sentence.tags for sentence in self._evaluated_file.sentences]
-        return only_outside_note(predicted, gold, config.task.eval_file)
+        gold = [sentence.tags for sentence in self._evaluated_data.tagged_file.sentences]
+        return only_outside_note(predictions[1], gold, config.task.eval_file)
 
     def output_files(self, config):
         files = [EVAL_REPORT_FILE]
-        if config.task.eval_file:
-            files += [_predictions_name(EVAL_PREDICTIONS_STEM, config.task.eval_file),
-                      EVAL_PREDICTIONS_STEM + CONLLEVAL_SUFFIX]
-        if config.task.predict_file:
-            files += [_predictions_name(PREDICTIONS_STEM, config.task.predict_file), PREDICTIONS_STEM + CONLLEVAL_SUFFIX]
+        for stem, path in ((EVAL_PREDICTIONS_STEM, config.task.eval_file),
+                           (PREDICTIONS_STEM, config.task.predict_file)):
+            if path:
+                files += [_predictions_name(stem, path), stem + CONLLEVAL_SUFFIX, stem + ENTITIES_SUFFIX]
         return files
 
     def write_evaluation_report(self, evaluation, config, output_dir):
         """The evaluation as a table, and the eval file with the predicted tags of the evaluated model (the last
-        evaluation: the best checkpoint's) as a last column, and as conlleval's input; returns the paths written."""
+        evaluation: the best checkpoint's) as a last column, as conlleval's input, and its entities; returns the
+        paths written."""
         report = os.path.join(output_dir, EVAL_REPORT_FILE)
         with atomic_output(report) as f:
             f.write(metrics_table(evaluation))
-        eval_file = self._read(config.task.eval_file, config.task, tagged=True)
-        return [report, *_write_predictions(output_dir, EVAL_PREDICTIONS_STEM, eval_file, self._eval_tags)]
+        entities, tags = self._eval_predictions
+        return [report, *_write_predictions(output_dir, EVAL_PREDICTIONS_STEM, self._evaluated_data, entities, tags)]
 
     def predict(self, model, tokenizer, config, output_dir):
         predict_file = self._read(config.task.predict_file, config.task, tagged=False)
-        predicted = self._predicted_tags(model, self._data(predict_file, tokenizer, config), config,
-                                         config.predict_batch_size)
-        written = _write_predictions(output_dir, PREDICTIONS_STEM, predict_file, predicted)
-        metrics = None
-        if predict_file.has_tags:
-            metrics = tagging_metrics([sentence.tags for sentence in predict_file.sentences], predicted)
+        data = self._data(predict_file, tokenizer, config)
+        entities, tags = self._predicted(model, data, config, config.predict_batch_size)
+        written = _write_predictions(output_dir, PREDICTIONS_STEM, data, entities, tags)
+        metrics = data.metrics(entities, config.task.labels) if predict_file.has_tags else None
         return metrics, written
 
     def eval_results(self, evaluation, prediction):
@@ -317,23 +390,40 @@ class TaggingTask(FinetuningTask):
         return {**(evaluation or {}), **({"predict": prediction} if prediction else {})}
 
     def summary(self, metrics):
+        klue = (f"  KLUE entity macro F1 {metrics['klue_entity_macro_f1']:.4f}  character macro F1 "
+                f"{metrics['klue_char_macro_f1']:.4f}" if "klue_char_macro_f1" in metrics else "")
         return (f"entity F1 {metrics['f1']:.4f}  precision {metrics['precision']:.4f}  recall {metrics['recall']:.4f}"
-                f"  token accuracy {metrics['accuracy']:.4f}")
+                f"  character accuracy {metrics['accuracy']:.4f}{klue}")
 
 
-def _write_predictions(output_dir, stem, tagged_file, predicted):
-    """Writes `tagged_file` with its predicted tags in its own format and, where it has gold tags, as conlleval's
-    input; returns the paths."""
-    outputs = [(_predictions_name(stem, tagged_file.path), tagged_texts.write_predictions)]
+def _spans_of(entities):
+    """(type, start, end) of each entity dict."""
+    return [(entity["type"], entity["start"], entity["end"]) for entity in entities]
+
+
+def _write_predictions(output_dir, stem, data, entities, tags):
+    """Writes the file of `data` with its predicted tags in its own format, its sentences' texts and served
+    entities as JSON Lines and, where it has gold tags, conlleval's input; returns the paths."""
+    tagged_file = data.tagged_file
+    outputs = [(_predictions_name(stem, tagged_file.path), lambda path: tagged_texts.write_predictions(
+        path, tagged_file, tags)), (stem + ENTITIES_SUFFIX, lambda path: _write_entities(path, data, entities))]
     if tagged_file.has_tags:
-        outputs.append((stem + CONLLEVAL_SUFFIX, tagged_texts.write_conlleval_input))
+        outputs.append((stem + CONLLEVAL_SUFFIX, lambda path: tagged_texts.write_conlleval_input(
+            path, tagged_file, tags)))
     paths = []
     for name, write in outputs:
         path = os.path.join(output_dir, name)
         with atomic_output_path(path) as temporary:
-            write(temporary, tagged_file, predicted)
+            write(temporary)
         paths.append(path)
     return paths
+
+
+def _write_entities(path, data, entities):
+    """One JSON object a line per sentence: {"where": file:line, "text": the text tagged, "entities": as served}."""
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        for sentence, text, found in zip(data.tagged_file.sentences, data.texts, entities):
+            f.write(json.dumps({"where": sentence.where, "text": text, "entities": found}, ensure_ascii=False) + "\n")
 
 
 def _predictions_name(stem, path):
