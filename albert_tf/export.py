@@ -28,7 +28,8 @@ writes, all or nothing:
   OUTPUT_DIR/albert_tf.json, spm.model
 
 --serving_precision=bfloat16 makes the serving model's weights bfloat16 (for CPUs with native
-bfloat16), written only if it answers as float32 on built-in texts (the figures go to albert_tf.json).
+bfloat16), written only if it answers as float32 on built-in texts and those of --calibration_file
+(the figures go to albert_tf.json).
 
 With --format=litert it writes LiteRT files for phones and other devices instead, all or nothing:
 
@@ -72,7 +73,7 @@ FORMATS = ("savedmodel", "litert")
 # Flags that shape only one format's files: given with the other format, they are refused, not ignored.
 SAVEDMODEL_ONLY_FLAGS = ("serving_name", "serving_version", "serving_xla", "serving_outputs",
                          "serving_warmup_batch_sizes", "serving_max_batch_size", "serving_precision")
-LITERT_ONLY_FLAGS = ("quantization", "pad_to", "calibration_file")
+LITERT_ONLY_FLAGS = ("quantization", "pad_to")
 
 
 def define_flags():
@@ -87,9 +88,11 @@ def define_flags():
     flags.DEFINE_integer("pad_to", None, "--format=litert: pad every request to this many tokens (at most "
                          "--max_seq_length), for runtimes that need static shapes. Default: inputs as long as the "
                          "text, capped at --max_seq_length.")
-    flags.DEFINE_string("calibration_file", None, "--format=litert --quantization=int8: texts like the requests the "
-                        "model will get, one per line (sentence pairs: text<TAB>text_b), at least 200 distinct: "
-                        "calibrates the activations' ranges and measures the accuracy gate.")
+    flags.DEFINE_string("calibration_file", None, "Texts like the requests the model will get, one per line (sentence "
+                        "pairs and questions with their contexts: text<TAB>text_b). --format=litert "
+                        "--quantization=int8: at least 200 distinct, which calibrate the activations' ranges and "
+                        "measure the accuracy gate. --serving_precision=bfloat16: the bfloat16 model's accuracy gate "
+                        "measures on them besides its own 32 texts.")
     flags.DEFINE_string("checkpoint", None, "albert_tf checkpoint directory or ckpt-N prefix: an encoder, pretrainer, "
                         "classifier, span_labeler, squad_v2_span_labeler or token_classifier (python -m "
                         "albert_tf.convert makes one from other formats). --format=litert takes an encoder, "
@@ -167,7 +170,7 @@ def main(argv):
     paths = export(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.spm_model_file, FLAGS.max_seq_length,
                    FLAGS.do_lower_case, FLAGS.serving_name, FLAGS.serving_version, FLAGS.overwrite,
                    FLAGS.serving_xla, FLAGS.serving_outputs, FLAGS.serving_warmup_batch_sizes, FLAGS.force,
-                   FLAGS.serving_max_batch_size, FLAGS.serving_precision)
+                   FLAGS.serving_max_batch_size, FLAGS.serving_precision, FLAGS.calibration_file)
     from albert_tf.models.model_dir_format import read_metadata
 
     written = read_metadata(FLAGS.output_dir)

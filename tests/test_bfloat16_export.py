@@ -143,7 +143,17 @@ def test_bfloat16_own_data_classifiers_and_tagger_answer_as_float32(exported, ta
     float_paths = export(directory, str(tmp_path / "tagger_float32"))
     served = serving_of(float_paths).signatures["serving_default"](**tagged)
     assert int(served["entity_count"].numpy().sum()) > 0
-    check_bfloat16_export(directory, tmp_path / "tagger_bfloat16", serving_of(float_paths), tagged)
+    # The gate also measures on the user's texts (--calibration_file), in parts of GATE_BATCH requests, the tagger's
+    # entity columns of each part padded to the widest.
+    calibration = tmp_path / "calibration.txt"
+    texts = [f"{name} visited {place} in {year}." for name in ("John", "Mary", "Peter", "Zoë")
+             for place in ("Paris", "Berlin", "東京", "서울에서") for year in range(2001, 2006)]
+    calibration.write_text("\n".join(texts * 2) + "\n", encoding="utf-8")  # copies count once in the minimum only
+    _, record = check_bfloat16_export(directory, tmp_path / "tagger_bfloat16", serving_of(float_paths), tagged,
+                                      calibration_file=str(calibration))
+    gate = record["bfloat16_gate"]
+    assert gate["calibration_texts"] == 2 * len(texts) > 2 * bfloat16_export.GATE_BATCH
+    assert gate["texts"] == len(bfloat16_export.GATE_TEXTS) + 2 * len(texts)
 
 
 @pytest.mark.slow
@@ -215,3 +225,22 @@ def test_a_cpu_without_native_bfloat16_is_named_in_one_line(tmp_path):
     assert "\n" not in note and "emulated" in note and "--serving_precision=float32" in note
     assert emulation_note(cpu_bfloat16_support(str(native))) is None
     assert emulation_note(cpu_bfloat16_support(str(tmp_path / "none"))) is None
+
+
+def test_calibration_texts_are_for_the_bfloat16_gate_alone(exported, tmp_path):  # noqa: F811
+    """A float32 export refuses --calibration_file (it measures nothing there) before anything is read or written."""
+    from albert_tf.settings import SettingError
+
+    calibration = tmp_path / "calibration.txt"
+    calibration.write_text("a text\n", encoding="utf-8")
+    with pytest.raises(SettingError, match="calibration_file is for serving_precision=bfloat16"):
+        export(exported["checkpoint"], str(tmp_path / "out"), calibration_file=str(calibration))
+    assert not (tmp_path / "out").exists()
+
+
+def test_answers_in_parts_join_with_their_entity_columns_padded():
+    parts = [np.array([[1, 2], [3, -1]], np.int32), np.array([[4], [5]], np.int32)]
+    assert bfloat16_export._joined(parts).tolist() == [[1, 2], [3, -1], [4, -1], [5, -1]]
+    names = [np.array([[b"PER"]], object), np.array([[b"LOC", b"ORG"]], object)]
+    assert bfloat16_export._joined(names).tolist() == [[b"PER", b""], [b"LOC", b"ORG"]]
+    assert bfloat16_export._joined([np.ones(2), np.zeros(1)]).tolist() == [1, 1, 0]

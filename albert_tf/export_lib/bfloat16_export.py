@@ -144,12 +144,15 @@ def bfloat16_model(model, metadata):
     return copy
 
 
-def gate_requests(serving):
-    """(text, text_b) lists the gate sends to a serving module of `serving`'s kind."""
+def gate_requests(serving, requests=()):
+    """(text, text_b) lists the gate sends to a serving module of `serving`'s kind: GATE_TEXTS, and `requests`
+    ([(text, text_b)], the user's texts like the requests the model will get: --calibration_file) after them."""
     texts = list(GATE_TEXTS)
     if serving.takes_context:
-        return texts + [GATE_CONTEXT], [GATE_CONTEXT] * (len(texts) + 1)
-    return texts, [""] * len(texts)
+        texts, texts_b = texts + [GATE_CONTEXT], [GATE_CONTEXT] * (len(texts) + 1)
+    else:
+        texts_b = [""] * len(texts)
+    return texts + [text for text, _ in requests], texts_b + [text_b for _, text_b in requests]
 
 
 def _cosines(a, b):
@@ -187,18 +190,39 @@ def answer_agreement(same, what):
             f"{what} with float32 {agreement:.2%} (needs {MIN_AGREEMENT:.0%})")
 
 
-def gate(serving, reference_serving, metadata):
+# Requests per serve call of the gate: a --calibration_file of thousands of texts runs in parts.
+GATE_BATCH = 64
+
+
+def _joined(parts):
+    """One array of per-request outputs answered in parts: rows joined, padded columns (a tagger's entities per
+    text, as many as the part's most) padded alike to the widest part."""
+    import numpy as np
+
+    if parts[0].ndim < 2 or len({part.shape[1] for part in parts}) == 1:
+        return np.concatenate(parts)
+    width = max(part.shape[1] for part in parts)
+    padding = b"" if parts[0].dtype == object else -1  # past each row's entity_count: never read
+    return np.concatenate([np.pad(part, [(0, 0), (0, width - part.shape[1])] + [(0, 0)] * (part.ndim - 2),
+                                  constant_values=padding) for part in parts])
+
+
+def gate(serving, reference_serving, metadata, requests=()):
     """The gate's record ({"texts", "measured", "figures", "thresholds", "passed"}) of the bfloat16 `serving` module
-    against the float32 `reference_serving`, both run on GATE_TEXTS through their `serve` function."""
+    against the float32 `reference_serving`, both run on GATE_TEXTS and the user's `requests` ([(text, text_b)])
+    through their `serve` function, in batches of at most the module's max_batch_size."""
     import tensorflow as tf
 
-    texts, texts_b = gate_requests(serving)
+    texts, texts_b = gate_requests(serving, requests)
 
     def run(module):
-        outputs = module.serve(tf.constant(texts), tf.constant(texts_b))
-        return {name: value.numpy() for name, value in outputs.items()}
+        parts = [{name: value.numpy() for name, value in module.serve(
+            tf.constant(texts[start:start + GATE_BATCH]), tf.constant(texts_b[start:start + GATE_BATCH])).items()}
+            for start in range(0, len(texts), GATE_BATCH)]
+        return {name: _joined([part[name] for part in parts]) for name in parts[0]}
 
     passed, figures, measured = serving.agreement_with(run(serving), run(reference_serving))
-    return {"texts": len(texts), "measured": measured, "figures": figures, "passed": passed,
+    return {"texts": len(texts), "calibration_texts": len(requests), "measured": measured, "figures": figures,
+            "passed": passed,
             "thresholds": {"min_mean_cosine": MIN_MEAN_COSINE, "min_cosine": MIN_COSINE,
                            "min_agreement": MIN_AGREEMENT, "max_score_error": MAX_SCORE_ERROR}}

@@ -49,12 +49,17 @@ def check_output_dir(output_dir, checkpoint, **inputs):
 def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, lower_case=None, serving_name="albert",
            serving_version=1, overwrite=False, serving_xla=False, serving_outputs=None,
            serving_warmup_batch_sizes=DEFAULT_WARMUP_BATCH_SIZES, force=False,
-           serving_max_batch_size=DEFAULT_MAX_BATCH_SIZE, serving_precision="float32"):
+           serving_max_batch_size=DEFAULT_MAX_BATCH_SIZE, serving_precision="float32", calibration_file=None):
     """Writes the three SavedModels; returns {part: path}. `max_seq_length`, `lower_case`: None takes what
     the checkpoint records (albert_tf.models.preprocessing_contract); the accents and quote rules are always
     the recorded ones, and the export records them too. `serving_xla`, `serving_outputs`,
     `serving_warmup_batch_sizes`, `force`, `serving_max_batch_size`, `serving_precision`: see the flags (bfloat16:
-    bfloat16_export; BFloat16GateError, nothing written, when its answers move beyond the gate)."""
+    bfloat16_export; BFloat16GateError, nothing written, when its answers move beyond the gate). `calibration_file`:
+    texts like the requests (one a line, text<TAB>text_b for pairs and questions with contexts) the bfloat16 gate
+    measures on besides its own; only with serving_precision bfloat16."""
+    if calibration_file is not None and serving_precision != "bfloat16":
+        raise SettingError("<calibration_file> is for <serving_precision>=bfloat16 (the texts its accuracy gate "
+                           "measures on) and for --format=litert --quantization=int8")
     import tensorflow as tf
 
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -89,7 +94,8 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
     precision_record = {"serving_precision": serving_precision}
     if serving_precision == "bfloat16":
         serving, precision_record = bfloat16_serving(serving, tokenizer, max_seq_length, model, metadata,
-                                                     serving_xla, serving_outputs, serving_max_batch_size)
+                                                     serving_xla, serving_outputs, serving_max_batch_size,
+                                                     calibration_file)
     with staged_directory(output_dir, overwrite=overwrite) as staging:
         metadata = {**metadata, "max_seq_length": max_seq_length, "lower_case": lower_case,
                     "keep_accents": preprocessing.keep_accents, "rewrite_quotes": preprocessing.rewrite_quotes,
@@ -121,9 +127,11 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
             "serving": os.path.join(output_dir, "serving", serving_name, str(serving_version))}
 
 
-def bfloat16_serving(reference, tokenizer, max_seq_length, model, metadata, xla, outputs, max_batch_size):
+def bfloat16_serving(reference, tokenizer, max_seq_length, model, metadata, xla, outputs, max_batch_size,
+                     calibration_file=None):
     """(the bfloat16 serving module, what albert_tf.json records of it) once it passes its accuracy gate against
-    the float32 module `reference` (bfloat16_export); BFloat16GateError, with the figures, when it does not."""
+    the float32 module `reference` (bfloat16_export), on its own texts and those of `calibration_file`;
+    BFloat16GateError, with the figures, when it does not."""
     import tensorflow as tf
 
     from albert_tf.export_lib.bfloat16_export import (BFloat16GateError, bfloat16_model, cpu_bfloat16_support,
@@ -138,7 +146,13 @@ def bfloat16_serving(reference, tokenizer, max_seq_length, model, metadata, xla,
                              outputs=outputs, max_batch_size=max_batch_size)
     # Saved with the model, so load_export can say when the CPU it runs on emulates bfloat16.
     serving.precision_variable = tf.Variable("bfloat16", trainable=False, name="precision")
-    record = gate(serving, reference, metadata)
+    requests = ()
+    if calibration_file:
+        from albert_tf.export_lib.litert_export import read_calibration_texts
+
+        pairs = reference.takes_context or metadata.get("takes_pairs") is True
+        requests = read_calibration_texts(calibration_file, pairs, minimum=1, purpose="the bfloat16 gate needs")
+    record = gate(serving, reference, metadata, requests)
     print(f"bfloat16 gate on {record['texts']} texts: {record['measured']}", flush=True)
     if not record["passed"]:
         raise BFloat16GateError(f"<serving_precision>=bfloat16: the bfloat16 {metadata['model']} fails its accuracy "

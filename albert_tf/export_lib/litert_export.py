@@ -163,10 +163,10 @@ def packing_model(tokenizer, max_seq_length):
     return conversion.convert()
 
 
-def read_calibration_texts(path, pairs):
+def read_calibration_texts(path, pairs, minimum=MIN_CALIBRATION_TEXTS, purpose="full int8 needs"):
     """[(text, text_b)] from a UTF-8 file of one request per line ("text<TAB>text_b" for sentence pairs); SettingError
     naming the file and line for a line that is not text (undecodable, or holding a NUL: a binary file), and for fewer
-    than MIN_CALIBRATION_TEXTS distinct requests (copies measure nothing new)."""
+    than `minimum` distinct requests (copies measure nothing new; `purpose` says who needs them)."""
     requests = []
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
@@ -183,10 +183,10 @@ def read_calibration_texts(path, pairs):
             text, _, text_b = line.partition("\t") if pairs else (line, "", "")
             requests.append((text, text_b))
     distinct = len(set(requests))
-    if distinct < MIN_CALIBRATION_TEXTS:
+    if distinct < minimum:
         copies = f" ({len(requests) - distinct} more are copies)" if distinct < len(requests) else ""
-        raise SettingError(f"<calibration_file>={path}: {distinct} distinct texts{copies}; full int8 needs at least "
-                           f"{MIN_CALIBRATION_TEXTS} to calibrate on and to measure its accuracy gate")
+        raise SettingError(f"<calibration_file>={path}: {distinct} distinct texts{copies}; {purpose} at least "
+                           f"{minimum} to measure its accuracy gate on")
     return requests
 
 
