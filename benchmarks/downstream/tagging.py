@@ -28,12 +28,13 @@ decay, --learning_rate, --max_seq_length, seed) and threads:
     epsilon 1e-6, and the schedule's decay measured from step 0 (benchmarks.downstream.original_adamw_torch); the
     loop otherwise the same: the same recipe to the update rule.
 Both implementations see the same inputs, so what is compared is the training, not the tokenization: the Hugging
-Face side's windows are made by albert_tf.text.word_pieces.tagging_windows over the same tokenizer (each word
-tokenized on its own, its tag at its first piece, -100 elsewhere, a long sentence cut into overlapping windows),
-and its logits are merged back to one tag per word by merge_word_scores, as run_tagger does; both are scored by
-albert_tf.tasks.tagging_metrics (conlleval's entity-level precision, recall and F1, token accuracy). The converted
-Hugging Face tokenizer gives these pieces too (`is_split_into_words`): the results say on how many of the
-sentences. What differs is each library's own: albert_tf's AdamW is the original's (no bias correction, epsilon
+Face side's windows are made by albert_tf.tasks.tagging_task.tagged_data, as run_tagger makes them (each
+sentence's text tokenized whole, its pieces grouped into units, each unit's tag at its reading piece, -100
+elsewhere, a long sentence cut into overlapping windows), and its logits are read into entities by the same
+rule the served model applies (albert_tf.text.entities); both are scored by the same metrics: conlleval's
+entity-level precision, recall and F1 over the entities' character spans, and accuracy over the characters. The
+converted Hugging Face tokenizer gives these pieces too: the results say on how many of the sentences. What
+differs is each library's own: albert_tf's AdamW is the original's (no bias correction, epsilon
 1e-6), torch's corrects the bias, so at the same rate albert_tf's updates are larger while its second moment is
 still filling (by (1 - 0.9^t) / sqrt(1 - 0.999^t): about 3.2x at step 100, 1.9x at step 325); the heads'
 initializations and the data orders are each library's; and the original's schedule decays from step 0, so after
@@ -42,7 +43,14 @@ albert_tf's parity with Hugging Face is judged against it, and the difference fr
 schedule is reported beside it.
 
 Each run is evaluated once, after its last step: with the test split as the only held-out data, choosing a
-checkpoint on it (the tool's every-tenth-of-the-steps recipe keeps the best) would tune on the test set.
+checkpoint on it (the tool's every-tenth-of-the-steps recipe keeps the best) would tune on the test set. Where a
+data set has a dev split (--dev_file), each run evaluates it every tenth of its steps and the test split is
+scored with the weights best on it, on both sides:
+
+  python -m benchmarks.downstream.tagging --pretrained=../cjk_transfer/zh/runs/pretrain \
+      --data_dir=../shared/data/ner_uner_zh_gsdsimp --train_file=zh_gsdsimp-ud-train.iob2 \
+      --dev_file=zh_gsdsimp-ud-dev.iob2 --eval_file=zh_gsdsimp-ud-test.iob2 --epochs=3 --gain_goal=5 \
+      --title="Universal NER Chinese GSDSimp" --results_name=tagging_zh --work_dir=../cjk_transfer/zh/tagging
 
 Time per training step, both in --threads threads (TF_NUM_INTRAOP_THREADS for the tool, torch.set_num_threads for
 PyTorch; default: this machine's cores): albert_tf's from its progress lines (each loop's windows/s; loops of
@@ -103,8 +111,10 @@ def split_file(source, directory, name, max_sentences):
     with open(path, "w", encoding="utf-8") as f:
         for index in chosen:
             sentence = tagged.sentences[index]
-            f.write(json.dumps({"tokens": list(sentence.tokens), "tags": list(sentence.tags)}, ensure_ascii=False)
-                    + "\n")
+            row = {"tokens": list(sentence.tokens), "tags": list(sentence.tags)}
+            if sentence.text is not None:  # the raw sentence the tool tags, as the file's `# text =` line gives it
+                row["text"] = sentence.text
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path, read_tagged_file(path)
 
 
@@ -117,16 +127,18 @@ def described(tagged, windows):
 
 
 def recipe(train_windows, args):
-    """The settings all runs train with: one evaluation, after the last step."""
+    """The settings all runs train with: one evaluation, after the last step; with a dev file, one every tenth of
+    the steps."""
     steps = max(1, math.ceil(train_windows * args.epochs / args.batch_size))
-    return types.SimpleNamespace(epochs=args.epochs, steps=steps, warmup=int(steps * 0.1), eval_every=steps,
+    eval_every = max(1, math.ceil(steps / 10)) if args.dev_file else steps
+    return types.SimpleNamespace(epochs=args.epochs, steps=steps, warmup=int(steps * 0.1), eval_every=eval_every,
                                  learning_rate=args.learning_rate, batch_size=args.batch_size,
                                  max_seq_length=args.max_seq_length, threads=args.threads)
 
 
 def scores(metrics):
-    """The figures kept of a tagging_metrics dict: overall entity F1, precision, recall, token accuracy and each
-    type's F1, precision, recall and support."""
+    """The figures kept of a metrics dict: overall entity F1, precision, recall, character accuracy and each type's
+    F1, precision, recall and support."""
     return {"f1": metrics["f1"], "precision": metrics["precision"], "recall": metrics["recall"],
             "accuracy": metrics["accuracy"],
             "per_type": {name: {key: row[key] for key in ("f1", "precision", "recall", "support")}
@@ -134,12 +146,17 @@ def scores(metrics):
 
 
 def albert_tf_run(seed, data, init_flags, settings, output, labels):
-    """Fine-tunes with run_tagger; its evaluation after the last step and its time per step."""
+    """Fine-tunes with run_tagger; its evaluation (after the last step, or of the checkpoint best on the dev file
+    where there is one) and its time per step."""
+    files = ([f"--train_file={data['train']}", f"--eval_file={data['dev']}", f"--predict_file={data['eval']}",
+              "--do_predict"] if "dev" in data else [f"--train_file={data['train']}", f"--eval_file={data['eval']}"])
     seconds, seconds_per_step, timed_steps = run_finetuning_tool(
-        "albert_tf.run_tagger", [f"--train_file={data['train']}", f"--eval_file={data['eval']}"], seed, init_flags,
-        settings, output, labels, extra_flags=["--max_seconds_per_loop=0"])
+        "albert_tf.run_tagger", files, seed, init_flags, settings, output, labels,
+        extra_flags=["--max_seconds_per_loop=0"])
     with open(os.path.join(output, "eval_results.json")) as f:
         evaluation = json.load(f)
+    if "dev" in data:
+        evaluation = evaluation["predict"]
     return {**scores(evaluation), "seconds_per_step": seconds_per_step, "timed_steps": timed_steps,
             "seconds": round(seconds, 1)}
 
@@ -153,32 +170,33 @@ def huggingface_inputs(arrays):
     return {names[name]: torch.from_numpy(values.astype("int64")) for name, values in arrays.items()}
 
 
-def huggingface_evaluate(model, eval_windows, eval_file, labels):
-    """tagging_metrics of the model's tags on `eval_file`, its logits merged as run_tagger merges them."""
+def huggingface_evaluate(model, eval_data, labels):
+    """The metrics of the model's entities on `eval_data` (tagging_task.TaggedData), its logits merged and read
+    into entities as run_tagger and the served model read them."""
     import numpy as np
     import torch
 
-    from albert_tf.tasks.tagging_metrics import tagging_metrics
-    from albert_tf.text.word_pieces import merge_word_scores, window_arrays
+    from albert_tf.text.word_pieces import window_arrays
 
-    inputs = huggingface_inputs(window_arrays(eval_windows))
+    inputs = huggingface_inputs(window_arrays(eval_data.windows))
     inputs.pop("labels")
     model.eval()
     logits = []
     with torch.no_grad():
-        for begin in range(0, len(eval_windows), EVAL_BATCH_SIZE):
+        for begin in range(0, len(eval_data.windows), EVAL_BATCH_SIZE):
             batch = {name: values[begin:begin + EVAL_BATCH_SIZE] for name, values in inputs.items()}
             logits.append(model(**batch).logits.float().numpy())
     model.train()
-    words = merge_word_scores(eval_windows, np.concatenate(logits), [len(s.tokens) for s in eval_file.sentences])
-    predicted = [[labels[index] for index in sentence.argmax(-1)] for sentence in words]
-    return tagging_metrics([sentence.tags for sentence in eval_file.sentences], predicted)
+    return eval_data.metrics(eval_data.entities_of_logits(np.concatenate(logits), list(labels)), labels)
 
 
-def huggingface_run(seed, hf_dir, train_windows, eval_windows, eval_file, settings, labels, original_adamw=False):
-    """Fine-tunes AlbertForTokenClassification in a run_glue-style loop on the given windows (with the original's
-    AdamW and schedule, albert_tf's, where `original_adamw`); its evaluation after the last step and its time per
-    step."""
+def huggingface_run(seed, hf_dir, data, settings, labels, original_adamw=False):
+    """Fine-tunes AlbertForTokenClassification in a run_glue-style loop on the training windows of `data` (each
+    split's tagging_task.TaggedData; with the original's AdamW and schedule, albert_tf's, where `original_adamw`);
+    its evaluation (after the last step, or, with a dev split, of the weights best on it, evaluated every
+    settings.eval_every steps as the tool's checkpoints are) and its time per step."""
+    import copy
+
     import numpy as np
     import torch
     import transformers
@@ -192,41 +210,47 @@ def huggingface_run(seed, hf_dir, train_windows, eval_windows, eval_file, settin
     model = transformers.AlbertForTokenClassification.from_pretrained(
         hf_dir, num_labels=len(labels), id2label=dict(enumerate(labels)),
         label2id={name: index for index, name in enumerate(labels)})
-    train = huggingface_inputs(window_arrays(train_windows))
+    train = huggingface_inputs(window_arrays(data["train"].windows))
+    best = {"f1": -1.0, "state": None}
 
     def progress(step, loss):
         if step % ITERATIONS_PER_LOOP == 0 or step == settings.steps:
             print(f"Hugging Face seed {seed}: step {step}/{settings.steps}  loss {loss.item():.4f}", flush=True)
+        if "dev" in data and (step % settings.eval_every == 0 or step == settings.steps):
+            f1 = huggingface_evaluate(model, data["dev"], labels)["f1"]
+            if f1 > best["f1"]:
+                best.update(f1=f1, state=copy.deepcopy(model.state_dict()))
 
     step_seconds = huggingface_train(
-        model, len(train_windows), lambda rows: model(**{name: values[rows] for name, values in train.items()}).loss,
-        settings, seed, progress, original_adamw=original_adamw)
-    evaluation = huggingface_evaluate(model, eval_windows, eval_file, labels)
+        model, len(data["train"].windows),
+        lambda rows: model(**{name: values[rows] for name, values in train.items()}).loss, settings, seed, progress,
+        original_adamw=original_adamw)
+    if best["state"] is not None:
+        model.load_state_dict(best["state"])
+    evaluation = huggingface_evaluate(model, data["eval"], labels)
     print(f"Hugging Face seed {seed}: entity F1 {evaluation['f1']:.4f}  token accuracy {evaluation['accuracy']:.4f}",
           flush=True)
     return {**scores(evaluation), "seconds_per_step": statistics.mean(step_seconds), "timed_steps": len(step_seconds)}
 
 
-def tokenizer_agreement(hf_dir, tokenizer, sentences):
-    """(sentences, of `sentences`) whose ids from the converted Hugging Face tokenizer (words given apart,
-    `is_split_into_words`) are [CLS], the words' pieces from `tokenizer` (word_piece_ids), [SEP]."""
+def tokenizer_agreement(hf_dir, tokenizer, texts):
+    """(texts, of `texts`) whose ids from the converted Hugging Face tokenizer are [CLS], `tokenizer`'s pieces of
+    the text, [SEP]."""
     import transformers
 
     from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
-    from albert_tf.text.word_pieces import word_piece_ids
 
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
-    theirs = hf_tokenizer([list(words) for words in sentences], is_split_into_words=True)["input_ids"]
-    same = sum(ids == [CLS_ID, *(piece for word in word_piece_ids(tokenizer, words) for piece in word), SEP_ID]
-               for words, ids in zip(sentences, theirs))
-    return same, len(sentences)
+    theirs = hf_tokenizer(list(texts))["input_ids"]
+    same = sum(ids == [CLS_ID, *tokenizer.encode(text), SEP_ID] for text, ids in zip(texts, theirs))
+    return same, len(texts)
 
 
 def run_name(implementation, start):
     return f"{implementation}/{start}"
 
 
-def summarize(records, types_):
+def summarize(records, types_, gain_goal=PRETRAINING_GAIN_GOAL):
     """({run name: figures}, goals): metrics in percent, time per step in milliseconds."""
     summary = {}
     for implementation, start in RUNS:
@@ -244,8 +268,8 @@ def summarize(records, types_):
     ours = summary[run_name(*RUNS[0])]["ms_per_step"]["mean"]
     theirs = summary[run_name(*RUNS[2])]["ms_per_step"]["mean"]
     goals = [
-        {"goal": f"albert_tf: pretrained beats random init by >= {PRETRAINING_GAIN_GOAL:g} entity F1",
-         "met": gain >= PRETRAINING_GAIN_GOAL,
+        {"goal": f"albert_tf: pretrained beats random init by >= {gain_goal:g} entity F1",
+         "met": gain >= gain_goal,
          "measured": f"pretrained - random init {gain:+.2f} (largest std "
                      f"{max(pretrained['std'], random_init['std']):.2f})"},
         {"goal": f"albert_tf within {PARITY_GOAL:g} entity F1 of Hugging Face from the same weights and recipe "
@@ -274,7 +298,7 @@ def tables(summary, goals, types_):
                      *(cell(figures["per_type_f1"][name]) for name in types_), cell(figures["precision"]),
                      cell(figures["recall"]), cell(figures["accuracy"]), f"{figures['ms_per_step']['mean']:.1f}"))
     results = markdown_table(["implementation", "initialization", "seeds", "entity F1 %",
-                              *(f"{name} F1 %" for name in types_), "precision %", "recall %", "token accuracy %",
+                              *(f"{name} F1 %" for name in types_), "precision %", "recall %", "character accuracy %",
                               "ms / step"], rows)
     verdict = {True: "met", False: "missed", None: "-"}
     judged = markdown_table(["goal", "measured", ""], [(g["goal"], g["measured"], verdict[g["met"]]) for g in goals])
@@ -285,7 +309,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pretrained", required=True, help="albert_tf checkpoint or model directory with spm.model")
     parser.add_argument("--data_dir", default=os.path.join(SHARED_DATA, "ner_uner_en_ewt"),
-                        help=f"holds {TRAIN_FILE} (trained on) and {EVAL_FILE} (evaluated on)")
+                        help="holds --train_file, --eval_file and --dev_file")
+    parser.add_argument("--train_file", default=TRAIN_FILE, help=f"trained on (default {TRAIN_FILE})")
+    parser.add_argument("--eval_file", default=EVAL_FILE, help=f"scored (default {EVAL_FILE})")
+    parser.add_argument("--dev_file", default=None,
+                        help="where given, every run evaluates it every tenth of its steps and --eval_file is scored "
+                             "with the weights best on it (default: none; --eval_file scored after the last step)")
+    parser.add_argument("--title", default="Universal NER English-EWT", help="the data set's name in the table")
+    parser.add_argument("--results_name", default="tagging", help="writes RESULTS_DIR/NAME.{json,md}")
+    parser.add_argument("--gain_goal", type=float, default=PRETRAINING_GAIN_GOAL,
+                        help="entity F1 points pretrained must beat random init by (default 10)")
     parser.add_argument("--work_dir", default="/tmp/albert_tagging", help="data, runs and per-run results (reused)")
     parser.add_argument("--results_dir", default=RESULTS, help="where tagging.{json,md} go")
     parser.add_argument("--seeds", default="1,2,3", help="comma-separated fine-tuning seeds (default 1,2,3)")
@@ -312,16 +345,16 @@ def main(argv=None):
 
     from albert_tf.models.preprocessing_contract import resolve_preprocessing
     from albert_tf.tasks.tagged_texts import tag_labels
+    from albert_tf.tasks.tagging_task import tagged_data
     from albert_tf.text.albert_tokenizer import AlbertTokenizer
-    from albert_tf.text.word_pieces import tagging_windows
 
     metadata_file, spm = (os.path.join(args.pretrained, name) for name in ("albert_tf.json", "spm.model"))
     for path in (metadata_file, spm):
         if not os.path.isfile(path):
             sys.exit(f"{path}: missing; --pretrained must be an albert_tf checkpoint directory with spm.model")
-    for name in (TRAIN_FILE, EVAL_FILE):
+    for name in filter(None, (args.train_file, args.eval_file, args.dev_file)):
         if not os.path.isfile(os.path.join(args.data_dir, name)):
-            sys.exit(f"{os.path.join(args.data_dir, name)}: missing; pass --data_dir=<the UNER English-EWT directory>")
+            sys.exit(f"{os.path.join(args.data_dir, name)}: missing; pass --data_dir=<the directory holding it>")
     seeds = [int(s) for s in args.seeds.split(",") if s]
     with open(metadata_file) as f:
         metadata = json.load(f)
@@ -334,23 +367,22 @@ def main(argv=None):
     data_dir = os.path.join(args.work_dir, "data")
     os.makedirs(data_dir, exist_ok=True)
     data, tagged = {}, {}
-    for split, name, limit in (("train", TRAIN_FILE, args.max_train_sentences),
-                               ("eval", EVAL_FILE, args.max_eval_sentences)):
+    splits = (("train", args.train_file, args.max_train_sentences), ("eval", args.eval_file, args.max_eval_sentences),
+              *((("dev", args.dev_file, 0),) if args.dev_file else ()))
+    for split, name, limit in splits:
         data[split], tagged[split] = split_file(os.path.join(args.data_dir, name), data_dir, split, limit)
     labels = tag_labels(tagged["train"])
-    label_ids = labels.label2id
-    train_windows = tagging_windows(tokenizer, [s.tokens for s in tagged["train"].sentences],
-                                    [[label_ids[tag] for tag in s.tags] for s in tagged["train"].sentences],
-                                    args.max_seq_length)
-    eval_windows = tagging_windows(tokenizer, [s.tokens for s in tagged["eval"].sentences],
-                                   max_seq_length=args.max_seq_length)
+    # The windows both implementations read: each sentence's text tokenized whole, grouped into units, as
+    # run_tagger and the served model do (albert_tf.tasks.tagging_task.tagged_data).
+    prepared = {split: tagged_data(tagged[split], tokenizer, labels.labels, args.max_seq_length) for split in tagged}
+    train_windows, eval_windows = prepared["train"].windows, prepared["eval"].windows
     settings = recipe(len(train_windows), args)
 
     init_flags, identities, hf_dir = starting_points(args, metadata, spm)
-    sentences = [s.tokens for split in ("train", "eval") for s in tagged[split].sentences]
-    same_ids, compared = tokenizer_agreement(hf_dir, tokenizer, sentences)
-    data_key = {"train_sha256": file_sha256(data["train"]), "eval_sha256": file_sha256(data["eval"]),
-                "labels": list(labels.labels)}
+    same_ids, compared = tokenizer_agreement(hf_dir, tokenizer, [text for split in prepared
+                                                                  for text in prepared[split].texts])
+    data_key = {**{f"{split}_sha256": file_sha256(path) for split, path in data.items()},
+                "labels": list(labels.labels), "tagging": "units of the text"}
 
     records = []
     for seed in seeds:
@@ -366,7 +398,7 @@ def main(argv=None):
                     seed, data, init_flags[start], settings, output, labels.labels))
             else:
                 result = cached(output + ".json", key, lambda: huggingface_run(
-                    seed, hf_dir, train_windows, eval_windows, tagged["eval"], settings, labels.labels,
+                    seed, hf_dir, prepared, settings, labels.labels,
                     original_adamw=implementation == HUGGING_FACE_ORIGINAL_OPTIMIZER))
             record[run_name(implementation, start)] = result
         records.append(record)
@@ -374,20 +406,25 @@ def main(argv=None):
             f"{name} entity F1 {record[name]['f1']:.4f} {1000 * record[name]['seconds_per_step']:.1f} ms/step"
             for name in (run_name(*run) for run in RUNS)), flush=True)
 
-    summary, goals = summarize(records, labels.types)
+    summary, goals = summarize(records, labels.types, args.gain_goal)
     config = metadata["albert_config"]
     vocabulary_casing = "uncased" if preprocessing.lower_case else "cased"
-    title = (f"Universal NER English-EWT, trained on {os.path.basename(data['train'])} "
+    scored = "evaluated after the last step"
+    if "dev" in data:
+        scored = (f"the weights best on {os.path.basename(data['dev'])} ({described(tagged['dev'], prepared['dev'].windows)}"
+                  ", evaluated every tenth of the steps) scored")
+    title = (f"{args.title}, trained on {os.path.basename(data['train'])} "
              f"({described(tagged['train'], train_windows)}), evaluated on {os.path.basename(data['eval'])} "
              f"({described(tagged['eval'], eval_windows)}). Model: {args.pretrained} (hidden {config['hidden_size']}, "
              f"{config['num_hidden_layers']} layers, {vocabulary_casing} vocabulary of {config['vocab_size']}: its "
              f"albert_tf.json records lower_case {json.dumps(metadata.get('lower_case'))}) and the same config from "
              f"random init; "
              f"{settings.steps} steps ({args.epochs:g} epochs) of batch {settings.batch_size}, seq "
-             f"{settings.max_seq_length}, lr {settings.learning_rate:g}, {settings.warmup} warmup steps, evaluated "
-             f"after the last step; seeds {args.seeds}; {settings.threads} threads each on {cpu_description()}. "
-             f"Hugging Face's converted tokenizer gives albert_tf's ids on {same_ids:,} of {compared:,} sentences.")
-    write_results(args.results_dir, "tagging", f"{title}\n\n{tables(summary, goals, labels.types)}\n", record={
+             f"{settings.max_seq_length}, lr {settings.learning_rate:g}, {settings.warmup} warmup steps, {scored}; "
+             f"seeds {args.seeds}; {settings.threads} threads each on {cpu_description()}. Entities are scored as "
+             f"character spans of each sentence's text, found as the served model finds them. Hugging Face's "
+             f"converted tokenizer gives albert_tf's ids on {same_ids:,} of {compared:,} sentences.")
+    write_results(args.results_dir, args.results_name, f"{title}\n\n{tables(summary, goals, labels.types)}\n", record={
         "args": vars(args), "settings": vars(settings), "labels": list(labels.labels),
         "vocabulary": {"lower_case": metadata.get("lower_case"), "keep_accents": metadata.get("keep_accents")},
         "tokenizer_agreement": {"same_ids": same_ids, "sentences": compared}, "cpu": cpu_description(),
