@@ -22,7 +22,8 @@ recipe):
     beside Hugging Face's AlbertForTokenClassification converted from the same checkpoint: run by
     benchmarks.downstream.tagging (its docstring gives the command for this checkpoint);
   - span QA, CMRC 2018 (--stages=cmrc): run_squad trained on the trial set (1,002 questions) for --cmrc_epochs,
-    predicting the dev set (3,219 questions), scored by CMRC 2018's own metric (F1, EM); writes
+    predicting the dev set (3,219 questions), scored by CMRC 2018's own metric (F1, EM); windows of the length
+    pretraining used (128: the position embeddings past it were never trained), half a window apart; writes
     RESULTS_DIR/cmrc2018.{json,md}.
 
 Every finished run is kept under WORK_DIR/LANGUAGE and reused when the command is rerun.
@@ -70,7 +71,8 @@ def cmrc_run(work, start, seed, epochs, pretrained):
                  f"--spm_model_file={os.path.join(work, 'spm.model')}", "--do_lower_case"])
         command = [sys.executable, "-m", "albert_tf.run_squad", "--version=1.1", "--do_train", "--do_predict",
                    f"--train_file={data}/cmrc2018_trial.json", f"--predict_file={data}/cmrc2018_dev.json",
-                   "--metric=cmrc2018", f"--output_dir={output}", "--max_seq_length=384", "--doc_stride=128",
+                   "--metric=cmrc2018", f"--output_dir={output}", f"--max_seq_length={PRETRAINING.seq_length}",
+                   f"--doc_stride={PRETRAINING.seq_length // 2}", "--max_query_length=32",
                    "--train_batch_size=32", "--learning_rate=1e-4", f"--num_train_epochs={epochs}",
                    "--predict_batch_size=64", f"--seed={seed}", "--overwrite", *init]
         print("+ " + " ".join(command[1:]), flush=True)
@@ -94,7 +96,8 @@ def cmrc(work, seeds, epochs, results_dir):
     with open(os.path.join(pretrained, "run_config.json")) as f:
         steps = json.load(f).get("train_budget", {}).get("num_train_steps")
     text = (f"CMRC 2018 (Chinese span extraction): run_squad trained on cmrc2018_trial.json (1,002 questions) for "
-            f"{epochs:g} epochs (batch 32, lr 1e-4, seq 384, stride 128), predicting cmrc2018_dev.json (3,219 "
+            f"{epochs:g} epochs (batch 32, lr 1e-4, seq {PRETRAINING.seq_length} as pretrained, stride "
+            f"{PRETRAINING.seq_length // 2}, questions cut to 32 pieces), predicting cmrc2018_dev.json (3,219 "
             f"questions), scored by CMRC 2018's official metric; albert_small pretrained on corpus_zh_modern "
             f"({steps or '?'} planned steps of batch 64, seq 128; the newest checkpoint) and from random init; seeds "
             f"{','.join(map(str, seeds))}; {cpu_description()}.\n\n"
@@ -117,7 +120,7 @@ def main(argv=None):
     parser.add_argument("--budget_hours", type=float, default=PRETRAINING.budget_hours,
                         help="pretraining's wall-clock budget; its schedule is fitted to it")
     parser.add_argument("--seeds", default="1", help="comma-separated fine-tuning seeds")
-    parser.add_argument("--cmrc_epochs", type=float, default=3.0, help="passes over CMRC 2018's trial set")
+    parser.add_argument("--cmrc_epochs", type=float, default=2.0, help="passes over CMRC 2018's trial set")
     parser.add_argument("--results_dir", default=RESULTS, help="where the tables go")
     args = parser.parse_args(argv)
     work = os.path.join(args.work_dir, args.language)
