@@ -242,6 +242,23 @@ BENCHMARKS = [
      "std and range over seeds), with the time per training step. Goals: pretrained beats random init by >= 10 "
      "F1; albert_tf within 1 F1 of Hugging Face from the same weights and optimizer; albert_tf's time per step no "
      "more than Hugging Face's."),
+    ("tagging_zh", "Entity tagging on Universal NER Chinese: pretrained on 4.8 MB of Chinese, random init and "
+     "Hugging Face",
+     "python -m benchmarks.downstream.tagging --pretrained=../cjk_transfer/zh/runs/pretrain "
+     "--data_dir=../shared/data/ner_uner_zh_gsdsimp --train_file=zh_gsdsimp-ud-train.iob2 "
+     "--dev_file=zh_gsdsimp-ud-dev.iob2 --eval_file=zh_gsdsimp-ud-test.iob2 --epochs=3 --gain_goal=5 "
+     "--results_name=tagging_zh --work_dir=../cjk_transfer/zh/tagging --seeds=1,2,3",
+     "The checkpoint: albert_small pretrained on ../shared/data/corpus_zh_modern (25 books of modern Chinese, "
+     "1.62M characters; every 10th document held out) by `python -m benchmarks.downstream.cjk_transfer "
+     "--language=zh --stages=pretrain` (an 8,000-piece vocabulary, documents, seq 128, batch 64, AdamW 5e-4, "
+     "stopped at step 4,026 of the 4,962 its 1.5-hour budget planned). Fine-tuned on UNER Chinese GSDSimp's "
+     "3,997 training sentences (PER, LOC, ORG), each run evaluating the dev split every tenth of its steps and "
+     "scoring the test split with the weights best on it: albert_tf's run_tagger from the checkpoint and from "
+     "random init, and Hugging Face's AlbertForTokenClassification converted from the same checkpoint, trained on "
+     "the same windows (units of each sentence's `# text =` line) with torch's AdamW and with the original's; "
+     "3 seeds, 3 epochs, lr 1e-4, batch 32. Entities scored as character spans, as the served model finds them. "
+     "Goals: pretrained beats random init by >= 5 F1; albert_tf within 1 F1 of Hugging Face with the same "
+     "optimizer."),
     ("tagging_units", "Entity tagging by units of the text against tagging words, on English",
      "python -m benchmarks.downstream.tagging_units --baseline=../tagging_baseline --seeds=1,2,3",
      "run_tagger of the checkout before units (`--baseline`, a `git worktree` of commit 1eba7a4: each word tokenized "

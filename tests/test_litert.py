@@ -434,7 +434,7 @@ def test_sigterm_during_the_conversion_removes_its_copy_of_the_weights(tmp_path,
 
 
 def test_a_calibration_file_that_is_not_texts_is_refused_naming_the_line(tmp_path):
-    from albert_tf.export_lib.litert_export import read_calibration_texts
+    from albert_tf.export_lib.calibration_texts import read_calibration_texts
 
     binary = tmp_path / "binary"
     binary.write_bytes("a fine text\n".encode() + bytes(range(128, 256)) + b"\n")

@@ -59,7 +59,7 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
     measures on besides its own; only with serving_precision bfloat16."""
     if calibration_file is not None and serving_precision != "bfloat16":
         raise SettingError("<calibration_file> is for <serving_precision>=bfloat16 (the texts its accuracy gate "
-                           "measures on) and for --format=litert --quantization=int8")
+                           "measures on) and for LiteRT files of <quantization>=int8")
     import tensorflow as tf
 
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -148,7 +148,7 @@ def bfloat16_serving(reference, tokenizer, max_seq_length, model, metadata, xla,
     serving.precision_variable = tf.Variable("bfloat16", trainable=False, name="precision")
     requests = ()
     if calibration_file:
-        from albert_tf.export_lib.litert_export import read_calibration_texts
+        from albert_tf.export_lib.calibration_texts import read_calibration_texts
 
         pairs = reference.takes_context or metadata.get("takes_pairs") is True
         requests = read_calibration_texts(calibration_file, pairs, minimum=1, purpose="the bfloat16 gate needs")

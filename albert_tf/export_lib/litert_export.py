@@ -51,6 +51,7 @@ import threading
 
 import numpy as np
 
+from albert_tf.export_lib.calibration_texts import read_calibration_texts
 from albert_tf.models.lite_model import lite_interpreter, run_requests, tokenizer_op_registerers
 from albert_tf.settings import SettingError
 
@@ -80,7 +81,7 @@ RELATIVE_TOLERANCE = {"float16": 0.01, "dynamic_int8": 0.25, "int8": 0.25}
 # int8 quantizes the attention mask with the activations, so there a padded key keeps a sliver of weight (0.5% of
 # the largest output measured on albert_tiny): as far as the file may be from the float model.
 BATCH_TOLERANCE = {"float32": 1e-4, "float16": 1e-4, "dynamic_int8": 1e-4, "int8": RELATIVE_TOLERANCE["int8"]}
-MIN_CALIBRATION_TEXTS = 200
+
 # The scratch directories in $TMPDIR (work_directory).
 WORK_DIRECTORY_PREFIX = "albert_litert-"
 # The texts every export is checked on: ordinary, empty, long (truncated), digits with commas, accents, emoji.
@@ -161,33 +162,6 @@ def packing_model(tokenizer, max_seq_length):
     conversion = tf.lite.TFLiteConverter.from_concrete_functions([module.text.get_concrete_function()], module)
     conversion.allow_custom_ops = True
     return conversion.convert()
-
-
-def read_calibration_texts(path, pairs, minimum=MIN_CALIBRATION_TEXTS, purpose="full int8 needs"):
-    """[(text, text_b)] from a UTF-8 file of one request per line ("text<TAB>text_b" for sentence pairs); SettingError
-    naming the file and line for a line that is not text (undecodable, or holding a NUL: a binary file), and for fewer
-    than `minimum` distinct requests (copies measure nothing new; `purpose` says who needs them)."""
-    requests = []
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as error:
-                raise SettingError(f"<calibration_file>={path}: line {number} is not UTF-8 text ({error.reason} at "
-                                   f"byte {error.start}); give texts like the requests, one per line") from None
-            if "\0" in line:
-                raise SettingError(f"<calibration_file>={path}: line {number} holds a NUL character (a binary file?); "
-                                   "give texts like the requests, one per line")
-            if not line.strip():
-                continue
-            text, _, text_b = line.partition("\t") if pairs else (line, "", "")
-            requests.append((text, text_b))
-    distinct = len(set(requests))
-    if distinct < minimum:
-        copies = f" ({len(requests) - distinct} more are copies)" if distinct < len(requests) else ""
-        raise SettingError(f"<calibration_file>={path}: {distinct} distinct texts{copies}; {purpose} at least "
-                           f"{minimum} to measure its accuracy gate on")
-    return requests
 
 
 def run_on(run, requests, pairs):

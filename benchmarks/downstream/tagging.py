@@ -50,7 +50,7 @@ scored with the weights best on it, on both sides:
   python -m benchmarks.downstream.tagging --pretrained=../cjk_transfer/zh/runs/pretrain \
       --data_dir=../shared/data/ner_uner_zh_gsdsimp --train_file=zh_gsdsimp-ud-train.iob2 \
       --dev_file=zh_gsdsimp-ud-dev.iob2 --eval_file=zh_gsdsimp-ud-test.iob2 --epochs=3 --gain_goal=5 \
-      --title="Universal NER Chinese GSDSimp" --results_name=tagging_zh --work_dir=../cjk_transfer/zh/tagging
+      --results_name=tagging_zh --work_dir=../cjk_transfer/zh/tagging
 
 Time per training step, both in --threads threads (TF_NUM_INTRAOP_THREADS for the tool, torch.set_num_threads for
 PyTorch; default: this machine's cores): albert_tf's from its progress lines (each loop's windows/s; loops of
@@ -87,6 +87,10 @@ RUNS = (("albert_tf", "pretrained"), ("albert_tf", "random init"), (HUGGING_FACE
         (HUGGING_FACE_ORIGINAL_OPTIMIZER, "pretrained"))
 TRAIN_FILE, EVAL_FILE = "en_ewt-ud-dev.iob2", "en_ewt-ud-test.iob2"
 EVAL_BATCH_SIZE = 64
+# The staged data sets' names for the table's title, by directory.
+DATA_SET_TITLES = {"ner_uner_en_ewt": "Universal NER English-EWT",
+                   "ner_uner_zh_gsdsimp": "Universal NER Chinese GSDSimp",
+                   "ner_uner_zh_gsd": "Universal NER Chinese GSD (Traditional)"}
 PRETRAINING_GAIN_GOAL = 10.0  # entity F1 points pretrained must beat random init by
 PARITY_GOAL = 1.0  # entity F1 points albert_tf may lie from Hugging Face
 
@@ -315,7 +319,9 @@ def main(argv=None):
     parser.add_argument("--dev_file", default=None,
                         help="where given, every run evaluates it every tenth of its steps and --eval_file is scored "
                              "with the weights best on it (default: none; --eval_file scored after the last step)")
-    parser.add_argument("--title", default="Universal NER English-EWT", help="the data set's name in the table")
+    parser.add_argument("--title", default=None,
+                        help="the data set's name in the table (default: the staged UNER sets' names, else the data "
+                             "directory's)")
     parser.add_argument("--results_name", default="tagging", help="writes RESULTS_DIR/NAME.{json,md}")
     parser.add_argument("--gain_goal", type=float, default=PRETRAINING_GAIN_GOAL,
                         help="entity F1 points pretrained must beat random init by (default 10)")
@@ -342,6 +348,8 @@ def main(argv=None):
                         help=f"evaluate on this many sentences drawn from {EVAL_FILE} (default 0: all 2,077); for a "
                              "quick check")
     args = parser.parse_args(argv)
+    args.title = args.title or DATA_SET_TITLES.get(os.path.basename(os.path.normpath(args.data_dir)),
+                                                   os.path.basename(os.path.normpath(args.data_dir)))
 
     from albert_tf.models.preprocessing_contract import resolve_preprocessing
     from albert_tf.tasks.tagged_texts import tag_labels
@@ -411,8 +419,9 @@ def main(argv=None):
     vocabulary_casing = "uncased" if preprocessing.lower_case else "cased"
     scored = "evaluated after the last step"
     if "dev" in data:
-        scored = (f"the weights best on {os.path.basename(data['dev'])} ({described(tagged['dev'], prepared['dev'].windows)}"
-                  ", evaluated every tenth of the steps) scored")
+        dev = described(tagged["dev"], prepared["dev"].windows)
+        scored = (f"the weights best on {os.path.basename(data['dev'])} ({dev}, evaluated every tenth of the steps) "
+                  "scored")
     title = (f"{args.title}, trained on {os.path.basename(data['train'])} "
              f"({described(tagged['train'], train_windows)}), evaluated on {os.path.basename(data['eval'])} "
              f"({described(tagged['eval'], eval_windows)}). Model: {args.pretrained} (hidden {config['hidden_size']}, "
