@@ -581,13 +581,6 @@ def text_source(sentence):
     return _sentence_text(sentence)[2]
 
 
-def text_sources(sentences):
-    """{rule: sentences whose text `sentence_text` takes by it}, every rule of TEXT_SOURCES listed, for a line
-    such as "N of M sentences have no usable `# text =` line: their tokens joined"."""
-    counts = Counter(text_source(sentence) for sentence in sentences)
-    return {source: counts[source] for source in TEXT_SOURCES}
-
-
 def _sentence_text(sentence):
     """(text, token spans, rule) of `sentence_text`."""
     tokens = sentence.tokens

@@ -76,6 +76,7 @@ class TaggedData:
     arrays: dict  # the encoder inputs and label_ids, one row per window
 
     inexact: int = 0  # gold entities the units cannot hold exactly (a boundary inside a piece)
+    sources: tuple = ()  # per sentence, the rule its text came by (tagged_texts.text_source)
 
     def entities(self, model, batch_size, label_names):
         """Per sentence, its entities as the served model finds them ({"text", "type", "start", "end", "score"})."""
@@ -95,8 +96,7 @@ class TaggedData:
         KLUE-NER's own for a file in its layout (`labels`: the IOB2 tag names)."""
         predicted = [_spans_of(found) for found in entities]
         metrics = span_metrics(self.texts, self.gold, predicted)
-        if self.tagged_file.sentences and all(tagged_texts.text_source(sentence) == "characters"
-                                              for sentence in self.tagged_file.sentences):
+        if self.sources and all(source == "characters" for source in self.sources):
             metrics.update(klue_metrics(self.texts, self.gold, predicted, labels))
         return metrics
 
@@ -124,7 +124,8 @@ def tagged_data(tagged_file, tokenizer, labels, max_seq_length, doc_stride=None)
             tag_ids.append(sentence_tags)
             inexact += len(sentence_inexact)
     windows = text_windows(units, tag_ids, max_seq_length, doc_stride)
-    return TaggedData(tagged_file, texts, token_spans, gold, units, windows, window_arrays(windows), inexact)
+    sources = tuple(tagged_texts.text_source(sentence) for sentence in tagged_file.sentences)
+    return TaggedData(tagged_file, texts, token_spans, gold, units, windows, window_arrays(windows), inexact, sources)
 
 
 def recorded_labels(metadata, source):
@@ -317,7 +318,7 @@ class TaggingTask(FinetuningTask):
         lines = [f"{tagged_file.path}: {len(tagged_file.sentences):,} sentences, {tokens:,} tokens, "
                  f"{sum(len(units.first_pieces) for units in data.units):,} units, {len(data.windows):,} windows; "
                  f"entities{scheme}: {entities}"]
-        joined = tagged_texts.text_sources(tagged_file.sentences)["joined"]
+        joined = data.sources.count("joined")
         if joined and any(sentence.text is not None for sentence in tagged_file.sentences):
             lines.append(f"  {joined:,} of the {len(tagged_file.sentences):,} sentences have no `# text =` line their "
                          "tokens are found in: their tokens joined (a space between words, none between Chinese or "
