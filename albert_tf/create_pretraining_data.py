@@ -44,7 +44,7 @@ import time
 from absl import flags
 
 from albert_tf import cli
-from albert_tf.data.creation_flags import config_from_flags, define_data_flags
+from albert_tf.data.creation_flags import config_from_flags, define_data_flags, vocabulary_setting
 
 
 def define_flags():
@@ -62,9 +62,10 @@ def main(argv):
     from albert_tf.data.corpus_reader import expand_input_patterns
 
     FLAGS = flags.FLAGS
-    for name in ("input_file", "output_file", "spm_model_file"):
+    for name in ("input_file", "output_file"):
         if not FLAGS[name].value:
             raise ValueError(f"--{name} is required")
+    kind, vocabulary_path = vocabulary_setting(FLAGS)
     config = config_from_flags(FLAGS)
     from albert_tf.data.pretraining_data_job import without_own_outputs
     from albert_tf.file_utils import DATA_SET, VOCABULARY, refuse_another_tools_directory
@@ -77,8 +78,9 @@ def main(argv):
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     start = time.time()
     from albert_tf.data.local_runner import create_pretraining_data, summary_lines
+    from albert_tf.text.vocabularies import Vocabulary
 
-    metadata = create_pretraining_data(paths, FLAGS.output_file, FLAGS.spm_model_file, config,
+    metadata = create_pretraining_data(paths, FLAGS.output_file, Vocabulary.read(vocabulary_path, kind), config,
                                        num_workers=FLAGS.num_workers, overwrite=FLAGS.overwrite)
     print("\n".join(summary_lines(metadata, FLAGS.output_file, time.time() - start)))
     return 0

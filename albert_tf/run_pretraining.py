@@ -63,6 +63,9 @@ def define_flags():
                         "directory to resume.")
     flags.DEFINE_string("spm_model_file", default("spm_model_file"), "The SentencePiece model the data was made with; copied into "
                         "--output_dir as spm.model so the checkpoint can be exported and fine-tuned on its own.")
+    flags.DEFINE_string("vocab_file", default("vocab_file"), "Instead of --spm_model_file: the WordPiece vocab.txt the data "
+                        "was made with (create_pretraining_data --vocab_file); copied into --output_dir as vocab.txt, "
+                        "its kind recorded in albert_tf.json.")
     flags.DEFINE_bool("do_train", default("do_train"), "Train for --num_train_steps (resuming if a checkpoint exists).")
     flags.DEFINE_bool("do_eval", default("do_eval"), "After training, evaluate the four metrics on --eval_input_file.")
     flags.DEFINE_string("eval_input_file", default("eval_input_file"), "Held-out TFRecords for --do_eval and --eval_every_steps (same forms "

@@ -81,7 +81,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.runners.runner import PipelineState
 
 from albert_tf import cli
-from albert_tf.data.creation_flags import config_from_flags, define_data_flags
+from albert_tf.data.creation_flags import config_from_flags, define_data_flags, vocabulary_setting
 from albert_tf.data import data_set_files
 from albert_tf.data import pretraining_data_job as job
 from albert_tf.data.corpus_reader import CorpusStats
@@ -89,7 +89,8 @@ from albert_tf.data.pretraining_data_job import RunStatistics, UnitProcessor
 from albert_tf.data.pretraining_instances import InstanceStats
 from albert_tf.file_utils import DATA_SET, VOCABULARY, refuse_another_tools_directory
 from albert_tf.settings import SettingError
-from albert_tf.text.albert_tokenizer import AlbertTokenizer, check_vocabulary_casing, vocabulary_has_accents
+from albert_tf.text.albert_tokenizer import check_vocabulary_casing, vocabulary_has_accents
+from albert_tf.text.vocabularies import SENTENCEPIECE, Vocabulary
 
 FLAGS = flags.FLAGS
 
@@ -205,13 +206,13 @@ class ProcessUnit(beam.DoFn):
     RunStatistics). The records stay in files: what the shuffle moves, and a worker holds between steps, is
     paths (a Dask cluster once held 2.5 times the output as elements)."""
 
-    def __init__(self, model_proto, config, spool_directory):
-        self.model_proto = model_proto
+    def __init__(self, vocabulary, config, spool_directory):
+        self.vocabulary = vocabulary
         self.config = config
         self.spool_directory = spool_directory
 
     def setup(self):
-        self.processor = UnitProcessor(self.model_proto, self.config)
+        self.processor = UnitProcessor(self.vocabulary, self.config)
 
     def process(self, element):
         if isinstance(element, CorpusStats):
@@ -277,7 +278,8 @@ def write_group(keyed_group, final_paths, compression, spool_directory, run_id):
     return key, (temporary, job.write_sorted_shard(records, temporary, compression, create=_create))
 
 
-def finalize(gathered, final_paths, sets, config, model_proto, vocab_size, input_paths, overwrite, spool_directory):
+def finalize(gathered, final_paths, sets, config, vocabulary, vocab_size, special_ids, input_paths, overwrite,
+             spool_directory):
     """(None, what write_group returned for every key) -> renames every shard of every output set into place
     (writing empty shards no record went to), then the metadata, and removes the spool folder; returns the
     training set's metadata."""
@@ -315,7 +317,7 @@ def finalize(gathered, final_paths, sets, config, model_proto, vocab_size, input
             counts.append(count)
             ordered.append(temporary)
         sizes = [m.size_in_bytes for result in FileSystems.match(ordered) for m in result.metadata_list]
-        metadata = job.build_metadata(set_config, model_proto, vocab_size, input_paths, corpus_stats,
+        metadata = job.build_metadata(set_config, vocabulary, vocab_size, special_ids, input_paths, corpus_stats,
                                       statistics.sets[output_set], counts, paths, sizes)
         staged.append((prefix, ordered, paths, metadata))
     job.link_heldout_set([(prefix, paths, metadata) for prefix, _, paths, metadata in staged])
@@ -345,14 +347,17 @@ def _under_one_key(element):
     return None, element
 
 
-def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, overwrite=False, readers_per_file=1):
+def build_pipeline(pipeline, input_paths, output_prefix, vocabulary, config, overwrite=False, readers_per_file=1):
     """Adds the whole job to `pipeline`; returns the PCollection holding the final metadata.
 
     One chain of single-output steps, no side inputs: what Beam's Dask runner runs right (the module's
     docstring says what it lacks), and every other runner too."""
     if readers_per_file < 1:
         raise SettingError(f"<readers_per_file> must be at least 1, got {readers_per_file}")
-    vocab_size = AlbertTokenizer(model_proto=model_proto, lower_case=config.lower_case).vocab_size
+    if not isinstance(vocabulary, Vocabulary):  # a SentencePiece model's bytes, as this function took before
+        vocabulary = Vocabulary(SENTENCEPIECE, vocabulary)
+    job.check_vocabulary_settings(config, vocabulary)
+    tokenizer = vocabulary.tokenizer(config.lower_case, config.keep_accents, config.rewrite_quotes)
     sets = job.output_sets(config, output_prefix)
     final_paths = [data_set_files.shard_paths(prefix, config.num_output_shards, config.compression)
                    for prefix, _ in sets]
@@ -367,13 +372,14 @@ def build_pipeline(pipeline, input_paths, output_prefix, model_proto, config, ov
         # (a ValueError from its schema code while the pipeline was built, seen on paragraph input).
         | "ReadUnits" >> beam.FlatMap(read_units, config, readers_per_file, spooled).with_output_types(typing.Any)
         | "Redistribute" >> beam.Reshuffle()
-        | "MakeInstances" >> beam.ParDo(ProcessUnit(model_proto, config, spooled))
+        | "MakeInstances" >> beam.ParDo(ProcessUnit(vocabulary, config, spooled))
         | "GroupByShard" >> beam.GroupByKey()
         | "WriteShards" >> beam.Map(write_group, final_paths, config.compression, spooled, run_id)
         | "OneKey" >> beam.Map(_under_one_key)
         | "GatherAll" >> beam.GroupByKey()
-        | "Finalize" >> beam.Map(finalize, final_paths=final_paths, sets=sets, config=config, model_proto=model_proto,
-                                 vocab_size=vocab_size, input_paths=input_paths, overwrite=overwrite,
+        | "Finalize" >> beam.Map(finalize, final_paths=final_paths, sets=sets, config=config, vocabulary=vocabulary,
+                                 vocab_size=tokenizer.vocab_size, special_ids=tokenizer.special_ids,
+                                 input_paths=input_paths, overwrite=overwrite,
                                  spool_directory=spooled)
     )
 
@@ -391,9 +397,10 @@ def checked_input_paths(input_patterns, output_prefix, config):
 
 def run(argv, beam_args):
     del argv
-    for name in ("input_file", "output_file", "spm_model_file"):
+    for name in ("input_file", "output_file"):
         if not FLAGS[name].value:
             raise ValueError(f"--{name} is required")
+    vocabulary_setting(FLAGS)  # exactly one vocabulary, before anything else is checked
     options = PipelineOptions(beam_args)
     runner = options.view_as(StandardOptions).runner
     if not runner:
@@ -408,14 +415,15 @@ def run(argv, beam_args):
     if stale:
         print(f"Removed {len(stale)} temporary file(s) and spool folder(s) left by a run that was stopped, "
               f"e.g. {stale[0]}.")
-    with FileSystems.open(FLAGS.spm_model_file) as f:
-        model_proto = f.read()
-    vocabulary = AlbertTokenizer(model_proto=model_proto)
+    kind, vocabulary_path = vocabulary_setting(FLAGS)
+    with FileSystems.open(vocabulary_path) as f:
+        vocabulary = Vocabulary(kind, f.read(), vocabulary_path)
+    tokenizer = vocabulary.tokenizer()
     if FLAGS.keep_accents is None:  # as the vocabulary was trained (a path config_from_flags may not open)
-        config = dataclasses.replace(config, keep_accents=vocabulary_has_accents(vocabulary))
-    check_vocabulary_casing(vocabulary, config.lower_case, FLAGS.spm_model_file, keep_accents=config.keep_accents)
+        config = dataclasses.replace(config, keep_accents=vocabulary_has_accents(tokenizer))
+    check_vocabulary_casing(tokenizer, config.lower_case, vocabulary_path, keep_accents=config.keep_accents)
     pipeline = beam.Pipeline(options=options)
-    build_pipeline(pipeline, input_paths, FLAGS.output_file, model_proto, config, FLAGS.overwrite,
+    build_pipeline(pipeline, input_paths, FLAGS.output_file, vocabulary, config, FLAGS.overwrite,
                    FLAGS.readers_per_file)
     try:
         state = pipeline.run().wait_until_finish()

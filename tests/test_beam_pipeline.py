@@ -15,6 +15,7 @@ from albert_tf.data.pretraining_data_job import CreationConfig
 from albert_tf.data.pretraining_instances import InstanceConfig
 from albert_tf.file_utils import staged_directory
 from albert_tf.settings import SettingError
+from albert_tf.text.vocabularies import SENTENCEPIECE, Vocabulary
 from pipelines import create_pretraining_data as beam_job
 from pipelines.create_pretraining_data import build_pipeline, checked_input_paths, remove_temporary_files
 from text_fixtures import corpus_files_and_vocabulary
@@ -110,12 +111,12 @@ def test_a_unit_leaves_its_worker_as_sorted_spool_files_that_a_retry_rewrites(tm
     [unit] = job.group_into_units(job.iter_file(paths[2], 2, config, CorpusStats()), config.instances)
     assert beam_job.read_unit(unit_path) == unit
     expected = collections.defaultdict(list)
-    for output_set, shard, sort_tuple, example in job.UnitProcessor(open(spm_model, "rb").read(), config).process(
+    for output_set, shard, sort_tuple, example in job.UnitProcessor(Vocabulary.read(spm_model, SENTENCEPIECE), config).process(
             unit, InstanceStats(), InstanceStats()):
         expected[output_set, shard].append((sort_tuple, example))
     assert {output_set for output_set, _ in expected} == {0, 1}
 
-    process_unit = beam_job.ProcessUnit(open(spm_model, "rb").read(), config, str(spool_folder))
+    process_unit = beam_job.ProcessUnit(Vocabulary.read(spm_model, SENTENCEPIECE), config, str(spool_folder))
     process_unit.setup()
     first = list(process_unit.process((unit_id, unit_path)))
     *spooled, (statistics_key, _) = first

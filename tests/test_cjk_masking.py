@@ -89,7 +89,8 @@ def word_groups(ids, continues):
 def builder_of(tokenizer, seed=7):
     config = InstanceConfig(max_seq_length=48, dupe_factor=6, short_seq_prob=0.3,
                             masking=MaskingConfig(masked_lm_prob=0.4, max_predictions_per_seq=20))
-    return InstanceBuilder(config, tokenizer.word_start_table, tokenizer.random_replacement_ids, seed)
+    return InstanceBuilder(config, tokenizer.word_start_table, tokenizer.random_replacement_ids, seed,
+                           special_ids=tokenizer.special_ids)
 
 
 def assert_whole_words(rows, words_of):

@@ -530,6 +530,7 @@ def test_pair_truncation_keeps_the_odd_piece_in_text_where_huggingface_keeps_it_
     odd piece in text; transformers' longest_first gives it to text_b; the longer text_b gets it there too."""
     from albert_tf.checkpoints.huggingface_tokenizer import write_tokenizer_files
     from albert_tf.text.packing import pack
+    from albert_tf.text.special_ids import ALBERT_SPECIAL_IDS
 
     write_tokenizer_files(spm_model, str(tmp_path), model_max_length=96)
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path)
@@ -544,9 +545,9 @@ def test_pair_truncation_keeps_the_odd_piece_in_text_where_huggingface_keeps_it_
     def segment_lengths(type_ids):
         return int(np.sum(np.asarray(type_ids) == 0) - 2), int(np.sum(type_ids) - 1)  # without [CLS] and [SEP]s
 
-    _, mask, type_ids = pack(ids, ids, max_seq_length)
+    _, mask, type_ids = pack(ids, ids, max_seq_length, ALBERT_SPECIAL_IDS)
     assert (segment_lengths(type_ids[mask == 1]), mask.sum()) == (((room + 1) // 2, room // 2), max_seq_length)
-    _, mask, type_ids = pack(ids, longer, max_seq_length)
+    _, mask, type_ids = pack(ids, longer, max_seq_length, ALBERT_SPECIAL_IDS)
     assert segment_lengths(type_ids[mask == 1]) == ((room + 1) // 2, room // 2)
     theirs = hf_tokenizer(text, text, truncation="longest_first", max_length=max_seq_length)
     assert segment_lengths(theirs["token_type_ids"]) == (room // 2, (room + 1) // 2)

@@ -254,7 +254,7 @@ def test_missing_inputs_and_models_are_named(tmp_path, spm_model):
     with pytest.raises(IsADirectoryError, match="is a directory"):
         expand_input_patterns(str(tmp_path))
     corpus = write_corpus(tmp_path / "c.txt", num_documents=3)
-    with pytest.raises(FileNotFoundError, match="missing.model: SentencePiece model not found"):
+    with pytest.raises(FileNotFoundError, match="missing.model: no such SentencePiece model"):
         create_pretraining_data([str(corpus)], str(tmp_path / "d"), str(tmp_path / "missing.model"), SMALL)
 
 

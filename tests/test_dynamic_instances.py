@@ -59,7 +59,7 @@ def records(prefix):
 def maker_for(spm_model, seed=CONFIG.seed, processes=0):
     tokenizer = AlbertTokenizer(spm_model, lower_case=CONFIG.lower_case)
     return EpochInstanceMaker(CONFIG, tokenizer.word_start_table, tokenizer.random_replacement_ids, seed,
-                              processes=processes)
+                              processes=processes, special_ids=tokenizer.special_ids)
 
 
 def epoch_instances(prefix, maker, epoch):

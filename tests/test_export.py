@@ -19,7 +19,7 @@ from albert_tf.albert_config import AlbertConfig
 from albert_tf.models.model_io import load_encoder, write_model_dir
 from albert_tf.export_lib.exporter import export
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
-from albert_tf.tasks.squad import tokenize_with_alignment
+from albert_tf.text.piece_alignment import tokenize_with_alignment
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from albert_tf.text.packing import pack_batch, truncated_lengths
 from text_fixtures import SPECIAL_LINES, WORDS, random_sentence, train_small_spm
@@ -291,7 +291,7 @@ def test_preprocessing_and_offsets_match_python_on_real_text(exported, shared_da
 
 
 def check_offsets(tokenizer, tf_tokenizer, texts, tokenize_with_offsets):
-    """In-graph ids and byte offsets == squad.tokenize_with_alignment's ids and character spans."""
+    """In-graph ids and byte offsets == piece_alignment.tokenize_with_alignment's ids and character spans."""
     import tensorflow as tf
 
     ids, starts, ends = tokenize_with_offsets(tf_tokenizer, tf.constant(texts))

@@ -135,7 +135,11 @@ def test_readers_name_the_file_and_line_of_bad_input(tmp_path):
 
 
 def test_pair_packing_truncates_the_longer_text_first():
-    class Words:  # a tokenizer with one id per word
+    from albert_tf.text.special_ids import ALBERT_SPECIAL_IDS
+
+    class Words:  # a tokenizer with one id per word, and SentencePiece ALBERT's special ids
+        special_ids = ALBERT_SPECIAL_IDS
+
         def encode(self, text):
             return [10 + len(word) for word in text.split()]
 

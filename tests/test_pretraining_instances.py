@@ -14,6 +14,7 @@ from albert_tf.data.pretraining_instances import (
     truncation_counts,
 )
 from albert_tf.text.albert_tokenizer import CLS_ID, MASK_ID, SEP_ID
+from albert_tf.text.special_ids import ALBERT_SPECIAL_IDS
 
 # Token id = 10_000 * (document + 1) + 100 * sentence + position: every token
 # tells its document, sentence and place. All ids start words, except odd ones.
@@ -31,7 +32,7 @@ def document(index, sentence_lengths):
 
 def unmasked_instances(config, documents, seed=0):
     """(input_ids, segment_ids, length, label) rows of every instance, each masked token put back."""
-    builder = InstanceBuilder(config, WORD_STARTS, ORDINARY_IDS, seed)
+    builder = InstanceBuilder(config, WORD_STARTS, ORDINARY_IDS, seed, special_ids=ALBERT_SPECIAL_IDS)
     stats = InstanceStats()
     rows = []
     for doc in documents:
@@ -158,7 +159,7 @@ def test_short_targets_follow_short_seq_prob():
 def test_same_document_identity_gives_the_same_instances_whatever_else_is_built():
     documents = [document(d, [6, 9, 4, 8, 7]) for d in range(3)]
     config = InstanceConfig(max_seq_length=24, dupe_factor=3)
-    builder = InstanceBuilder(config, WORD_STARTS, ORDINARY_IDS, seed=5)
+    builder = InstanceBuilder(config, WORD_STARTS, ORDINARY_IDS, seed=5, special_ids=ALBERT_SPECIAL_IDS)
     alone = list(builder.build(documents[1], documents[1:2], InstanceStats()))
     builder.build(documents[0], documents, InstanceStats())
     again = list(builder.build(documents[1], documents[1:2], InstanceStats()))
@@ -193,7 +194,7 @@ def run_masking(config, count=400, length=128, seed=0):
     word_starts[:5] = True
     # The whole vocabulary as the replacement pool, special ids included, as the data tools pass it.
     masked = mask_batch(tokens, lengths, is_special, word_starts, config, config.ngram_cumulative_probabilities(),
-                        np.arange(1000, dtype=np.int32), np.random.default_rng(seed))
+                        np.arange(1000, dtype=np.int32), np.random.default_rng(seed), mask_id=MASK_ID)
     return tokens, lengths, is_special, word_starts, masked
 
 
@@ -318,7 +319,7 @@ def test_proposed_ngram_lengths_are_one_over_n():
     tokens, lengths, is_special = batch_of_sequences(3000, 512, seed=4)
     masked = mask_batch(tokens, lengths, is_special, np.ones(1000, bool), config,
                         config.ngram_cumulative_probabilities(), np.arange(5, 1000, dtype=np.int32),
-                        np.random.default_rng(4))
+                        np.random.default_rng(4), mask_id=MASK_ID)
     counts = collections.Counter(masked.ngram_lengths)
     total = sum(counts.values())
     for n, expected in zip((1, 2, 3), (6 / 11, 3 / 11, 2 / 11)):

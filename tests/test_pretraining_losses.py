@@ -29,9 +29,12 @@ def test_accuracy_at_mask_inputs_counts_only_positions_whose_input_is_mask():
              "masked_lm_weights": weights, "sentence_order_labels": np.array([0, 1], np.int32)}
     outputs = {"mlm_logits": tf.constant(one_hot_logits(predicted)),
                "sop_logits": tf.constant([[2.0, 0.0], [2.0, 0.0]])}
-    sums = {k: float(v) for k, v in batch_sums(outputs, batch).items()}
+    sums = {k: float(v) for k, v in batch_sums(outputs, batch, MASK_ID).items()}
     assert sums["masked_weight"] == 5 and sums["mlm_correct"] == 3  # the padded prediction does not count
     assert sums["mask_input_weight"] == 3 and sums["mask_input_correct"] == 2
+    # [MASK] is the vocabulary's: with another id (a WordPiece vocabulary's), positions holding that id count.
+    other = {k: float(v) for k, v in batch_sums(outputs, batch, 7).items()}
+    assert (other["mask_input_weight"], other["mask_input_correct"]) == (1, 0)
     metrics = metrics_from_sums(sums)
     assert metrics["masked_lm_accuracy"] == pytest.approx(3 / 5)
     assert metrics["masked_lm_accuracy_at_mask"] == pytest.approx(2 / 3)
@@ -39,7 +42,7 @@ def test_accuracy_at_mask_inputs_counts_only_positions_whose_input_is_mask():
     # The loss is the original's: weighted-mean MLM cross-entropy + mean SOP cross-entropy.
     right, wrong = -math.log(math.exp(5) / (math.exp(5) + 7)), -math.log(1 / (math.exp(5) + 7))
     sop = (-math.log(math.exp(2) / (math.exp(2) + 1)) - math.log(1 / (math.exp(2) + 1))) / 2
-    loss = float(replica_loss(batch_sums(outputs, batch), tf.constant(5.0), 2))
+    loss = float(replica_loss(batch_sums(outputs, batch, MASK_ID), tf.constant(5.0), 2))
     assert loss == pytest.approx((3 * right + 2 * wrong) / (5 + 1e-5) + sop, rel=1e-5)
 
 

@@ -17,6 +17,7 @@ from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.optimization import create_optimizer
 from albert_tf.settings import SettingError
 from albert_tf.tasks.pretraining_losses import PretrainingObjective, metrics_from_sums
+from albert_tf.text.special_ids import ALBERT_SPECIAL_IDS
 from albert_tf.training import pretraining_run
 from albert_tf.training.pretraining_config import PretrainingConfig
 from albert_tf.training.trainer import Trainer
@@ -50,7 +51,7 @@ def train(strategy, data, initial_weights, accumulation=1, precision="float32"):
             optimizer = create_optimizer(2e-3, 100, 2, gradients_are_aggregated=True)
             if precision == "mixed_float16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-            trainer = Trainer(strategy, model, optimizer, PretrainingObjective(), BATCH, accumulation)
+            trainer = Trainer(strategy, model, optimizer, PretrainingObjective(mask_id=ALBERT_SPECIAL_IDS.mask), BATCH, accumulation)
         iterator = iter(make_pretraining_dataset(data.files(), BATCH, SEQ_LENGTH, PREDICTIONS, seed=1))
         losses = []
         for _ in range(STEPS):
@@ -105,7 +106,7 @@ def test_batch_must_divide_over_replicas_and_micro_batches(data, initial_weights
         model = AlbertPretrainer(AlbertConfig.from_json_file(data.config_file))
         optimizer = create_optimizer(1e-3, 10, gradients_are_aggregated=True)
         with pytest.raises(ValueError, match="divisible"):
-            Trainer(strategy, model, optimizer, PretrainingObjective(), global_batch_size=10,
+            Trainer(strategy, model, optimizer, PretrainingObjective(mask_id=ALBERT_SPECIAL_IDS.mask), global_batch_size=10,
                     gradient_accumulation_steps=4)
 
 
@@ -121,7 +122,7 @@ def test_sentence_loss_weight_zero_trains_mlm_only(data, initial_weights):
                                      max_predictions_per_seq=PREDICTIONS)
             model.set_weights(initial_weights)
             trainer = Trainer(strategy, model, create_optimizer(2e-3, 100, 2, gradients_are_aggregated=True),
-                              PretrainingObjective(sentence_loss_weight=weight), BATCH)
+                              PretrainingObjective(sentence_loss_weight=weight, mask_id=ALBERT_SPECIAL_IDS.mask), BATCH)
         gradients, _ = trainer._forward_backward(batch, {"masked_weight": masked_weight})
         by_layer = [(variable.path, gradient) for variable, gradient in zip(model.trainable_variables, gradients)]
         sop_norms[weight] = float(tf.linalg.global_norm([g for path, g in by_layer if "sentence_order_head" in path]))
@@ -129,7 +130,7 @@ def test_sentence_loss_weight_zero_trains_mlm_only(data, initial_weights):
         assert mlm_bias and float(tf.linalg.global_norm(mlm_bias)) > 0
     assert sop_norms[1.0] > 0 and sop_norms[0.0] == 0.0
     with pytest.raises(ValueError, match="sentence_loss_weight must be >= 0"):
-        PretrainingObjective(sentence_loss_weight=-1)
+        PretrainingObjective(sentence_loss_weight=-1, mask_id=ALBERT_SPECIAL_IDS.mask)
 
 
 def summary_counts(directory):

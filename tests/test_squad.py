@@ -12,7 +12,7 @@ import pytest
 from albert_tf.tasks import squad
 from albert_tf.tasks.squad_evaluation import evaluate, exact_match, f1, normalize_answer
 from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID, AlbertTokenizer
-from albert_tf.text.piece_alignment import preprocess_with_alignment
+from albert_tf.text.piece_alignment import preprocess_with_alignment, tokenize_with_alignment
 from text_fixtures import train_small_spm
 
 
@@ -233,7 +233,7 @@ ALIGNMENT_CASES = [
 
 @pytest.mark.parametrize("context, answers", ALIGNMENT_CASES)
 def test_alignment_keeps_the_tokenizer_ids_and_recovers_answers_exactly(tokenizer, context, answers):
-    aligned = squad.tokenize_with_alignment(tokenizer, context)
+    aligned = tokenize_with_alignment(tokenizer, context)
     assert aligned.ids == tokenizer.encode(context)
     for answer in answers:
         start = context.index(answer)
@@ -251,7 +251,7 @@ def test_alignment_follows_the_tokenizers_quote_rule(spm_model, rewrite_quotes):
     assert preprocessed == tokenizer.preprocess(context)
     quoted = [context[start:end] for char, (start, end) in zip(preprocessed, spans) if char in "`'\""]
     assert quoted == (["``", "''", "``", "''"] if rewrite_quotes else list("``''``''"))
-    aligned = squad.tokenize_with_alignment(tokenizer, context)
+    aligned = tokenize_with_alignment(tokenizer, context)
     assert aligned.ids == tokenizer.encode(context)
     answers = ["``hello there''", "hello there", "``bye''", "bye", "3.0"]
     examples = [squad.SquadExample(f"q{i}", "Said what?", context, answer, context.index(answer))
@@ -313,7 +313,7 @@ def long_example(tokenizer):
 
 def test_long_context_is_split_into_windows(tokenizer):
     example = long_example(tokenizer)
-    context = squad.tokenize_with_alignment(tokenizer, example.context_text)
+    context = tokenize_with_alignment(tokenizer, example.context_text)
     query = tokenizer.encode(example.question_text)
     max_seq_length, stride = 24, 5
     features = squad.convert_examples_to_features([example], tokenizer, max_seq_length=max_seq_length,

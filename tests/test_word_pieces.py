@@ -6,6 +6,7 @@ import pytest
 
 from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID, AlbertTokenizer
 from albert_tf.text.entities import text_units, unit_tables
+from albert_tf.text.special_ids import ALBERT_SPECIAL_IDS as SPM_IDS
 from albert_tf.text.word_pieces import (IGNORED_LABEL_ID, merge_unit_scores, piece_windows, text_windows,
                                         window_arrays)
 from text_fixtures import train_small_spm
@@ -24,7 +25,7 @@ def test_each_units_reading_piece_carries_its_tag_and_nothing_else_does(tokenize
     assert units.aligned.ids == tokenizer.encode(TEXT)  # the text tokenized whole
     assert len(units.first_pieces) < len(units.aligned.ids)  # some units hold several pieces
     tags = [index % 5 for index in range(len(units.first_pieces))]
-    [window] = text_windows([units], [tags], max_seq_length=128)
+    [window] = text_windows([units], [tags], max_seq_length=128, special_ids=SPM_IDS)
     length = len(units.aligned.ids) + 2
     assert window.input_word_ids[:length] == [CLS_ID, *units.aligned.ids, SEP_ID]
     expected = [IGNORED_LABEL_ID] * 128
@@ -42,7 +43,7 @@ def test_windows_tag_each_unit_once_from_the_window_of_most_context():
     owners = [0, 0, 0, 1, 1, 2, 2, 2]
     pieces = [10 + unit for unit in range(8)]
     tags = [unit % 3 for unit in range(8)]
-    windows = piece_windows(pieces, list(range(8)), tags, max_seq_length=6, doc_stride=2)
+    windows = piece_windows(pieces, list(range(8)), tags, max_seq_length=6, doc_stride=2, special_ids=SPM_IDS)
     assert [window.input_word_ids for window in windows] == [
         [CLS_ID, 10, 11, 12, 13, SEP_ID], [CLS_ID, 12, 13, 14, 15, SEP_ID], [CLS_ID, 14, 15, 16, 17, SEP_ID]]
     tagged = [unit for window in windows for unit in window.unit_positions]
@@ -60,7 +61,7 @@ def test_windows_tag_each_unit_once_from_the_window_of_most_context():
 def test_a_text_longer_than_the_window_gets_one_tag_per_unit(tokenizer):
     tables = unit_tables(tokenizer.sp)
     units = [text_units(tokenizer, text, tables) for text in (" ".join([TEXT] * 3), "Mary", "")]
-    windows = text_windows(units, max_seq_length=16, doc_stride=5)
+    windows = text_windows(units, max_seq_length=16, doc_stride=5, special_ids=SPM_IDS)
     assert sum(window.sentence_index == 0 for window in windows) > 5
     assert not any(window.sentence_index == 2 for window in windows)  # no pieces, no window
     arrays = window_arrays(windows)
@@ -75,7 +76,7 @@ def test_a_text_longer_than_the_window_gets_one_tag_per_unit(tokenizer):
 def test_a_unit_longer_than_a_window_keeps_its_pieces_and_its_tag():
     # Ten pieces for unit 1 with four per window: it spans several windows; nothing is cut.
     pieces = [10, *range(20, 30), 11]
-    windows = piece_windows(pieces, [0, 1, 11], [1, 2, 3], max_seq_length=6, doc_stride=2)
+    windows = piece_windows(pieces, [0, 1, 11], [1, 2, 3], max_seq_length=6, doc_stride=2, special_ids=SPM_IDS)
     assert [window.input_word_ids[1:5] for window in windows] == [
         [10, 20, 21, 22], [21, 22, 23, 24], [23, 24, 25, 26], [25, 26, 27, 28], [27, 28, 29, 11]]
     assert [window.unit_positions for window in windows] == [{0: 1, 1: 2}, {}, {}, {}, {2: 4}]
@@ -86,7 +87,7 @@ def test_a_unit_longer_than_a_window_keeps_its_pieces_and_its_tag():
 
 def test_tags_and_windows_that_do_not_fit_the_texts_are_refused():
     with pytest.raises(ValueError, match="text 4: 2 tags for 3 units"):
-        piece_windows([10, 11, 12], [0, 1, 2], [0, 1], max_seq_length=8, sentence_index=4)
-    windows = piece_windows([10, 11], [0, 1], max_seq_length=8)
+        piece_windows([10, 11, 12], [0, 1, 2], [0, 1], max_seq_length=8, sentence_index=4, special_ids=SPM_IDS)
+    windows = piece_windows([10, 11], [0, 1], max_seq_length=8, special_ids=SPM_IDS)
     with pytest.raises(ValueError, match="text 0: no window tags unit 2"):
         merge_unit_scores(windows, np.zeros((1, 8, 2)), [3])

@@ -8,6 +8,7 @@ import pytest
 
 from albert_tf.data.wordpiece_vocabulary import bert_layout, train
 from albert_tf.settings import SettingError
+from albert_tf.text.special_ids import SpecialIds
 from albert_tf.text.wordpiece_tokenizer import WordPieceTokenizer
 from test_tokenization import unicode_fuzz
 from text_fixtures import SPECIAL_LINES, random_sentence
@@ -144,9 +145,9 @@ def test_the_documented_differences_from_hugging_face(greek_and_long, tmp_path):
 
 def test_special_ids_come_from_the_vocabulary(greek_and_long):
     uncased, _ = greek_and_long
-    assert (uncased.pad_id, uncased.unk_id, uncased.cls_id, uncased.sep_id, uncased.mask_id) == (0, 100, 101, 102, 103)
+    assert uncased.special_ids == SpecialIds(pad=0, unk=100, cls=101, sep=102, mask=103)
     moved = WordPieceTokenizer(pieces=["[UNK]", "[SEP]", "[CLS]", "[MASK]", "[PAD]", "x", "##y"])
-    assert (moved.pad_id, moved.unk_id, moved.cls_id, moved.sep_id, moved.mask_id) == (4, 0, 2, 1, 3)
+    assert moved.special_ids == SpecialIds(pad=4, unk=0, cls=2, sep=1, mask=3)
     assert moved.word_start_table.tolist() == [True, True, True, True, True, True, False]  # `##` continues a word
     with pytest.raises(ValueError, match=r"^<pieces>: not a BERT WordPiece vocabulary: no \[CLS\], \[MASK\] line"):
         WordPieceTokenizer(pieces=["[PAD]", "[UNK]", "[SEP]", "x"])

@@ -13,7 +13,13 @@ def define_data_flags():
     flags.DEFINE_string("output_file", None, "Output prefix: writes PREFIX-NNNNN-of-NNNNN.tfrecord[.gz] and "
                         "PREFIX.metadata.json.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model (from albert_tf.train_sentencepiece or the "
-                        "original 30k-clean.model).")
+                        "original 30k-clean.model). Pass it or --vocab_file.")
+    flags.DEFINE_string("vocab_file", None, "A WordPiece vocab.txt in BERT's layout, instead of --spm_model_file: "
+                        "the vocabulary of Google's Chinese ALBERTs (vocab_chinese.txt) and of brightmart's, ckiplab's "
+                        "and kykim's models, or one from albert_tf.data.wordpiece_vocabulary. Text is tokenized as "
+                        "BERT's FullTokenizer does (Chinese characters one per piece; accents stripped when "
+                        "lowercasing, unless --keep_accents); a piece starts a word unless it begins with ##, as the "
+                        "original's whole-word masking reads it; [CLS], [SEP] and [MASK] are the file's own lines.")
     flags.DEFINE_enum("input_format", "sentences", ["sentences", "paragraphs"], "'sentences': one sentence per "
                       "line, blank line between documents (the original). 'paragraphs': one paragraph per line, "
                       "split into sentences; blank line between documents.")
@@ -67,16 +73,32 @@ def define_data_flags():
     flags.DEFINE_bool("overwrite", False, "Replace existing outputs with this prefix.")
 
 
+def vocabulary_setting(FLAGS):
+    """(kind, path) of the vocabulary the flags name: --spm_model_file or --vocab_file, exactly one."""
+    from albert_tf.settings import SettingError
+    from albert_tf.text.vocabularies import SENTENCEPIECE, WORDPIECE
+
+    if FLAGS.spm_model_file and FLAGS.vocab_file:
+        raise SettingError("pass <spm_model_file> (a SentencePiece model) or <vocab_file> (a WordPiece vocab.txt), "
+                           "not both")
+    if not (FLAGS.spm_model_file or FLAGS.vocab_file):
+        raise SettingError("<spm_model_file> (a SentencePiece model) or <vocab_file> (a WordPiece vocab.txt) is "
+                           "required")
+    return (WORDPIECE, FLAGS.vocab_file) if FLAGS.vocab_file else (SENTENCEPIECE, FLAGS.spm_model_file)
+
+
 def _keep_accents(FLAGS):
     """--keep_accents, or where it is left out what the vocabulary was trained with: its pieces say."""
-    from albert_tf.text.albert_tokenizer import AlbertTokenizer, vocabulary_has_accents
+    from albert_tf.text.albert_tokenizer import vocabulary_has_accents
+    from albert_tf.text.vocabularies import Vocabulary
 
     if FLAGS.keep_accents is not None:
         return FLAGS.keep_accents
     try:
-        return vocabulary_has_accents(AlbertTokenizer(FLAGS.spm_model_file))
+        kind, path = vocabulary_setting(FLAGS)
+        return vocabulary_has_accents(Vocabulary.read(path, kind).tokenizer())
     except (OSError, TypeError, ValueError):
-        return False  # no readable vocabulary: the tool's own check of --spm_model_file names the problem
+        return False  # no readable vocabulary: the tool's own check of its vocabulary names the problem
 
 
 def config_from_flags(FLAGS):

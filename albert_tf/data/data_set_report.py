@@ -11,7 +11,6 @@ target lengths).
 
 import numpy as np
 
-from albert_tf.text.albert_tokenizer import MASK_ID, SEP_ID
 
 
 def span_lengths_in_words(positions, token_boundary, separators=frozenset()):
@@ -54,9 +53,10 @@ def compute_stats(files, max_instances=0, batch_size=1024):
 def _compute_stats(files, max_instances, batch_size):
     import tensorflow as tf
 
-    from albert_tf.data.pretraining_dataset import compression_of, feature_spec, infer_shapes
+    from albert_tf.data.pretraining_dataset import compression_of, data_special_ids, feature_spec, infer_shapes
 
     max_seq_length, max_predictions = infer_shapes(files)
+    special_ids = data_special_ids(files)  # the data's vocabulary's [MASK] and [SEP]
     spec = feature_spec(max_seq_length, max_predictions, with_token_boundary=True)
     dataset = tf.data.Dataset.from_tensor_slices(files).interleave(
         lambda path: tf.data.TFRecordDataset(path, compression_type=compression_of(files[0])), cycle_length=1
@@ -85,11 +85,11 @@ def _compute_stats(files, max_instances, batch_size):
         positions = batch["masked_lm_positions"][rows, slots]
         shown = batch["input_ids"][rows, positions]
         truth = batch["masked_lm_ids"][rows, slots]
-        replacements += [(shown == MASK_ID).sum(), ((shown != MASK_ID) & (shown == truth)).sum(),
-                         ((shown != MASK_ID) & (shown != truth)).sum()]
+        at_mask = shown == special_ids.mask
+        replacements += [at_mask.sum(), (~at_mask & (shown == truth)).sum(), (~at_mask & (shown != truth)).sum()]
         for row in range(len(mask)):
             row_positions = sorted(batch["masked_lm_positions"][row][weights[row]].tolist())
-            separators = set(np.flatnonzero(batch["input_ids"][row] == SEP_ID).tolist())
+            separators = set(np.flatnonzero(batch["input_ids"][row] == special_ids.sep).tolist())
             for words in span_lengths_in_words(row_positions, batch["token_boundary"][row], separators):
                 run_lengths[words] = run_lengths.get(words, 0) + 1
     if instances == 0:

@@ -67,15 +67,16 @@ class EpochInstanceMaker:
     Args:
       creation_config: the documents data set's CreationConfig (its metadata's "config"): pair and
         masking settings. Its seed is replaced by `seed`.
-      word_start_table, random_piece_ids: from the SentencePiece model the data was made with.
+      word_start_table, random_piece_ids: from the vocabulary the data was made with.
       seed: the run's seed.
+      special_ids: that vocabulary's (`tokenizer.special_ids`).
       processes: build in this many child processes (started on first use; `close` ends them);
         0: in the calling thread.
     """
 
-    def __init__(self, creation_config, word_start_table, random_piece_ids, seed, processes=0):
+    def __init__(self, creation_config, word_start_table, random_piece_ids, seed, processes=0, *, special_ids):
         instances = dataclasses.replace(creation_config.instances, dupe_factor=1)
-        self.builder = InstanceBuilder(instances, word_start_table, random_piece_ids, seed)
+        self.builder = InstanceBuilder(instances, word_start_table, random_piece_ids, seed, special_ids=special_ids)
         self.max_seq_length = instances.max_seq_length
         self.max_predictions_per_seq = instances.masking.max_predictions_per_seq
         self.widths = feature_widths(self.max_seq_length, self.max_predictions_per_seq)

@@ -37,13 +37,13 @@ MERGE_FAN_IN = 256
 _worker = {}
 
 
-def _init_worker(model_proto, config, spool_directory):
+def _init_worker(vocabulary, config, spool_directory):
     from albert_tf.data.pretraining_data_job import ShardSpool, UnitProcessor
 
     if multiprocessing.parent_process() is not None:
         # Ctrl-C in a terminal reaches the workers too: the parent stops the run (and kills them), one line.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _worker["processor"] = UnitProcessor(model_proto, config)
+    _worker["processor"] = UnitProcessor(vocabulary, config)
     _worker["spool"] = ShardSpool(spool_directory, config.num_output_shards, owner=os.getpid())
 
 
@@ -63,17 +63,22 @@ class WorkerDiedError(ChildProcessError):
     """A worker process died (killed by a signal): nothing was written."""
 
 
-def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, num_workers=1, overwrite=False,
+def create_pretraining_data(input_paths, output_prefix, vocabulary, config, num_workers=1, overwrite=False,
                             progress=True):
-    """Runs the whole job; returns the metadata dict (also written to PREFIX.metadata.json)."""
+    """Runs the whole job; returns the metadata dict (also written to PREFIX.metadata.json). `vocabulary`: a
+    `vocabularies.Vocabulary`, or the path of a SentencePiece model."""
     from albert_tf.data import data_set_files
     from albert_tf.data import pretraining_data_job as job
     from albert_tf.data.corpus_reader import CorpusStats
     from albert_tf.data.pretraining_instances import InstanceStats
     from albert_tf.progress import Progress
-    from albert_tf.text.albert_tokenizer import AlbertTokenizer, check_vocabulary_casing
+    from albert_tf.text.albert_tokenizer import check_vocabulary_casing
+    from albert_tf.text.vocabularies import SENTENCEPIECE, Vocabulary
 
-    tokenizer = AlbertTokenizer(spm_model_file, lower_case=config.lower_case)  # validates the model early
+    if not isinstance(vocabulary, Vocabulary):
+        vocabulary = Vocabulary.read(vocabulary, SENTENCEPIECE)
+    job.check_vocabulary_settings(config, vocabulary)
+    tokenizer = vocabulary.tokenizer(config.lower_case, config.keep_accents, config.rewrite_quotes)
     check_vocabulary_casing(tokenizer, config.lower_case, keep_accents=config.keep_accents)
     sets = job.output_sets(config, output_prefix)
     previous = [job.existing_outputs(prefix) for prefix, _ in sets]
@@ -109,7 +114,7 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
     staging = make_owned_staging(output_dir, STAGING_PREFIX)
     try:
         if num_workers <= 1:
-            _init_worker(tokenizer.model_proto, config, staging)
+            _init_worker(vocabulary, config, staging)
             for unit in units:
                 merge(_process_unit(unit))
                 meter and meter.update(corpus_stats.file_bytes)
@@ -120,7 +125,7 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
             # replace the worker and wait forever for the unit it lost.
             pool = concurrent.futures.ProcessPoolExecutor(
                 num_workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
-                initargs=(tokenizer.model_proto, config, staging))
+                initargs=(vocabulary, config, staging))
             in_flight = []
             try:
                 for unit in units:
@@ -154,7 +159,7 @@ def create_pretraining_data(input_paths, output_prefix, spm_model_file, config, 
                     counts.append(job.write_sorted_shard(records, os.path.join(staging, os.path.basename(final_path)),
                                                          config.compression))
             sizes = [os.path.getsize(os.path.join(staging, os.path.basename(path))) for path in final_paths]
-            metadata = job.build_metadata(set_config, tokenizer.model_proto, tokenizer.vocab_size,
+            metadata = job.build_metadata(set_config, vocabulary, tokenizer.vocab_size, tokenizer.special_ids,
                                           input_paths, corpus_stats, set_stats[output_set], counts, final_paths, sizes)
             written.append((prefix, final_paths, metadata))
         job.link_heldout_set(written)

@@ -29,7 +29,6 @@ import dataclasses
 import numpy as np
 
 from albert_tf.settings import POSITIVE_INTEGER, NumberRange, raise_problems
-from albert_tf.text.albert_tokenizer import MASK_ID
 
 
 # The share of tokens to mask. 0 would write instances with no prediction at all: pretraining on them
@@ -73,7 +72,7 @@ class MaskedBatch:
 
 
 def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative, random_piece_ids, rng,
-               word_starts=None):
+               word_starts=None, *, mask_id):
     """Chooses and applies the masked-LM predictions of N sequences.
 
     Args:
@@ -87,6 +86,7 @@ def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative
         in so it is computed once, not per batch).
       random_piece_ids: ids a random replacement may take.
       rng: numpy Generator.
+      mask_id: the vocabulary's [MASK] (`tokenizer.special_ids.mask`).
     """
     count, width = tokens.shape
     max_predictions = config.max_predictions_per_seq
@@ -162,7 +162,7 @@ def mask_batch(tokens, lengths, is_special, word_start_table, config, cumulative
     # 80% [MASK]; otherwise keep or random with equal odds (10% / 10%).
     kinds = ((draws[:total] >= 0.8) * (1 + (draws[total : 2 * total] >= 0.5))).astype(np.int8)
     random_ids = random_piece_ids[(draws[2 * total :] * len(random_piece_ids)).astype(np.int64)]
-    output.ravel()[flat_positions] = np.where(kinds == 0, MASK_ID, np.where(kinds == 1, original, random_ids))
+    output.ravel()[flat_positions] = np.where(kinds == 0, mask_id, np.where(kinds == 1, original, random_ids))
     positions[rows, slots] = columns
     labels[rows, slots] = original
     weights[rows, slots] = 1.0

@@ -35,7 +35,6 @@ bigger corpora.
 import dataclasses
 import fnmatch
 import glob
-import hashlib
 import heapq
 import operator
 import os
@@ -62,7 +61,6 @@ from albert_tf.data.pretraining_instances import (
 from albert_tf.data.data_set_files import METADATA_SUFFIX
 from albert_tf.data.tfrecord_io import ExampleEncoder, TFRecordWriter
 from albert_tf.settings import SettingError
-from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from albert_tf.text.segmented_text import unsegmented_piece_table
 
 FORMAT_VERSION = 1
@@ -225,19 +223,32 @@ def group_into_units(documents, instance_config, unit_bytes=1 << 20):
         yield unit
 
 
+# The metadata key of each vocabulary kind's sha256 (a SentencePiece data set's, as it always was).
+VOCABULARY_HASH_KEYS = {"sentencepiece": "spm_model_sha256", "wordpiece": "vocab_file_sha256"}
+
+
+def check_vocabulary_settings(config, vocabulary):
+    """SettingError for settings a vocabulary of this kind cannot follow (checked by the local tool and the Beam
+    pipeline alike, before any input is read)."""
+    if vocabulary.kind == "wordpiece" and config.pre_segmented:
+        raise SettingError("<pre_segmented> reads word boundaries through SentencePiece's pieces; with a WordPiece "
+                           "<vocab_file> every Chinese character is a piece and a word of its own (the original's "
+                           "rule): leave <pre_segmented> out")
+
+
 class UnitProcessor:
     """Turns a work unit into (output set, shard, sort tuple, serialized Example) records.
 
     Created once per worker process (it holds the tokenizer and lookup tables).
     """
 
-    def __init__(self, model_proto, config):
+    def __init__(self, vocabulary, config):
         self.config = config
-        self.tokenizer = AlbertTokenizer(model_proto=model_proto, lower_case=config.lower_case,
-                                         keep_accents=config.keep_accents, rewrite_quotes=config.rewrite_quotes)
+        self.tokenizer = vocabulary.tokenizer(config.lower_case, config.keep_accents, config.rewrite_quotes)
         tables = (self.tokenizer.word_start_table, self.tokenizer.random_replacement_ids, config.seed)
-        self.builder = InstanceBuilder(config.instances, *tables)
-        self.heldout_builder = InstanceBuilder(config.heldout_config.instances, *tables)
+        special_ids = self.tokenizer.special_ids
+        self.builder = InstanceBuilder(config.instances, *tables, special_ids=special_ids)
+        self.heldout_builder = InstanceBuilder(config.heldout_config.instances, *tables, special_ids=special_ids)
         self.encoder = ExampleEncoder(INT_FEATURES, FLOAT_FEATURES)
         self.document_encoder = ExampleEncoder(DOCUMENT_FEATURES)
         self.segmented_pieces = unsegmented_piece_table(self.tokenizer) if config.pre_segmented else None
@@ -393,9 +404,11 @@ def write_sorted_shard(records, path, compression, create=lambda path: open(path
     return count
 
 
-def build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, instance_stats, shard_counts, paths,
-                   shard_bytes):
-    """The data set's metadata; `shard_bytes` are the shards' final sizes, which readers check."""
+def build_metadata(config, vocabulary, vocab_size, special_ids, input_paths, corpus_stats, instance_stats,
+                   shard_counts, paths, shard_bytes):
+    """The data set's metadata; `shard_bytes` are the shards' final sizes, which readers check. The vocabulary's
+    kind, hash and `special_ids` are recorded: readers of the data (its report, the held-out [MASK] accuracy)
+    take [SEP] and [MASK] from there, and run_pretraining checks that it is given the same vocabulary."""
     return {
         "format": DOCUMENTS_FORMAT if config.output_format == "documents" else INSTANCES_FORMAT,
         "format_version": FORMAT_VERSION,
@@ -403,7 +416,9 @@ def build_metadata(config, model_proto, vocab_size, input_paths, corpus_stats, i
         "max_seq_length": config.instances.max_seq_length,
         "max_predictions_per_seq": config.instances.masking.max_predictions_per_seq,
         "vocab_size": vocab_size,
-        "spm_model_sha256": hashlib.sha256(model_proto).hexdigest(),
+        "special_ids": special_ids.to_json(),
+        "vocabulary": vocabulary.kind,
+        VOCABULARY_HASH_KEYS[vocabulary.kind]: vocabulary.sha256,
         "inputs": list(input_paths),
         "corpus": corpus_stats.to_json(),
         "statistics": instance_stats.to_json(),

@@ -19,7 +19,6 @@ import tensorflow as tf
 
 from albert_tf.cli import tf_error_reason
 from albert_tf.data.data_set_files import METADATA_SUFFIX, check_complete, read_metadata, shard_prefix
-from albert_tf.file_utils import file_sha256
 from albert_tf.settings import SettingError
 
 _SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
@@ -91,6 +90,20 @@ def compression_of(path):
     return "GZIP" if path.endswith(".gz") else ""
 
 
+def data_special_ids(files):
+    """The special ids of the vocabulary the data set `files` was made with, as its metadata records them;
+    ALBERT's SentencePiece layout for data without metadata (the original script's) or made before the
+    record."""
+    from albert_tf.text.special_ids import recorded_special_ids
+
+    for path in files:
+        prefix = shard_prefix(path)
+        metadata = read_metadata(prefix) if prefix else None
+        if metadata:
+            return recorded_special_ids(metadata, prefix + METADATA_SUFFIX)
+    return recorded_special_ids(None, files[0] if files else "data")
+
+
 def infer_shapes(files):
     """(max_seq_length, max_predictions_per_seq) from the metadata beside the files or their first record."""
     for path in files:
@@ -109,15 +122,16 @@ def infer_shapes(files):
 
 
 def check_pretraining_files(files, max_seq_length, max_predictions_per_seq, vocab_size, scan_records=1000,
-                            spm_model_file=None):
+                            vocabulary=None):
     """Fails with a message naming the file if the data does not fit the settings or the model.
 
-    Uses the creation metadata when present (including the sha256 of the
-    SentencePiece model the data was made with, compared with `spm_model_file`);
+    Uses the creation metadata when present (including the kind and sha256 of the
+    vocabulary the data was made with, compared with `vocabulary`, a `vocabularies.Vocabulary`);
     otherwise reads each file's first record (shapes) and the first
     `scan_records` records of the first file (ids).
     """
-    spm_sha256 = file_sha256(spm_model_file) if spm_model_file else None
+    from albert_tf.data.pretraining_data_job import VOCABULARY_HASH_KEYS
+    from albert_tf.text.vocabularies import DESCRIPTIONS, SENTENCEPIECE, SETTINGS
     checked_prefixes = set()
     for path in files:
         prefix = shard_prefix(path)
@@ -125,6 +139,18 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq, voca
         if metadata and prefix not in checked_prefixes:
             checked_prefixes.add(prefix)
             source = prefix + METADATA_SUFFIX
+            if vocabulary is not None:
+                made_with = metadata.get("vocabulary", SENTENCEPIECE)
+                if made_with != vocabulary.kind:
+                    raise SettingError(f"{source}: the data was made with a {DESCRIPTIONS[made_with]}, but "
+                                       f"<{SETTINGS[vocabulary.kind]}>={vocabulary.source} is a "
+                                       f"{DESCRIPTIONS[vocabulary.kind]}; pass <{SETTINGS[made_with]}>, the "
+                                       "vocabulary the data was made with")
+                recorded = metadata.get(VOCABULARY_HASH_KEYS[made_with])
+                if recorded and recorded != vocabulary.sha256:
+                    raise SettingError(f"{source}: the data was made with another {DESCRIPTIONS[made_with]} (sha256 "
+                                       f"{recorded[:12]}...) than <{SETTINGS[vocabulary.kind]}>={vocabulary.source} "
+                                       f"({vocabulary.sha256[:12]}...); pass the one the data was made with")
             for name, expected in (("max_seq_length", max_seq_length),
                                    ("max_predictions_per_seq", max_predictions_per_seq)):
                 if metadata[name] != expected:
@@ -133,11 +159,6 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq, voca
                 raise SettingError(f"{source}: the data was tokenized with a {metadata['vocab_size']}-piece "
                                    f"vocabulary, but the model's vocab_size is {vocab_size}; pass <vocab_size>="
                                    f"{metadata['vocab_size']} (or the <spm_model_file> the data was made with)")
-            recorded = metadata.get("spm_model_sha256")
-            if spm_sha256 and recorded and recorded != spm_sha256:
-                raise SettingError(f"{source}: the data was made with another SentencePiece model (sha256 "
-                                   f"{recorded[:12]}...) than <spm_model_file>={spm_model_file} "
-                                   f"({spm_sha256[:12]}...); pass the model the data was made with")
         elif not metadata:
             _check_first_record(path, max_seq_length, max_predictions_per_seq)
     if not checked_prefixes:
@@ -285,16 +306,15 @@ def frequent_piece_level(data_files, batch_size=256, max_batches=None):
 
     import numpy as np
 
-    from albert_tf.text.albert_tokenizer import MASK_ID
-
     files = list(data_files) if isinstance(data_files, (list, tuple)) else expand_data_files(data_files)
+    mask_id = data_special_ids(files).mask
     counts = collections.Counter()
     dataset = make_pretraining_dataset(files, batch_size, *infer_shapes(files), is_training=False)
     if max_batches:
         dataset = dataset.take(max_batches)
     for batch in dataset.as_numpy_iterator():
         inputs = np.take_along_axis(batch["input_word_ids"], batch["masked_lm_positions"], axis=1)
-        at_mask = (inputs == MASK_ID) & (batch["masked_lm_weights"] > 0)
+        at_mask = (inputs == mask_id) & (batch["masked_lm_weights"] > 0)
         counts.update(batch["masked_lm_ids"][at_mask].tolist())
     if not counts:
         raise ValueError(f"{data_files}: no masked positions in full batches of {batch_size}")

@@ -35,7 +35,6 @@ import numpy as np
 from albert_tf.data.masking import MaskingConfig, mask_batch
 from albert_tf.albert_config import SIZE_LIMITS
 from albert_tf.settings import POSITIVE_INTEGER, PROBABILITY, NumberRange, raise_problems
-from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
 from albert_tf.text.segmented_text import encode_segmented
 
 SINGLE_SEGMENT_MODES = ("split", "other_document")
@@ -215,14 +214,16 @@ class InstanceBuilder:
       word_start_table: bool [V], whether a piece starts a word (whole-word masking).
       random_piece_ids: int32 ids a random replacement may take.
       seed: the run's seed.
+      special_ids: the vocabulary's ([CLS], [SEP], [MASK]): `tokenizer.special_ids`.
     """
 
     # Pairs are masked and padded in batches of about this many; a batch never
     # mixes documents, so its draws come from that document's generator alone.
     batch_size = 256
 
-    def __init__(self, config, word_start_table, random_piece_ids, seed):
+    def __init__(self, config, word_start_table, random_piece_ids, seed, *, special_ids):
         self.config = config
+        self.special_ids = special_ids
         self.word_start_table = word_start_table
         self.random_piece_ids = random_piece_ids
         self.seed = seed
@@ -338,9 +339,9 @@ class InstanceBuilder:
             tokens[row, 1 : 1 + length_a] = tokens_a
             tokens[row, 2 + length_a : 2 + length_a + len(tokens_b)] = tokens_b
         rows = np.arange(count)
-        tokens[rows, 0] = CLS_ID
-        tokens[rows, lengths_a + 1] = SEP_ID
-        tokens[rows, lengths - 1] = SEP_ID
+        tokens[rows, 0] = self.special_ids.cls
+        tokens[rows, lengths_a + 1] = self.special_ids.sep
+        tokens[rows, lengths - 1] = self.special_ids.sep
         is_special = np.zeros((count, width), dtype=bool)
         is_special[rows, 0] = is_special[rows, lengths_a + 1] = is_special[rows, lengths - 1] = True
         columns = np.arange(width)[None, :]
@@ -348,7 +349,7 @@ class InstanceBuilder:
         word_starts = self._word_starts(pairs, tokens)
         masked = mask_batch(
             tokens, lengths, is_special, self.word_start_table, self.config.masking, self.cumulative,
-            self.random_piece_ids, rng, word_starts,
+            self.random_piece_ids, rng, word_starts, mask_id=self.special_ids.mask,
         )
         labels = np.array([pair[2] for pair in pairs], dtype=np.int32)
         stats.instances += count

@@ -303,7 +303,7 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
             ids_a = source.tokenizer(tf.constant([text]))
             ids_b = source.tokenizer(tf.constant([text_b])) if module.pairs else None
             has_b = tf.constant([bool(module.pairs and text_b)])
-            inputs = pack_requests(ids_a, ids_b, has_b, max_seq_length, pad_to)
+            inputs = pack_requests(ids_a, ids_b, has_b, max_seq_length, source.tokenizer.special_ids, pad_to)
             result.append({name: inputs[name].numpy() for name in ENCODER_INPUT_NAMES})
         return result
 

@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.models.model_dir_format import recorded_multi_label_threshold, recorded_takes_pairs
-from albert_tf.text.packing import CLS_ID, SEP_ID
+from albert_tf.text.special_ids import PADDING_ID
 from albert_tf.text.tf_packing import truncated_lengths
 
 ENCODER_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -121,11 +121,12 @@ REQUESTS_BY_KIND = {"encoder": EmbeddingRequests, "pretrainer": EmbeddingRequest
 LITERT_KINDS = tuple(REQUESTS_BY_KIND)
 
 
-def pack_requests(ids_a, ids_b, has_b, max_seq_length, pad_to=None):
+def pack_requests(ids_a, ids_b, has_b, max_seq_length, special_ids, pad_to=None):
     """Token ids of N requests -> the encoder's int32 inputs [N, length], `length` the longest request's (or `pad_to`).
 
     `ids_a`, `ids_b`: the tokenizer's ids of the texts and of the second texts, one row per request (ragged;
-    `ids_b` None for single texts); `has_b`: bool [N], whether each second text is a segment. Each row equals
+    `ids_b` None for single texts); `has_b`: bool [N], whether each second text is a segment; `special_ids`: the
+    tokenizer's ([CLS], [SEP]). Each row equals
     `tf_packing.pack`'s with the padding cut to `length`. (Each text is tokenized on its own: TensorFlow Lite has
     no built-in kernel that concatenates strings. The rows are gathered from the flat ids by position: it has
     none for RaggedRange or RaggedTensorToTensor either.)
@@ -147,8 +148,8 @@ def pack_requests(ids_a, ids_b, has_b, max_seq_length, pad_to=None):
     in_sequence = positions < lengths
     ids_at_a = _gather_rows(values_a, starts_a[:, None] + positions - 1)  # a[p - 1] at p
     ids_at_b = _gather_rows(values_b, starts_b[:, None] + positions - b_start)  # b[p - b_start] at p
-    word_ids = tf.where(positions == 0, CLS_ID, tf.where(in_a, ids_at_a, tf.where(
-        in_b, ids_at_b, tf.where(in_sequence, SEP_ID, 0))))
+    word_ids = tf.where(positions == 0, special_ids.cls, tf.where(in_a, ids_at_a, tf.where(
+        in_b, ids_at_b, tf.where(in_sequence, special_ids.sep, PADDING_ID))))
     # tf.where, not a cast: the converter folds the encoder's negative-index check of a cast bool into a ZEROS_LIKE
     # of bools, which no LiteRT kernel takes.
     return {"input_word_ids": word_ids, "input_mask": tf.where(in_sequence, 1, 0),
@@ -207,12 +208,13 @@ class LiteRTModule(tf.Module):
 
     def _respond_to_text(self, text):
         return self.requests.outputs(pack_requests(self.tokenizer(text), None, tf.zeros_like(text, tf.bool),
-                                                   self.max_seq_length, self.pad_to))
+                                                   self.max_seq_length, self.tokenizer.special_ids, self.pad_to))
 
     def _respond_to_pair(self, text, text_b):
         text_b = one_per_text(text, text_b)
         return self.requests.outputs(pack_requests(self.tokenizer(text), self.tokenizer(text_b),
-                                                   tf.not_equal(text_b, ""), self.max_seq_length, self.pad_to))
+                                                   tf.not_equal(text_b, ""), self.max_seq_length,
+                                                   self.tokenizer.special_ids, self.pad_to))
 
     def _respond_to_ids(self, input_word_ids, input_mask, input_type_ids):
         return self.requests.outputs({"input_word_ids": input_word_ids, "input_mask": input_mask,
@@ -234,4 +236,4 @@ class PackingModule(tf.Module):
     def text(self, text, text_b):
         text_b = one_per_text(text, text_b)
         return pack_requests(self.tokenizer(text), self.tokenizer(text_b), tf.not_equal(text_b, ""),
-                             self.max_seq_length)
+                             self.max_seq_length, self.tokenizer.special_ids)

@@ -55,7 +55,7 @@ class Preprocessor(tf.Module):
             ids_b, has_b = segments[0][:, :0], tf.zeros([segments[0].nrows()], tf.bool)
         else:
             ids_b, has_b = segments[1], tf.ones([segments[0].nrows()], tf.bool)
-        return pack(segments[0], ids_b, has_b, seq_length)
+        return pack(segments[0], ids_b, has_b, seq_length, self.tokenizer.special_ids)
 
     def trace(self):
         """Traces `bert_pack_inputs` for one and for two segments, so the SavedModel holds both."""

@@ -101,8 +101,8 @@ import tensorflow as tf
 
 from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from albert_tf.text.entities import OUTSIDE, entity_types, unit_tables
-from albert_tf.text.packing import CLS_ID, SEP_ID
 from albert_tf.text.preprocessing import whitespace_codepoints
+from albert_tf.text.special_ids import PADDING_ID
 from albert_tf.text.tf_packing import (NO_SECOND_SEGMENTS, TEXT_B_SPEC, TEXT_SPEC, clean_text, encode_text, pack,
                                       second_segments, split_batch)
 from albert_tf.text.word_pieces import default_doc_stride
@@ -385,7 +385,7 @@ class SpanLabelerServing(ServingModule):
         batch = tf.shape(question)[0]
         ids, starts, ends = tokenize_with_offsets(self.tokenizer, texts)
         ids_question, ids_context = split_batch(ids, batch)
-        inputs = pack(ids_question, ids_context, has_context, self.max_seq_length)
+        inputs = pack(ids_question, ids_context, has_context, self.max_seq_length, self.tokenizer.special_ids)
         outputs = self._run_model(inputs)
 
         # Context tokens: segment B without its closing [SEP].
@@ -589,9 +589,10 @@ class TokenClassifierServing(ServingModule):
         in_window = (positions >= 1) & (positions <= length)
         piece = (tf.gather(ids.row_starts(), text_of_window) + window_start)[:, None] + offset
         flat_ids = tf.concat([tf.cast(ids.flat_values, tf.int32), [0]], axis=0)  # something to read when empty
-        word_ids = tf.where(positions == 0, CLS_ID, tf.where(
+        special_ids = self.tokenizer.special_ids
+        word_ids = tf.where(positions == 0, special_ids.cls, tf.where(
             in_window, tf.gather(flat_ids, tf.clip_by_value(piece, 0, tf.size(flat_ids, tf.int64) - 1)),
-            tf.where(positions == length + 1, SEP_ID, 0)))
+            tf.where(positions == length + 1, special_ids.sep, PADDING_ID)))
         logits = self._window_logits(trim_padding({"input_word_ids": word_ids,
                                                    "input_mask": tf.cast(positions <= length + 1, tf.int32),
                                                    "input_type_ids": tf.zeros_like(word_ids)}))

@@ -288,7 +288,8 @@ class AlbertTokenClassifier(AlbertTaskModel, keras.Model):
         ids = {name: index for index, name in enumerate(self.label_names)}
         tag_ids = [unit_tags(text_units, span_entities(list(sentence_tags), spans), ids)[0]
                    for text_units, (_, spans), sentence_tags in zip(units, texts, tags)]
-        arrays = window_arrays(text_windows(units, tag_ids, self.preprocessor.seq_length, self.doc_stride))
+        arrays = window_arrays(text_windows(units, tag_ids, self.preprocessor.seq_length, self.doc_stride,
+                                            special_ids=self._tokenizer().special_ids))
         return {name: arrays[name] for name in ENCODER_INPUTS}, {"logits": arrays["label_ids"]}
 
     def _check_tags(self, sentences, tags, argument):
@@ -338,7 +339,8 @@ class AlbertTokenClassifier(AlbertTaskModel, keras.Model):
     def unit_logits(self, units, batch_size=None, **kwargs):
         """Per text's `entities.TextUnits`, float32 [units, num_labels]: each unit's logits at its reading piece in
         the window that gives it the most context."""
-        windows = text_windows(units, None, self.preprocessor.seq_length, self.doc_stride)
+        windows = text_windows(units, None, self.preprocessor.seq_length, self.doc_stride,
+                               special_ids=self._tokenizer().special_ids)
         if not windows:  # only texts without pieces
             return [np.zeros((0, self.num_labels), np.float32) for _ in units]
         inputs = {name: array for name, array in window_arrays(windows).items() if name in ENCODER_INPUTS}

@@ -15,21 +15,22 @@ def pack_passages(passages, tokenizer, max_seq_length, num_sequences):
     """Passages -> [CLS] tokens [SEP] int32 arrays, passages concatenated to fill sequences."""
     import numpy as np
 
-    from albert_tf.text.albert_tokenizer import CLS_ID, PAD_ID, SEP_ID
+    from albert_tf.text.special_ids import PADDING_ID
 
+    cls, sep = tokenizer.special_ids.cls, tokenizer.special_ids.sep
     ids, mask = [], []
     buffer = []
     for passage in passages:
         buffer.extend(tokenizer.encode(passage))
         while len(buffer) >= max_seq_length - 2 and len(ids) < num_sequences:
-            ids.append([CLS_ID] + buffer[: max_seq_length - 2] + [SEP_ID])
+            ids.append([cls] + buffer[: max_seq_length - 2] + [sep])
             mask.append([1] * max_seq_length)
             buffer = buffer[max_seq_length - 2 :]
         if len(ids) >= num_sequences:
             break
     if not ids and buffer:
         pad = max_seq_length - 2 - len(buffer)
-        ids.append([CLS_ID] + buffer + [SEP_ID] + [PAD_ID] * pad)
+        ids.append([cls] + buffer + [sep] + [PADDING_ID] * pad)
         mask.append([1] * (len(buffer) + 2) + [0] * pad)
     if not ids:
         raise ValueError("the input text holds no tokens")

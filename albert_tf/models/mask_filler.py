@@ -9,7 +9,7 @@ The answer for one text is a list per [MASK] of its candidates, best first, each
 as Hugging Face's fill-mask pipeline gives them: `score` (probability), `token`
 (the piece id), `token_str` (the piece as a word) and `sequence` (the text with
 that [MASK] filled in; other [MASK]s stay). A list of texts gives a list of such
-answers. Each [MASK] stands for one SentencePiece piece. A text is cut at
+answers. Each [MASK] stands for one piece of the model's vocabulary. A text is cut at
 max_seq_length tokens: a [MASK] beyond the cut gets no list (`unanswered_note`
 says how many). The model is an albert_tf
 model directory with pretraining heads (run_pretraining's output, or a converted
@@ -17,17 +17,15 @@ Google or Hugging Face checkpoint), or an `albert_tf.export` directory (its enco
 SavedModel's `mlm` signature).
 """
 
+import dataclasses
 import os
 
 import numpy as np
 
 from albert_tf.models.inference_model import open_for_inference
-from albert_tf.text.albert_tokenizer import MASK_ID, SPIECE_UNDERLINE
 from albert_tf.text.packing import check_sequence_length, pack
 
 MASK = "[MASK]"
-# Never proposed: <pad>, <unk>, [CLS], [SEP], [MASK].
-_SPECIAL_IDS = 5
 
 
 def encode_with_masks(text, tokenizer, max_seq_length):
@@ -35,26 +33,28 @@ def encode_with_masks(text, tokenizer, max_seq_length):
     parts = text.split(MASK)
     if len(parts) < 2:
         raise ValueError(f"no {MASK} in {text!r}")
+    mask_id = tokenizer.special_ids.mask
     ids = []
     for index, part in enumerate(parts):
         if part.strip():
             ids.extend(tokenizer.encode(part))
         if index < len(parts) - 1:
-            ids.append(MASK_ID)
-    word_ids, mask, type_ids = pack(ids, None, max_seq_length)
-    positions = [i for i, token in enumerate(word_ids) if token == MASK_ID]
+            ids.append(mask_id)
+    word_ids, mask, type_ids = pack(ids, None, max_seq_length, tokenizer.special_ids)
+    positions = [i for i, token in enumerate(word_ids) if token == mask_id]
     if not positions:
         raise ValueError(f"every {MASK} of {text!r} lies beyond max_seq_length={max_seq_length}")
     return {"input_word_ids": word_ids[None], "input_mask": mask[None], "input_type_ids": type_ids[None]}, positions
 
 
-def _fill_one(text, mask_index, piece):
-    """`text` with its `mask_index`-th [MASK] replaced by `piece` as a word (a piece that continues a
+def _fill_one(text, mask_index, tokenizer, token):
+    """`text` with its `mask_index`-th [MASK] replaced by piece `token` as a word (a piece that continues a
     word joins the text before it)."""
-    word = piece.replace(SPIECE_UNDERLINE, " ").strip() or piece
+    word, starts_word = tokenizer.piece_as_word(token)
+    word = word or tokenizer.id_to_piece(token)
     parts = text.split(MASK)
     before = MASK.join(parts[:mask_index + 1])
-    if not piece.startswith(SPIECE_UNDERLINE):
+    if not starts_word:
         before = before.rstrip(" ")
     return before + word + MASK.join(parts[mask_index + 1:])
 
@@ -70,10 +70,13 @@ class MaskFiller:
         # The casing and default length the model records (albert_tf.models.preprocessing_contract).
         self.preprocessing = self.opened.preprocessing
         self.tokenizer = self.opened.tokenizer
-        # Never proposed either: pieces with no text of their own (the bare word-start piece '▁', which
-        # shows as nothing, or as a stray '▁' in the filled-in sentence).
-        self._never_proposed = np.array([token for token in range(_SPECIAL_IDS, self.tokenizer.vocab_size)
-                                         if not self._word(token).strip(SPIECE_UNDERLINE)], dtype=np.int64)
+        # Never proposed: the vocabulary's padding, [UNK], [CLS], [SEP] and [MASK], and pieces with no text of
+        # their own (the bare word-start piece '▁', which shows as nothing, or as a stray '▁' in the filled-in
+        # sentence).
+        special = set(dataclasses.astuple(self.tokenizer.special_ids))
+        self._never_proposed = np.array(sorted(special | {
+            token for token in range(self.tokenizer.vocab_size) if not self.tokenizer.piece_as_word(token)[0]}),
+            dtype=np.int64)
 
     def __call__(self, texts: str | list[str], top_k: int = 5, max_seq_length: int | None = None) -> list:
         """The candidates for every [MASK] of `texts` (a string, or a list of them), as the module says.
@@ -83,7 +86,7 @@ class MaskFiller:
         for text in [texts] if single else texts:
             answers.append([
                 [{"score": probability, "token": token, "token_str": self._word(token),
-                  "sequence": _fill_one(text, index, self.tokenizer.id_to_piece(token))}
+                  "sequence": _fill_one(text, index, self.tokenizer, token)}
                  for token, probability in candidates]
                 for index, (_, candidates) in enumerate(self._top(text, top_k, max_seq_length))])
         return answers[0] if single else answers
@@ -102,17 +105,16 @@ class MaskFiller:
     def best_sequence(self, text, answer):
         """`text` with every [MASK] filled with its best candidate in `answer` (this filler's answer for it)."""
         for candidates in answer:  # each fill removes the first [MASK] left
-            text = _fill_one(text, 0, self.tokenizer.id_to_piece(candidates[0]["token"]))
+            text = _fill_one(text, 0, self.tokenizer, candidates[0]["token"])
         return text
 
     def fill(self, text, top_k=5, max_seq_length=None):
-        """[(position, [(piece, probability), ...])] per mask, best first: the raw SentencePiece pieces."""
+        """[(position, [(piece, probability), ...])] per mask, best first: the vocabulary's raw pieces."""
         return [(position, [(self.tokenizer.id_to_piece(token), probability) for token, probability in candidates])
                 for position, candidates in self._top(text, top_k, max_seq_length)]
 
     def _word(self, token):
-        piece = self.tokenizer.id_to_piece(token)
-        return piece.replace(SPIECE_UNDERLINE, " ").strip() or piece
+        return self.tokenizer.piece_as_word(token)[0] or self.tokenizer.id_to_piece(token)
 
     def _logits(self, inputs, positions):
         padded = np.zeros((1, max(len(positions), 1)), "int32")
@@ -132,7 +134,6 @@ class MaskFiller:
         check_sequence_length(max_seq_length, positions=model_positions)
         inputs, positions = encode_with_masks(text, self.tokenizer, max_seq_length)
         logits = self._logits(inputs, positions)
-        logits[:, :_SPECIAL_IDS] = -np.inf
         logits[:, self._never_proposed] = -np.inf
         logits[:, self.tokenizer.vocab_size:] = -np.inf  # rows of a model larger than its vocabulary: no piece
         proposable = int(np.isfinite(logits[0]).sum())

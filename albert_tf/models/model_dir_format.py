@@ -27,10 +27,12 @@ import tensorflow as tf
 
 from albert_tf.albert_config import AlbertConfig
 from albert_tf.file_utils import describe_json_value, write_json
-from albert_tf.settings import SettingFileNotFound
+from albert_tf.settings import SettingError, SettingFileNotFound
 from albert_tf.text.albert_tokenizer import spm_model_path
 
 METADATA_FILE = "albert_tf.json"
+# A WordPiece model's vocabulary beside its weights (run_pretraining --vocab_file copies it there).
+WORDPIECE_VOCAB_FILE = "vocab.txt"
 # What a Hugging Face save_pretrained directory holds instead (albert_tf.convert reads it).
 _HUGGINGFACE_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 WEIGHTS_PREFIX = "weights"
@@ -92,6 +94,8 @@ _METADATA_TYPES = {
     "multi_label_threshold": (lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
                               and 0 <= value <= 1, "a number from 0 to 1"),
     "preprocessor": _OBJECT,
+    # The vocabulary's kind: "wordpiece" beside a vocab.txt; absent (or "sentencepiece") beside an spm.model.
+    "vocabulary": (lambda value: value in ("sentencepiece", "wordpiece"), '"sentencepiece" or "wordpiece"'),
 }
 # What model_io.write_model_dir records of a model's own preprocessor (model_io.load_model rebuilds it from these).
 _PREPROCESSOR_TYPES = {"seq_length": _POSITIVE, **dict.fromkeys(("lower_case", "keep_accents", "rewrite_quotes"),
@@ -188,6 +192,10 @@ def find_spm_model(path=None, spm_model_file=None):
         found = spm_model_path(directory)
         if found:
             return found
+        if os.path.isfile(os.path.join(directory, WORDPIECE_VOCAB_FILE)):
+            raise SettingError(f"{path}: its vocabulary is a WordPiece vocab.txt; this albert_tf tool reads "
+                               "SentencePiece models only so far (create_pretraining_data and run_pretraining take "
+                               "<vocab_file>)")
     raise SettingFileNotFound(f"{path}: holds no spm.model; pass <spm_model_file>")
 
 

@@ -145,7 +145,7 @@ def encode_examples(examples, tokenizer, max_seq_length, regression=False):
     for example, a in zip(examples, ids_a):
         # As the original: an empty second text makes a single-segment input.
         b = tokenizer.encode(example.text_b) if example.text_b else None
-        rows.append(pack(a, b, max_seq_length))
+        rows.append(pack(a, b, max_seq_length, tokenizer.special_ids))
     arrays = {
         "input_word_ids": np.stack([r[0] for r in rows]),
         "input_mask": np.stack([r[1] for r in rows]),

@@ -14,7 +14,6 @@ global batch size. `batch_sums` returns the pieces; `replica_loss` combines them
 import tensorflow as tf
 
 from albert_tf.settings import NON_NEGATIVE
-from albert_tf.text.albert_tokenizer import MASK_ID
 from albert_tf.tasks.objective import Objective
 
 MLM_EPSILON = 1e-5  # the original's denominator epsilon
@@ -23,8 +22,9 @@ SUM_KEYS = ("mlm_loss_sum", "mlm_correct", "masked_weight", "mask_input_correct"
 MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
 
 
-def batch_sums(outputs, batch):
-    """Local (one replica, one micro-batch) sums the loss and the metrics are made of."""
+def batch_sums(outputs, batch, mask_id):
+    """Local (one replica, one micro-batch) sums the loss and the metrics are made of; `mask_id`: the data's
+    vocabulary's [MASK] (the accuracy where the input is [MASK] is counted apart)."""
     mlm_logits = tf.cast(outputs["mlm_logits"], tf.float32)
     labels = tf.cast(batch["masked_lm_ids"], tf.int32)
     weights = tf.cast(batch["masked_lm_weights"], tf.float32)
@@ -34,7 +34,7 @@ def batch_sums(outputs, batch):
     # model learns to copy the kept ones without any context. Accuracy where the input IS [MASK] is the
     # part that needs the context, so it is counted apart.
     inputs_at_positions = tf.gather(batch["input_word_ids"], batch["masked_lm_positions"], batch_dims=1)
-    at_mask = tf.cast(tf.equal(inputs_at_positions, MASK_ID), tf.float32) * weights
+    at_mask = tf.cast(tf.equal(inputs_at_positions, mask_id), tf.float32) * weights
 
     sop_logits = tf.cast(outputs["sop_logits"], tf.float32)
     sop_labels = tf.cast(tf.reshape(batch["sentence_order_labels"], [-1]), tf.int32)
@@ -79,14 +79,16 @@ def metrics_from_sums(totals):
 
 class PretrainingObjective(Objective):
     """Pretraining as the trainer's objective: the MLM and sentence-order losses of an `AlbertPretrainer`,
-    the sentence loss weighted by `sentence_loss_weight` (0 = MLM only)."""
+    the sentence loss weighted by `sentence_loss_weight` (0 = MLM only); `mask_id`: the [MASK] id of the
+    data's vocabulary (`pretraining_dataset.data_special_ids`)."""
 
     sum_keys = SUM_KEYS
     model_inputs = MODEL_INPUTS
 
-    def __init__(self, sentence_loss_weight=1.0):
+    def __init__(self, sentence_loss_weight=1.0, *, mask_id):
         NON_NEGATIVE.check("sentence_loss_weight", sentence_loss_weight)
         self.sentence_loss_weight = float(sentence_loss_weight)
+        self.mask_id = int(mask_id)
 
     def outputs(self, model, inputs, training):
         return model.pretraining_logits(inputs, training=training)
@@ -95,7 +97,7 @@ class PretrainingObjective(Objective):
         return {"masked_weight": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32))}
 
     def batch_sums(self, outputs, batch):
-        return batch_sums(outputs, batch)
+        return batch_sums(outputs, batch, self.mask_id)
 
     def replica_loss(self, sums, global_sums, global_batch_size):
         return replica_loss(sums, global_sums["masked_weight"], global_batch_size, self.sentence_loss_weight)

@@ -89,7 +89,7 @@ def encode_examples(examples, tokenizer, max_seq_length, max_qa_length):
         article = tokenizer.encode(example.article)
         for column, option in enumerate(example.options):
             qa = tokenizer.encode(question_with_option(example.question, option))[-max_qa_length:]
-            packed = pack(article[: max_seq_length - 3 - len(qa)], qa, max_seq_length)
+            packed = pack(article[: max_seq_length - 3 - len(qa)], qa, max_seq_length, tokenizer.special_ids)
             for name, value in zip(("input_word_ids", "input_mask", "input_type_ids"), packed):
                 arrays[name][row, column] = value
     arrays["label_ids"] = np.array([e.label for e in examples], np.int32)

@@ -25,9 +25,9 @@ on both sides (`token_is_max_context`).
 Character alignment: the tokenizer lowercases, strips accents, collapses
 whitespace, splits `<digit>,` pieces and, for models converted from Hugging Face
 (their recorded rewrite_quotes), turns `` and '' into ", so pieces are not
-substrings of the context. `tokenize_with_alignment` tracks every character
-through each of those steps (and SentencePiece's own normalization through its
-offset mapping), so each token knows the exact [start, end) of the context it
+substrings of the context. The tokenizer's `aligned` tracks every character
+through each of those steps (SentencePiece's own normalization through its
+offset mapping; a WordPiece vocabulary's pieces carry their offsets), so each token knows the exact [start, end) of the context it
 came from. Answer character spans map to token spans through it, and predicted
 token spans map back to the original context text, accents and quotes intact.
 The original ALBERT run_squad recovered the same alignment approximately, with
@@ -54,8 +54,7 @@ import os
 import numpy as np
 
 from albert_tf.settings import SettingError
-from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
-from albert_tf.text.piece_alignment import AlignedTokens, tokenize_with_alignment
+from albert_tf.text.piece_alignment import AlignedTokens
 from albert_tf.text.sliding_windows import doc_windows, is_max_context
 
 VERSIONS = ("1.1", "2.0")
@@ -232,23 +231,23 @@ CONTEXT_SEPARATOR = "[SEP]"
 def tokenize_context(tokenizer, context):
     """(AlignedTokens of `context`, the indexes of its separator tokens).
 
-    Each literal "[SEP]" is the [SEP] token (SEP_ID), covering that text; the
+    Each literal "[SEP]" is the tokenizer's [SEP] token, covering that text; the
     text around it is tokenized apart, with offsets in the whole context. JGLUE's
     models read it so (Hugging Face's tokenizers match special tokens in the
     text), and to SentencePiece it would be the pieces of "[", "sep" and "]".
     """
     if CONTEXT_SEPARATOR not in context:
-        return tokenize_with_alignment(tokenizer, context), frozenset()
+        return tokenizer.aligned(context), frozenset()
     ids, starts, ends, separators = [], [], [], set()
     offset = 0
     for index, part in enumerate(context.split(CONTEXT_SEPARATOR)):
         if index:
             separators.add(len(ids))
-            ids.append(SEP_ID)
+            ids.append(tokenizer.special_ids.sep)
             starts.append(offset - len(CONTEXT_SEPARATOR))
             ends.append(offset)
         if part.strip():
-            aligned = tokenize_with_alignment(tokenizer, part)
+            aligned = tokenizer.aligned(part)
             ids.extend(aligned.ids)
             starts.extend(offset + start for start in aligned.starts)
             ends.extend(offset + end for end in aligned.ends)
@@ -264,6 +263,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length=384, doc_st
                          f"up to {max_query_length} tokens, [CLS] and two [SEP]")
     if doc_stride < 1:
         raise ValueError(f"doc_stride must be >= 1, got {doc_stride}")
+    cls, sep = tokenizer.special_ids.cls, tokenizer.special_ids.sep
     features = []
     context_text = context = None  # a paragraph's questions come one after the other and share its tokens
     for example_index, example in enumerate(examples):
@@ -281,8 +281,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length=384, doc_st
         context_offset = len(query_ids) + 2
         windows = doc_windows(len(context.ids), max_seq_length - len(query_ids) - 3, doc_stride)
         for window_index, (window_start, window_length) in enumerate(windows):
-            input_word_ids = [CLS_ID, *query_ids, SEP_ID, *context.ids[window_start : window_start + window_length],
-                              SEP_ID]
+            input_word_ids = [cls, *query_ids, sep, *context.ids[window_start : window_start + window_length], sep]
             input_type_ids = [0] * context_offset + [1] * (window_length + 1)
             token_spans, token_is_max_context = {}, {}
             for i in range(window_length):

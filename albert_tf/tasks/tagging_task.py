@@ -123,7 +123,7 @@ def tagged_data(tagged_file, tokenizer, labels, max_seq_length, doc_stride=None)
             sentence_tags, sentence_inexact = unit_tags(sentence_units, entities, ids)
             tag_ids.append(sentence_tags)
             inexact += len(sentence_inexact)
-    windows = text_windows(units, tag_ids, max_seq_length, doc_stride)
+    windows = text_windows(units, tag_ids, max_seq_length, doc_stride, special_ids=tokenizer.special_ids)
     sources = tuple(tagged_texts.text_source(sentence) for sentence in tagged_file.sentences)
     return TaggedData(tagged_file, texts, token_spans, gold, units, windows, window_arrays(windows), inexact, sources)
 

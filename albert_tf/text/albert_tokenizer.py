@@ -13,13 +13,15 @@ import numpy as np
 import sentencepiece
 
 from albert_tf.settings import SettingError
-from albert_tf.text.preprocessing import preprocess_text
+from albert_tf.text.preprocessing import SPIECE_UNDERLINE, preprocess_text
+from albert_tf.text.special_ids import ALBERT_SPECIAL_IDS
 
-SPIECE_UNDERLINE = "\u2581"
-
-# The ids ALBERT's vocabulary layout fixes (docs/reference.md, "Tokenizer").
-SPECIAL_PIECES = {"<pad>": 0, "<unk>": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
-PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = range(5)
+# The ids ALBERT's SentencePiece layout fixes (docs/reference.md, "Tokenizer"). The rest of the package takes
+# them from the tokenizer (`special_ids`), as it does a WordPiece vocabulary's.
+SPECIAL_PIECES = {"<pad>": ALBERT_SPECIAL_IDS.pad, "<unk>": ALBERT_SPECIAL_IDS.unk, "[CLS]": ALBERT_SPECIAL_IDS.cls,
+                  "[SEP]": ALBERT_SPECIAL_IDS.sep, "[MASK]": ALBERT_SPECIAL_IDS.mask}
+PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = (ALBERT_SPECIAL_IDS.pad, ALBERT_SPECIAL_IDS.unk, ALBERT_SPECIAL_IDS.cls,
+                                           ALBERT_SPECIAL_IDS.sep, ALBERT_SPECIAL_IDS.mask)
 
 # The SentencePiece model a checkpoint or export was trained with, when it travels with it.
 SPM_MODEL_FILE = "spm.model"
@@ -106,10 +108,7 @@ def vocabulary_casing(tokenizer):
     A SentencePiece model records its training text's casing in its pieces, whoever trained it
     (Google's 30k-clean.model has no piece with a capital letter), so this needs no side file.
     """
-    sp = tokenizer.sp
-    ordinary = [sp.id_to_piece(i) for i in range(sp.get_piece_size())
-                if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i))]
-    with_letters = [piece for piece in ordinary if any(char.lower() != char.upper() for char in piece)]
+    with_letters = [piece for piece in tokenizer.ordinary_pieces() if any(char.lower() != char.upper() for char in piece)]
     if not with_letters:
         return "caseless"  # a script without case (Chinese, Thai, ...) says nothing about lowercasing
     capitalized = sum(1 for piece in with_letters if piece != piece.lower())
@@ -119,10 +118,8 @@ def vocabulary_casing(tokenizer):
 def vocabulary_has_accents(tokenizer):
     """Whether any ordinary piece holds an accented letter or a combining mark: a vocabulary trained with
     accents kept (on text that has them). One without says nothing: its text may have had none."""
-    sp = tokenizer.sp
-    return any(unicodedata.combining(char) for i in range(sp.get_piece_size())
-               if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i))
-               for char in unicodedata.normalize("NFKD", sp.id_to_piece(i)))
+    return any(unicodedata.combining(char) for piece in tokenizer.ordinary_pieces()
+               for char in unicodedata.normalize(tokenizer.accent_decomposition, piece))
 
 
 def check_vocabulary_casing(tokenizer, lower_case, vocabulary_name=None, keep_accents=False):
@@ -169,6 +166,9 @@ class AlbertTokenizer:
     (<pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4).
     """
 
+    # How accent stripping decomposes a character before dropping its marks (the original's preprocess_text).
+    accent_decomposition = "NFKD"
+
     def __init__(self, spm_model_file: str | None = None, model_proto: bytes | None = None, lower_case: bool = True,
                  keep_accents: bool = False, rewrite_quotes: bool = False):
         if (spm_model_file is None) == (model_proto is None):
@@ -206,6 +206,7 @@ class AlbertTokenizer:
         # Ids a random replacement (masked-LM data) draws from, uniformly: every id, the special pieces
         # included, as the original draws from its whole vocabulary.
         self.random_replacement_ids = np.arange(self.vocab_size, dtype=np.int32)
+        self.special_ids = ALBERT_SPECIAL_IDS
 
     @property
     def vocab_size(self) -> int:
@@ -260,11 +261,31 @@ class AlbertTokenizer:
         """Pieces of one raw string."""
         return [self.sp.id_to_piece(i) for i in self.encode(text)]
 
+    def aligned(self, text: str):
+        """`piece_alignment.AlignedTokens` of one raw string: `encode(text)` with each piece's [start, end) in
+        `text`'s characters (every preprocessing step tracked)."""
+        from albert_tf.text.piece_alignment import tokenize_with_alignment  # it imports this module
+
+        return tokenize_with_alignment(self, text)
+
     def id_to_piece(self, token_id: int) -> str:
         return self.sp.id_to_piece(int(token_id))
+
+    def ordinary_pieces(self) -> list[str]:
+        """The pieces of text: all but the control (<pad>, [CLS], ...), unknown and unused ones."""
+        sp = self.sp
+        return [sp.id_to_piece(i) for i in range(sp.get_piece_size())
+                if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i))]
+
+    def piece_as_word(self, token_id: int) -> tuple[str, bool]:
+        """(the piece's text as written, whether it starts a word): '▁paris' -> ('paris', True), 'ing' ->
+        ('ing', False); a piece with no text of its own ('▁') gives ('', True)."""
+        piece = self.id_to_piece(token_id)
+        return piece.replace(SPIECE_UNDERLINE, " ").strip(), piece.startswith(SPIECE_UNDERLINE)
 
     def piece_to_id(self, piece: str) -> int:
         return self.sp.piece_to_id(piece)
 
     def decode(self, ids: list[int]) -> str:
-        return self.sp.decode([int(i) for i in ids if int(i) not in (PAD_ID, CLS_ID, SEP_ID)])
+        skipped = (self.special_ids.pad, self.special_ids.cls, self.special_ids.sep)
+        return self.sp.decode([int(i) for i in ids if int(i) not in skipped])

@@ -8,7 +8,7 @@ shared by the Python packing here and the in-graph packing of exported models.
 import numpy as np
 
 from albert_tf.settings import NumberRange
-from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
+from albert_tf.text.special_ids import PADDING_ID
 
 # The encoder's inputs, the three arrays packing makes (the names of TF Hub's BERT encoders).
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -36,16 +36,18 @@ def truncated_lengths(length_a, length_b, budget):
     return (budget + 1) // 2, budget // 2
 
 
-def pack(ids_a, ids_b=None, max_seq_length=128):
-    """(input_word_ids, input_mask, input_type_ids) int32 arrays of length max_seq_length."""
+def pack(ids_a, ids_b, max_seq_length, special_ids):
+    """(input_word_ids, input_mask, input_type_ids) int32 arrays of length max_seq_length; [CLS] and [SEP] are
+    `special_ids`' (the tokenizer's)."""
+    cls, sep = special_ids.cls, special_ids.sep
     if ids_b is None:
         ids_a = list(ids_a)[: max_seq_length - 2]
-        tokens, types = [CLS_ID] + ids_a + [SEP_ID], [0] * (len(ids_a) + 2)
+        tokens, types = [cls] + ids_a + [sep], [0] * (len(ids_a) + 2)
     else:
         length_a, length_b = truncated_lengths(len(ids_a), len(ids_b), max_seq_length - 3)
-        tokens = [CLS_ID] + list(ids_a[:length_a]) + [SEP_ID] + list(ids_b[:length_b]) + [SEP_ID]
+        tokens = [cls] + list(ids_a[:length_a]) + [sep] + list(ids_b[:length_b]) + [sep]
         types = [0] * (length_a + 2) + [1] * (length_b + 1)
-    word_ids = np.zeros(max_seq_length, np.int32)
+    word_ids = np.full(max_seq_length, PADDING_ID, np.int32)
     type_ids = np.zeros(max_seq_length, np.int32)
     word_ids[: len(tokens)] = tokens
     type_ids[: len(types)] = types
@@ -57,7 +59,7 @@ def pack_batch(tokenizer, texts, texts_b=None, max_seq_length=128):
     ids_a = tokenizer.encode_batch(texts)
     # As in exported models: an empty second segment means a single-segment input.
     ids_b = [tokenizer.encode(b) if b else None for b in texts_b] if texts_b is not None else [None] * len(ids_a)
-    rows = [pack(a, b, max_seq_length) for a, b in zip(ids_a, ids_b)]
+    rows = [pack(a, b, max_seq_length, tokenizer.special_ids) for a, b in zip(ids_a, ids_b)]
     return {
         "input_word_ids": np.stack([r[0] for r in rows]).astype(np.int32),
         "input_mask": np.stack([r[1] for r in rows]).astype(np.int32),

@@ -12,7 +12,7 @@ import bisect
 import dataclasses
 import unicodedata
 
-from albert_tf.text.albert_tokenizer import SPIECE_UNDERLINE
+from albert_tf.text.preprocessing import SPIECE_UNDERLINE
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,9 @@ database), so all of them agree on every character, not only on ASCII.
 import functools
 import unicodedata
 
+# SentencePiece's word-start mark: a piece that begins with it follows whitespace in the text.
+SPIECE_UNDERLINE = "\u2581"
+
 
 def _ranges_class(codepoints):
     """A regex character class body matching exactly `codepoints` (sorted ints)."""

@@ -8,7 +8,7 @@ SavedModels and by the Keras `AlbertPreprocessor` layer.
 
 import tensorflow as tf
 
-from albert_tf.text.packing import CLS_ID, SEP_ID
+from albert_tf.text.special_ids import PADDING_ID
 
 # Characters tokenized per text at most: a piece covers at least one character,
 # so this is far beyond any max_seq_length for text with words in it, and it
@@ -50,11 +50,12 @@ def split_batch(ragged, batch):
     return ragged[:batch], ragged[batch:]
 
 
-def pack(ids_a, ids_b, has_b, max_seq_length):
+def pack(ids_a, ids_b, has_b, max_seq_length, special_ids):
     """Ragged ids of both segments [batch, (n)] -> the dense int32 inputs [batch, max_seq_length].
 
     Rows where `has_b` is false are single segments ([CLS] A [SEP]); the others
-    are [CLS] A [SEP] B [SEP], truncated like `packing.truncated_lengths`.
+    are [CLS] A [SEP] B [SEP], truncated like `packing.truncated_lengths`. [CLS] and [SEP] are `special_ids`'
+    (the tokenizer's).
     """
     length_a = tf.cast(ids_a.row_lengths(), tf.int32)
     length_b = tf.where(has_b, tf.cast(ids_b.row_lengths(), tf.int32), 0)
@@ -75,8 +76,8 @@ def pack(ids_a, ids_b, has_b, max_seq_length):
     b_index = tf.clip_by_value(positions - b_start, 0, max_seq_length - 1)
     b_shifted = tf.gather(b, b_index, batch_dims=1)  # b[p - b_start] at p
     in_sequence = positions < length
-    word_ids = tf.where(positions == 0, CLS_ID,
-                        tf.where(in_a, a_shifted, tf.where(in_b, b_shifted, tf.where(in_sequence, SEP_ID, 0))))
+    word_ids = tf.where(positions == 0, special_ids.cls, tf.where(in_a, a_shifted, tf.where(
+        in_b, b_shifted, tf.where(in_sequence, special_ids.sep, PADDING_ID))))
     return {
         "input_word_ids": word_ids,
         "input_mask": tf.cast(in_sequence, tf.int32),
@@ -98,8 +99,9 @@ def truncated_lengths(length_a, length_b, budget):
 
 
 def encode_text(tokenizer, text, text_b, max_seq_length):
-    """Raw text (and second segments) -> the encoder's input dict; both segments tokenized in one call."""
+    """Raw text (and second segments) -> the encoder's input dict; both segments tokenized in one call by
+    `tokenizer` (an in-graph tokenizer layer: its `special_ids` pack them)."""
     text_b, has_b = second_segments(text, text_b)
     ids = tokenizer(clean_text(tf.concat([text, text_b], axis=0)))
     ids_a, ids_b = split_batch(ids, tf.shape(text)[0])
-    return pack(ids_a, ids_b, has_b, max_seq_length)
+    return pack(ids_a, ids_b, has_b, max_seq_length, tokenizer.special_ids)

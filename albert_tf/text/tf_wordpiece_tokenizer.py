@@ -87,7 +87,8 @@ class TFWordPieceTokenizer(keras.layers.Layer):
         self.tokenize_chinese_chars = tokenize_chinese_chars
         self.max_input_chars_per_word = max_input_chars_per_word
         self.vocab_size = python_tokenizer.vocab_size
-        self.unk_id = python_tokenizer.unk_id
+        self.special_ids = python_tokenizer.special_ids
+        self.unk_id = self.special_ids.unk
         boundaries, classes = _class_table()
         if not tokenize_chinese_chars:
             classes = np.where(classes == _CJK, _OTHER, classes)

@@ -4,7 +4,7 @@ prediction per unit merged back from them.
 
   units = text_units(tokenizer, "John lives in Paris.")       # entities.TextUnits
   tags, _ = unit_tags(units, [("PER", 0, 4), ("LOC", 14, 19)], label_ids)
-  windows = text_windows([units], [tags], max_seq_length=128)
+  windows = text_windows([units], [tags], max_seq_length=128, special_ids=tokenizer.special_ids)
   arrays = window_arrays(windows)                  # the encoder's inputs and label_ids, one row per window
   scores = merge_unit_scores(windows, logits, [5])  # per text [units, labels]: one row per unit
 
@@ -30,9 +30,9 @@ import dataclasses
 import numpy as np
 
 from albert_tf.settings import POSITIVE_INTEGER
-from albert_tf.text.albert_tokenizer import CLS_ID, PAD_ID, SEP_ID
 from albert_tf.text.packing import ENCODER_INPUTS, check_sequence_length
 from albert_tf.text.sliding_windows import doc_windows, max_context_window
+from albert_tf.text.special_ids import PADDING_ID
 
 # The label of the positions the loss skips: Hugging Face run_ner's (torch's cross-entropy ignore_index).
 IGNORED_LABEL_ID = -100
@@ -62,9 +62,11 @@ def default_doc_stride(max_seq_length):
     return max(1, (max_seq_length - 2) // 2)
 
 
-def piece_windows(pieces, tagged_pieces, tag_ids=None, max_seq_length=128, doc_stride=None, sentence_index=0):
+def piece_windows(pieces, tagged_pieces, tag_ids=None, max_seq_length=128, doc_stride=None, sentence_index=0, *,
+                  special_ids):
     """[TaggingWindow] of one text's piece ids, the units' tags at `tagged_pieces` (increasing indices into
-    `pieces`, one per unit) and, to train on it, one tag id per unit; none for a text without pieces."""
+    `pieces`, one per unit) and, to train on it, one tag id per unit; none for a text without pieces.
+    `special_ids`: the tokenizer's ([CLS], [SEP])."""
     check_sequence_length(max_seq_length)
     doc_stride = default_doc_stride(max_seq_length) if doc_stride is None else POSITIVE_INTEGER.check(
         "doc_stride", doc_stride)
@@ -76,7 +78,7 @@ def piece_windows(pieces, tagged_pieces, tag_ids=None, max_seq_length=128, doc_s
     owners = [max_context_window(windows, piece) for piece in tagged_pieces]
     packed = []
     for window_index, (start, length) in enumerate(windows):
-        input_word_ids = [CLS_ID, *pieces[start : start + length], SEP_ID]
+        input_word_ids = [special_ids.cls, *pieces[start : start + length], special_ids.sep]
         padding = max_seq_length - len(input_word_ids)
         label_ids = [IGNORED_LABEL_ID] * max_seq_length
         unit_positions = {}
@@ -90,7 +92,7 @@ def piece_windows(pieces, tagged_pieces, tag_ids=None, max_seq_length=128, doc_s
         packed.append(TaggingWindow(
             sentence_index=sentence_index,
             window_index=window_index,
-            input_word_ids=input_word_ids + [PAD_ID] * padding,
+            input_word_ids=input_word_ids + [PADDING_ID] * padding,
             input_mask=[1] * len(input_word_ids) + [0] * padding,
             input_type_ids=[0] * max_seq_length,
             label_ids=label_ids,
@@ -99,16 +101,16 @@ def piece_windows(pieces, tagged_pieces, tag_ids=None, max_seq_length=128, doc_s
     return packed
 
 
-def text_windows(units, tag_ids=None, max_seq_length=128, doc_stride=None):
+def text_windows(units, tag_ids=None, max_seq_length=128, doc_stride=None, *, special_ids):
     """[TaggingWindow] of texts' `units` (`entities.TextUnits`, one per text), in order, with `tag_ids` (one
-    list per text, a tag id per unit: `entities.unit_tags`) to train on them."""
+    list per text, a tag id per unit: `entities.unit_tags`) to train on them; `special_ids`: the tokenizer's."""
     if tag_ids is not None and len(tag_ids) != len(units):
         raise ValueError(f"{len(tag_ids)} tag lists for {len(units)} texts")
     windows = []
     for index, text_units in enumerate(units):
         windows.extend(piece_windows(list(text_units.aligned.ids), text_units.reading_pieces,
                                      None if tag_ids is None else tag_ids[index], max_seq_length, doc_stride,
-                                     sentence_index=index))
+                                     sentence_index=index, special_ids=special_ids))
     return windows
 
 

@@ -27,12 +27,17 @@ layout: 0, 100, 101, 102, 103).
 """
 
 import dataclasses
+import re
 import unicodedata
 
 import numpy as np
 
+from albert_tf.text.special_ids import SpecialIds
+
 CONTINUATION_PREFIX = "##"
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# BERT's reserved lines, for pieces a user adds later.
+_UNUSED_LINE = re.compile(r"\[unused\d+\]")
 # The original's limit; Hugging Face's BertTokenizer uses 100.
 ORIGINAL_MAX_INPUT_CHARS_PER_WORD = 200
 
@@ -64,8 +69,14 @@ def _is_punctuation(char):
 
 def read_vocabulary(path):
     """The pieces of a WordPiece vocab.txt, one per line in id order (a line's end, and only that, removed)."""
-    with open(path, encoding="utf-8") as f:
-        pieces = [line.rstrip("\n") for line in f]
+    with open(path, encoding="utf-8", newline="") as f:
+        return split_vocabulary_lines(f.read())
+
+
+def split_vocabulary_lines(text):
+    """A vocab.txt's text -> its pieces, one per line in id order: lines end at \\n, \\r\\n or \\r, as Python's
+    text files (and so the original's and Hugging Face's readers) see them; a line's end, and only that, removed."""
+    pieces = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if pieces and pieces[-1] == "":
         pieces.pop()  # the file's last line end
     return pieces
@@ -94,6 +105,10 @@ class WordPieceTokenizer:
       max_input_chars_per_word: longer words become [UNK].
     """
 
+    # How accent stripping decomposes a character before dropping its marks (BERT's _run_strip_accents): NFD, so
+    # a compatibility character such as ǆ keeps its caron.
+    accent_decomposition = "NFD"
+
     def __init__(self, vocab_file=None, pieces=None, lower_case=True, strip_accents=None, tokenize_chinese_chars=True,
                  max_input_chars_per_word=ORIGINAL_MAX_INPUT_CHARS_PER_WORD):
         if (vocab_file is None) == (pieces is None):
@@ -111,10 +126,12 @@ class WordPieceTokenizer:
         self.strip_accents = lower_case if strip_accents is None else strip_accents
         self.tokenize_chinese_chars = tokenize_chinese_chars
         self.max_input_chars_per_word = max_input_chars_per_word
-        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (self.vocab[token]
-                                                                            for token in SPECIAL_TOKENS)
+        self.special_ids = SpecialIds(*(self.vocab[token] for token in SPECIAL_TOKENS))
+        self.unk_id = self.special_ids.unk
         # The original masking's word starts: every piece but a `##` continuation.
         self.word_start_table = np.array([not piece.startswith(CONTINUATION_PREFIX) for piece in self.pieces], bool)
+        # Ids a random replacement (masked-LM data) draws from, uniformly: the whole vocabulary, as the original.
+        self.random_replacement_ids = np.arange(self.vocab_size, dtype=np.int32)
 
     @property
     def vocab_size(self):
@@ -125,6 +142,21 @@ class WordPieceTokenizer:
 
     def piece_to_id(self, piece):
         return self.vocab.get(piece, self.unk_id)
+
+    def ordinary_pieces(self):
+        """The pieces of text: all but the special lines ([PAD], [UNK], [CLS], [SEP], [MASK]) and BERT's reserved
+        [unusedN] lines, a continuation's `##` removed."""
+        special = set(SPECIAL_TOKENS)
+        return [piece[len(CONTINUATION_PREFIX):] if piece.startswith(CONTINUATION_PREFIX) else piece
+                for piece in self.pieces if piece not in special and not _UNUSED_LINE.fullmatch(piece)]
+
+    def piece_as_word(self, piece_id):
+        """(the piece's text as written, whether it starts a word): 'paris' -> ('paris', True), '##ing' ->
+        ('ing', False)."""
+        piece = self.pieces[piece_id]
+        if piece.startswith(CONTINUATION_PREFIX) and len(piece) > len(CONTINUATION_PREFIX):
+            return piece[len(CONTINUATION_PREFIX):], False
+        return piece, True
 
     # === Basic tokenization ===
 
@@ -233,6 +265,13 @@ class WordPieceTokenizer:
     def encode(self, text):
         return self.encode_with_offsets(text)[0]
 
+    def aligned(self, text):
+        """`piece_alignment.AlignedTokens` of `text`: its ids with each piece's [start, end) in its characters."""
+        from albert_tf.text.piece_alignment import AlignedTokens
+
+        ids, starts, ends = self.encode_with_offsets(text)
+        return AlignedTokens(ids=ids, starts=starts, ends=ends)
+
     def encode_batch(self, texts):
         return [self.encode(text) for text in texts]
 
@@ -240,8 +279,10 @@ class WordPieceTokenizer:
         return [self.pieces[piece_id] for piece_id in self.encode(text)]
 
     def decode(self, ids):
-        """Text of `ids`: pieces joined by spaces, `##` continuations joined to the piece before."""
-        return " ".join(self.pieces[i] for i in ids).replace(" " + CONTINUATION_PREFIX, "")
+        """Text of `ids`: pieces joined by spaces, `##` continuations joined to the piece before; padding, [CLS] and
+        [SEP] left out, as AlbertTokenizer.decode leaves them."""
+        skipped = (self.special_ids.pad, self.special_ids.cls, self.special_ids.sep)
+        return " ".join(self.pieces[i] for i in ids if int(i) not in skipped).replace(" " + CONTINUATION_PREFIX, "")
 
 
 def _strip_accents(text):

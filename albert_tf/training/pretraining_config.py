@@ -32,6 +32,7 @@ class PretrainingConfig(DistributionConfig):
     vocab_size: int | None = None
     init_checkpoint: str | None = None
     spm_model_file: str | None = None
+    vocab_file: str | None = None
     do_train: bool = True
     do_eval: bool = False
     eval_input_file: str | None = None
@@ -79,7 +80,24 @@ class PretrainingConfig(DistributionConfig):
             raise SettingError("<do_eval> and <eval_every_steps> need <eval_input_file>")
         if self.spm_model_file and not os.path.isfile(self.spm_model_file):
             raise SettingError(f"<spm_model_file>={self.spm_model_file}: no such SentencePiece model")
+        if self.spm_model_file and self.vocab_file:
+            raise SettingError("pass <spm_model_file> (a SentencePiece model) or <vocab_file> (a WordPiece vocab.txt), "
+                               "not both")
+        if self.vocab_file and not os.path.isfile(self.vocab_file):
+            raise SettingError(f"<vocab_file>={self.vocab_file}: no such WordPiece vocabulary")
         return self
+
+    def vocabulary(self):
+        """The `vocabularies.Vocabulary` the data was made with (spm_model_file or vocab_file), or None."""
+        from albert_tf.text.vocabularies import SENTENCEPIECE, WORDPIECE, Vocabulary
+
+        if self.vocab_file:
+            return Vocabulary.read(self.vocab_file, WORDPIECE)
+        return Vocabulary.read(self.spm_model_file, SENTENCEPIECE) if self.spm_model_file else None
+
+    def vocabulary_file(self):
+        """The path of the vocabulary the data was made with, or None."""
+        return self.vocab_file or self.spm_model_file
 
     def warmup_steps(self):
         """num_warmup_steps, else the paper's share of num_train_steps (3125 of 125k: 2.5%, rounded down)."""

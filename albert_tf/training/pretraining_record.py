@@ -29,7 +29,8 @@ from albert_tf.file_utils import PRETRAINING_TOOL, RUN_CONFIG_FILE, file_sha256,
 from albert_tf.models import model_dir_format
 from albert_tf.models.preprocessing_contract import recorded_rewrite_quotes
 from albert_tf.settings import SettingError
-from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, copy_spm_model
+from albert_tf.text.albert_tokenizer import copy_spm_model
+from albert_tf.text.vocabularies import DESCRIPTIONS, FILE_NAMES, SENTENCEPIECE, SETTINGS, WORDPIECE
 
 # Flags a resumed run must share with the run that wrote the checkpoints.
 _RESUME_INVARIANTS = ("albert_config", "train_batch_size", "max_seq_length", "max_predictions_per_seq", "optimizer",
@@ -112,14 +113,22 @@ def _say_schedule_changes(previous_config, settings):
                   f"{previous_config[name]}: from the resumed step on the run follows the new value.", flush=True)
 
 
-def check_spm_model_file(settings, output_dir, resuming):
-    """On resume, spm_model_file must be the model the run started with (it is copied into output_dir)."""
-    stored = os.path.join(output_dir, SPM_MODEL_FILE)
-    if not (resuming and settings.spm_model_file and tf.io.gfile.exists(stored)):
+def check_vocabulary_file(settings, output_dir, resuming):
+    """On resume, spm_model_file (or vocab_file) must be the vocabulary the run started with (it is copied into
+    output_dir)."""
+    if not (resuming and settings.vocabulary_file()):
         return
-    if file_sha256(stored) != file_sha256(settings.spm_model_file):
-        raise SettingError(f"<spm_model_file>={settings.spm_model_file} is not the SentencePiece model this run "
-                           f"started with ({stored}); pass that one, or train into a new <output_dir>")
+    kind = WORDPIECE if settings.vocab_file else SENTENCEPIECE
+    others = [name for other, name in FILE_NAMES.items() if other != kind
+              and tf.io.gfile.exists(os.path.join(output_dir, name))]
+    if others:
+        raise SettingError(f"<{SETTINGS[kind]}>={settings.vocabulary_file()}: this run started with another kind of "
+                           f"vocabulary ({os.path.join(output_dir, others[0])}); pass that one, or train into a new "
+                           "<output_dir>")
+    stored = os.path.join(output_dir, FILE_NAMES[kind])
+    if tf.io.gfile.exists(stored) and file_sha256(stored) != file_sha256(settings.vocabulary_file()):
+        raise SettingError(f"<{SETTINGS[kind]}>={settings.vocabulary_file()} is not the {DESCRIPTIONS[kind]} this "
+                           f"run started with ({stored}); pass that one, or train into a new <output_dir>")
 
 
 def write_model_metadata(settings, output_dir, config, training_data):
@@ -130,12 +139,20 @@ def write_model_metadata(settings, output_dir, config, training_data):
     casing = ({"lower_case": data_config["lower_case"], "keep_accents": data_config.get("keep_accents", False),
                "rewrite_quotes": recorded_rewrite_quotes(data_config, f"the data {settings.input_file}")}
               if data_config else {})
+    # A WordPiece vocabulary's kind is recorded (a directory without the key holds a SentencePiece model).
+    kind = {"vocabulary": WORDPIECE} if settings.vocab_file else {}
     model_dir_format.write_metadata(output_dir, "pretrainer", config, max_seq_length=settings.max_seq_length,
-                                    max_predictions_per_seq=settings.max_predictions_per_seq, **casing)
-    if not settings.spm_model_file:
+                                    max_predictions_per_seq=settings.max_predictions_per_seq, **casing, **kind)
+    source = settings.vocabulary_file()
+    if not source:
         return
-    stored = os.path.join(output_dir, SPM_MODEL_FILE)
-    if "://" in settings.spm_model_file or "://" in output_dir:
-        tf.io.gfile.copy(settings.spm_model_file, stored, overwrite=True)
+    stored = os.path.join(output_dir, FILE_NAMES[WORDPIECE if settings.vocab_file else SENTENCEPIECE])
+    if "://" in source or "://" in output_dir:
+        tf.io.gfile.copy(source, stored, overwrite=True)
+    elif settings.vocab_file:
+        with open(source, "rb") as f:
+            content = f.read()
+        with open(stored, "wb") as f:  # a new file with the umask's mode, as copy_spm_model makes
+            f.write(content)
     else:
-        copy_spm_model(settings.spm_model_file, stored)
+        copy_spm_model(source, stored)

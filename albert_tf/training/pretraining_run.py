@@ -41,7 +41,6 @@ from albert_tf.data.pretraining_dataset import read_error
 from albert_tf.settings import SettingError
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.optimization import create_optimizer
-from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from albert_tf.training import TrainingDivergedError
 from albert_tf.training.distribution_config import PRECISIONS
 from albert_tf.networks.memory_estimate import check_training_fits
@@ -49,7 +48,7 @@ from albert_tf.training.divergence import rerun_advice
 from albert_tf.training.heldout_evaluation import (HeldoutEvaluation, check_heldout_size, evaluate_once,
                                                   format_metrics)
 from albert_tf.training.pretraining_config import PAPER_TRAIN_STEPS, PAPER_WARMUP_STEPS
-from albert_tf.training.pretraining_record import (RUN_CONFIG_FILE, check_or_write_run_config, check_spm_model_file,
+from albert_tf.training.pretraining_record import (RUN_CONFIG_FILE, check_or_write_run_config, check_vocabulary_file,
                                                    write_model_metadata)
 from albert_tf.training.random_state import restore_training_checkpoint, training_checkpoint
 from albert_tf.tasks.pretraining_losses import PretrainingObjective
@@ -122,11 +121,11 @@ def run(settings):
         settings = dataclasses.replace(settings, max_seq_length=settings.max_seq_length or seq_length,
                                        max_predictions_per_seq=settings.max_predictions_per_seq or predictions)
     data.check_pretraining_files(train_files, settings.max_seq_length, settings.max_predictions_per_seq,
-                                 config.vocab_size, spm_model_file=settings.spm_model_file)
-    if training_data.is_documents and not settings.spm_model_file:
+                                 config.vocab_size, vocabulary=settings.vocabulary())
+    if training_data.is_documents and not settings.vocabulary_file():
         raise SettingError(f"{settings.input_file} holds tokenized documents, made into instances while training: "
-                           "pass <spm_model_file>, the SentencePiece model the data was made with (its word "
-                           "boundaries and vocabulary drive the masking)")
+                           "pass <spm_model_file> (or <vocab_file>), the vocabulary the data was made with (its word "
+                           "boundaries and pieces drive the masking)")
     eval_files = []
     if settings.do_eval or settings.eval_every_steps:
         eval_files = data.expand_data_files(settings.eval_input_file)
@@ -181,8 +180,9 @@ def _model_config(settings, data_metadata=None):
     config = AlbertConfig.from_name_or_path(settings.albert_config)
     vocab_size = settings.vocab_size
     if vocab_size is None and settings.albert_config in preset_names():
-        if settings.spm_model_file:
-            vocab_size, source = AlbertTokenizer(settings.spm_model_file).vocab_size, "the size of spm_model_file"
+        if settings.vocabulary_file():
+            vocab_size = settings.vocabulary().tokenizer().vocab_size
+            source = f"the size of {'vocab_file' if settings.vocab_file else 'spm_model_file'}"
         elif data_metadata:
             vocab_size, source = data_metadata["vocab_size"], f"the vocabulary size {settings.input_file} records"
         if vocab_size is not None and vocab_size != config.vocab_size:
@@ -219,7 +219,9 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, training_d
                 weight_decay_rate=settings.weight_decay_rate, clipnorm=settings.clip_norm, gradients_are_aggregated=True)
             if settings.mixed_precision == "fp16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-            trainer = Trainer(strategy, model, optimizer, PretrainingObjective(settings.sentence_loss_weight),
+            objective = PretrainingObjective(settings.sentence_loss_weight,
+                                             mask_id=data.data_special_ids(training_data.files).mask)
+            trainer = Trainer(strategy, model, optimizer, objective,
                               settings.train_batch_size, settings.gradient_accumulation_steps,
                               jit_compile=settings.jit_compile)
         iterator = iter(_worker_dataset(settings, strategy, training_data))
@@ -230,7 +232,7 @@ def train_and_evaluate(settings, config, strategy, chief, output_dir, training_d
     candidates = model_dir_format.checkpoints_newest_first(output_dir)
     check_or_write_run_config(settings, output_dir, resuming=bool(candidates), chief=chief, config=config,
                               training_data=training_data)
-    check_spm_model_file(settings, output_dir, resuming=bool(candidates))
+    check_vocabulary_file(settings, output_dir, resuming=bool(candidates))
     if candidates:
         def restore(prefix):
             # A damaged checkpoint may fail halfway through its restore: each attempt gets fresh objects,
@@ -283,12 +285,12 @@ def _worker_dataset(settings, strategy, training_data):
         print(f"Instances are made afresh every epoch from {len(train_files)} document file(s), in "
               + (f"{settings.input_processes} builder processes." if settings.input_processes
                  else f"{settings.input_workers} input threads."), flush=True)
-        tokenizer = AlbertTokenizer(settings.spm_model_file, lower_case=metadata["config"]["lower_case"],
-                                    keep_accents=metadata["config"].get("keep_accents", False),
-                                    rewrite_quotes=metadata["config"].get("rewrite_quotes", False))
+        tokenizer = settings.vocabulary().tokenizer(metadata["config"]["lower_case"],
+                                                    metadata["config"].get("keep_accents", False),
+                                                    metadata["config"].get("rewrite_quotes", False))
         maker = EpochInstanceMaker(CreationConfig.from_json(metadata["config"]), tokenizer.word_start_table,
                                    tokenizer.random_replacement_ids, settings.seed,
-                                   processes=settings.input_processes)
+                                   processes=settings.input_processes, special_ids=tokenizer.special_ids)
         return make_dynamic_dataset(train_files, settings.train_batch_size // workers, maker, settings.seed,
                                     input_context=context if workers > 1 else None,
                                     shuffle_buffer=settings.shuffle_buffer_size, num_workers=settings.input_workers,

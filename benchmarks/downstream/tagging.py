@@ -242,11 +242,10 @@ def tokenizer_agreement(hf_dir, tokenizer, texts):
     the text, [SEP]."""
     import transformers
 
-    from albert_tf.text.albert_tokenizer import CLS_ID, SEP_ID
-
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
     theirs = hf_tokenizer(list(texts))["input_ids"]
-    same = sum(ids == [CLS_ID, *tokenizer.encode(text), SEP_ID] for text, ids in zip(texts, theirs))
+    cls, sep = tokenizer.special_ids.cls, tokenizer.special_ids.sep
+    same = sum(ids == [cls, *tokenizer.encode(text), sep] for text, ids in zip(texts, theirs))
     return same, len(texts)
 
 

@@ -32,11 +32,12 @@ def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch
 
     from albert_tf.models.model_dir_format import checkpoints_newest_first
     from albert_tf.models.model_io import load_pretrainer
-    from albert_tf.data.pretraining_dataset import expand_data_files, make_pretraining_dataset
+    from albert_tf.data.pretraining_dataset import data_special_ids, expand_data_files, make_pretraining_dataset
     from albert_tf.tasks.pretraining_losses import batch_sums, metrics_from_sums
     from albert_tf.tasks.pretraining_losses import MODEL_INPUTS
 
     files = expand_data_files(eval_prefix)
+    mask_id = data_special_ids(files).mask
     dataset = make_pretraining_dataset(files, batch_size, seq_length, predictions, is_training=False)
     curve = []
     for prefix in reversed(checkpoints_newest_first(output_dir)):
@@ -44,7 +45,7 @@ def evaluate_checkpoints(output_dir, eval_prefix, seq_length, predictions, batch
             continue
         model = load_pretrainer(prefix)
         step_fn = tf.function(lambda batch, model=model: batch_sums(
-            model({name: batch[name] for name in MODEL_INPUTS}, training=False), batch))
+            model({name: batch[name] for name in MODEL_INPUTS}, training=False), batch, mask_id))
         totals = {}
         for batch in dataset:
             for key, value in step_fn(batch).items():

@@ -208,7 +208,8 @@ def make_builder(tokenizer, seq, predictions, seed=12345):
 
     config = InstanceConfig(max_seq_length=seq, dupe_factor=1,
                             masking=MaskingConfig(max_predictions_per_seq=predictions))
-    return InstanceBuilder(config, tokenizer.word_start_table, tokenizer.random_replacement_ids, seed)
+    return InstanceBuilder(config, tokenizer.word_start_table, tokenizer.random_replacement_ids, seed,
+                           special_ids=tokenizer.special_ids)
 
 
 def build_instances(builder, documents, epoch):

@@ -169,7 +169,8 @@ def documents_maker(prefix, spm, seed=1, processes=0):
     _, metadata = data_set_format(files)
     tokenizer = AlbertTokenizer(spm)
     return files, EpochInstanceMaker(CreationConfig.from_json(metadata["config"]), tokenizer.word_start_table,
-                                     tokenizer.random_replacement_ids, seed=seed, processes=processes)
+                                     tokenizer.random_replacement_ids, seed=seed, processes=processes,
+                                     special_ids=tokenizer.special_ids)
 
 
 def training_rate(work, spm, prefix, model, steps, workers, processes=0):

@@ -21,7 +21,7 @@ last column counts the paragraphs whose ids equal AlbertTokenizer's.
 A second table times what the SQuAD serving model adds, ids with each id's byte offsets in
 the raw context (`albert_tf.export_lib.token_offsets.tokenize_with_offsets`, the same
 one op for ids), on every context of SQuAD v1.1 dev, against the ids alone and against the
-Python alignment it mirrors (`albert_tf.tasks.squad.tokenize_with_alignment`), and counts
+Python alignment it mirrors (`albert_tf.text.piece_alignment.tokenize_with_alignment`), and counts
 the contexts whose ids and character spans equal the Python alignment's.
 """
 
@@ -135,7 +135,7 @@ def offsets_table(tf_tokenizer, python, rounds):
     import tensorflow as tf
 
     from albert_tf.export_lib.token_offsets import tokenize_with_offsets
-    from albert_tf.tasks.squad import tokenize_with_alignment
+    from albert_tf.text.piece_alignment import tokenize_with_alignment
 
     contexts = squad_contexts()
     offsets = tf.function(lambda batch: tokenize_with_offsets(tf_tokenizer, batch))

@@ -78,6 +78,7 @@ def model_only(args):
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.optimization import create_optimizer
     from albert_tf.tasks.pretraining_losses import PretrainingObjective
+    from albert_tf.text.special_ids import ALBERT_SPECIAL_IDS
     from albert_tf.training.trainer import Trainer
     from benchmarks.speed.train_step import random_batch
 
@@ -87,7 +88,7 @@ def model_only(args):
     strategy = tf.distribute.get_strategy()
     model = AlbertPretrainer(config, seq_length=s, max_predictions_per_seq=PREDICTIONS)
     optimizer = create_optimizer(5e-4, 100000, 1000, optimizer="adamw", gradients_are_aggregated=True)
-    trainer = Trainer(strategy, model, optimizer, PretrainingObjective(), b, jit_compile=args.jit_compile)
+    trainer = Trainer(strategy, model, optimizer, PretrainingObjective(mask_id=ALBERT_SPECIAL_IDS.mask), b, jit_compile=args.jit_compile)
     iterator = iter(tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat())
     loop = tf.constant(LOOP)
     trainer.train_loop(iterator, loop)[0]["sequences"].numpy()  # compile and warm up

@@ -72,6 +72,7 @@ def albert_tf_step(config, batch, precision, xla, optimizer="lamb"):
     from albert_tf.models.albert_pretrainer import AlbertPretrainer
     from albert_tf.optimization import create_optimizer
     from albert_tf.tasks.pretraining_losses import PretrainingObjective
+    from albert_tf.text.special_ids import ALBERT_SPECIAL_IDS
     from albert_tf.training.trainer import Trainer
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16" if precision == "bf16" else "float32")
@@ -79,7 +80,7 @@ def albert_tf_step(config, batch, precision, xla, optimizer="lamb"):
     strategy = tf.distribute.get_strategy()
     model = AlbertPretrainer(config, seq_length=seq_length, max_predictions_per_seq=PREDICTIONS)
     optimizer = create_optimizer(1e-4, 1000, 10, optimizer=optimizer, gradients_are_aggregated=True)
-    trainer = Trainer(strategy, model, optimizer, PretrainingObjective(), len(batch["input_word_ids"]), jit_compile=xla)
+    trainer = Trainer(strategy, model, optimizer, PretrainingObjective(mask_id=ALBERT_SPECIAL_IDS.mask), len(batch["input_word_ids"]), jit_compile=xla)
     iterator = iter(tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat())
     one = tf.constant(1)
     return lambda: trainer.train_loop(iterator, one)[0]["sequences"].numpy()
