@@ -4,8 +4,12 @@ r"""Converts ALBERT checkpoints between albert_tf, the original TF1 format and H
   python -m albert_tf.convert --from=tf1 --input=albert_base/model.ckpt-best \
       --spm_model_file=albert_base/30k-clean.model --output=/tmp/albert_base
 
-  # A Hugging Face save_pretrained directory -> albert_tf
+  # A Hugging Face save_pretrained directory -> albert_tf (spiece.model, or a BertTokenizer's vocab.txt)
   python -m albert_tf.convert --from=huggingface --input=hf_albert/ --output=/tmp/albert
+
+  # Google's Chinese ALBERT (a WordPiece vocab.txt, no SentencePiece model) -> albert_tf
+  python -m albert_tf.convert --from=tf1 --input=albert_base_zh/model.ckpt-best \
+      --vocab_file=albert_base_zh/vocab_chinese.txt --output=/tmp/albert_base_zh
 
   # albert_tf -> Hugging Face (load with AutoModelForPreTraining / AutoTokenizer.from_pretrained)
   python -m albert_tf.convert --from=albert_tf --to=huggingface --input=/tmp/albert --output=/tmp/hf
@@ -49,12 +53,18 @@ def define_flags():
     flags.DEFINE_alias("albert_config_file", "albert_config")  # the original scripts' name
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model to store with the weights (as spm.model "
                         "for albert_tf, spiece.model for Hugging Face, 30k-clean.model for tf1).")
+    flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt to store with the weights instead (Google's "
+                        "Chinese ALBERTs' vocab_chinese.txt): written as vocab.txt, its bytes as they are, and "
+                        "recorded with its casing (--do_lower_case; accents are stripped with lowercasing, as "
+                        "BERT's). Not with --spm_model_file. Default: the source's own (an albert_tf directory's "
+                        "vocab.txt, a Hugging Face BertTokenizer's vocab.txt).")
     flags.DEFINE_bool("init_missing_heads", False, "Accept a source without some pretraining-head or pooler "
                       "tensors (for example Hugging Face's AlbertForMaskedLM, which has neither SOP classifier nor "
                       "pooler): they keep a fresh random initialization, and the summary lists them. Default: "
                       "such a source fails.")
     flags.DEFINE_bool("do_lower_case", None, "Whether the model's text is lowercased: recorded in albert_tf.json "
-                      "(--to=albert_tf) or in the tokenizer files written beside spiece.model (--to=huggingface). "
+                      "(--to=albert_tf) or in the tokenizer files written beside spiece.model or vocab.txt "
+                      "(--to=huggingface). "
                       "Default: what the source records (an albert_tf directory's albert_tf.json, a Hugging Face "
                       "directory's tokenizer_config.json), else lowercase (the original ALBERT models are).")
     flags.DEFINE_bool("force", False, "Convert with a --do_lower_case that contradicts the source's record.")
@@ -80,7 +90,10 @@ def check_flags(argv):
     for name in ("from", "input", "output"):
         if FLAGS[name].value is None:
             raise ValueError(f"--{name} is required")
-    check_output(FLAGS.output, FLAGS.input, FLAGS.spm_model_file, FLAGS.albert_config)
+    if FLAGS.spm_model_file and FLAGS.vocab_file:
+        raise ValueError("pass --spm_model_file (a SentencePiece model) or --vocab_file (a WordPiece vocab.txt), "
+                         "not both")
+    check_output(FLAGS.output, FLAGS.input, FLAGS.spm_model_file, FLAGS.albert_config, FLAGS.vocab_file)
 
 
 def main(argv):
@@ -98,16 +111,28 @@ def main(argv):
         do_lower_case=FLAGS.do_lower_case,
         force=FLAGS.force,
         model_kind=FLAGS.model,
+        vocab_file=FLAGS.vocab_file,
     )
-    casing = "lowercased" if summary["lower_case"] else "cased"
-    quotes = "`` and '' turned into \"" if summary["rewrite_quotes"] else "`` and '' kept"
     print(
         f"Converted {source_format} -> {FLAGS.to}: a {summary['kind']} with {summary['tensors']} tensors, "
-        f"{summary['parameters']:,} parameters ({casing} text, {quotes}), written to {summary['output']}."
+        f"{summary['parameters']:,} parameters ({describe_preprocessing(summary)}), written to {summary['output']}."
     )
     if summary["initialized_heads"]:
         print("Not in the source, freshly initialized: " + ", ".join(summary["initialized_heads"]))
     return 0
+
+
+def describe_preprocessing(summary):
+    """What the converted model's text preparation is, as the summary line says it: for a WordPiece vocabulary
+    its kind, size, casing and accents (quotes are never rewritten there); otherwise the SentencePiece ALBERT
+    preprocessing's casing and quote rule."""
+    casing = "lowercased" if summary["lower_case"] else "cased"
+    if summary.get("vocabulary") == "wordpiece":
+        # albert_tf's WordPiece tokenizer strips accents exactly when it lowercases and the model does not keep them.
+        accents = "accents stripped" if summary["lower_case"] and not summary["keep_accents"] else "accents kept"
+        return f"a WordPiece vocabulary of {summary['vocabulary_size']:,} pieces, {casing} text, {accents}"
+    quotes = "`` and '' turned into \"" if summary["rewrite_quotes"] else "`` and '' kept"
+    return f"{casing} text, {quotes}"
 
 
 def console_main():

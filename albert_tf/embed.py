@@ -26,6 +26,8 @@ def define_flags():
     flags.DEFINE_enum("pooling", "mean", ["mean", "pooled"], "mean: the average of the last layer's token vectors "
                       "(better for similarity); pooled: the pooler's tanh([CLS]) vector.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the one stored with --model).")
+    flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt, for a model trained with one (default: the one "
+                        "stored with --model).")
     flags.DEFINE_integer("max_seq_length", None, "Tokens per text; longer texts are cut. Default: the length the "
                          "model records (an export's is fixed), else 128.")
     flags.DEFINE_string("output", None, "Also save the embeddings here (.npy, one row per text; .npy is added to a "
@@ -56,7 +58,8 @@ def main(argv):
 
     from albert_tf.models.embedder import Embedder, cosine_similarities
 
-    embeddings = Embedder(FLAGS.model, FLAGS.spm_model_file, FLAGS.max_seq_length).embed(texts, FLAGS.pooling)
+    embeddings = Embedder(FLAGS.model, FLAGS.spm_model_file, FLAGS.max_seq_length,
+                          FLAGS.vocab_file).embed(texts, FLAGS.pooling)
     similarities = cosine_similarities(embeddings)
     print(f"{len(texts)} embeddings of size {embeddings.shape[1]} ({FLAGS.pooling} pooling); cosine similarities:")
     for i, text in enumerate(texts):

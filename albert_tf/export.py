@@ -100,6 +100,9 @@ def define_flags():
     flags.DEFINE_string("output_dir", None, "Directory to write; must not exist or be empty unless --overwrite, and "
                         "may not be, lie inside or hold --checkpoint or another input.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model. Default: the spm.model stored in --checkpoint.")
+    flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt, for a model whose vocabulary is one. Default: the "
+                        "vocab.txt stored in --checkpoint. Its exports serve encoders and classifiers so far, and "
+                        "make no LiteRT file yet.")
     flags.DEFINE_integer("max_seq_length", None, "Tokens per input row of the preprocessing and serving models. "
                          "Default: the length the checkpoint records (trained or fine-tuned at), else 128. Longer "
                          "than that works up to max_position_embeddings, with a warning: those positions were never "
@@ -161,7 +164,9 @@ def check_flags(argv):
     if FLAGS.format == "litert":
         check_quantization(FLAGS.quantization, FLAGS.calibration_file)
     check_output_dir(FLAGS.output_dir, FLAGS.checkpoint, spm_model_file=FLAGS.spm_model_file,
-                     calibration_file=FLAGS.calibration_file)
+                     vocab_file=FLAGS.vocab_file, calibration_file=FLAGS.calibration_file)
+    if FLAGS.format == "litert" and FLAGS.vocab_file:
+        raise ValueError("--vocab_file: LiteRT files of WordPiece models are not made yet (--format=savedmodel is)")
 
 
 def main(argv):
@@ -170,7 +175,7 @@ def main(argv):
     paths = export(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.spm_model_file, FLAGS.max_seq_length,
                    FLAGS.do_lower_case, FLAGS.serving_name, FLAGS.serving_version, FLAGS.overwrite,
                    FLAGS.serving_xla, FLAGS.serving_outputs, FLAGS.serving_warmup_batch_sizes, FLAGS.force,
-                   FLAGS.serving_max_batch_size, FLAGS.serving_precision, FLAGS.calibration_file)
+                   FLAGS.serving_max_batch_size, FLAGS.serving_precision, FLAGS.calibration_file, FLAGS.vocab_file)
     from albert_tf.models.model_dir_format import read_metadata
 
     written = read_metadata(FLAGS.output_dir)

@@ -22,6 +22,8 @@ def define_flags():
     flags.DEFINE_string("model", None, "albert_tf checkpoint directory (pretrainer) or albert_tf.export directory.")
     flags.DEFINE_multi_string("text", None, "Text with one or more [MASK]; repeat the flag for several texts.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the one stored with --model).")
+    flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt, for a model trained with one (default: the one "
+                        "stored with --model).")
     flags.DEFINE_integer("top_k", 5, "Candidates shown per mask (at least 1).", lower_bound=1)
     flags.DEFINE_integer("max_seq_length", None, "Tokens per sequence; longer texts are cut. Default: the length the "
                          "model records, else 128.")
@@ -37,7 +39,7 @@ def main(argv):
         raise ValueError("--model and --text required")
     from albert_tf.models.mask_filler import MaskFiller
 
-    filler = MaskFiller(FLAGS.model, FLAGS.spm_model_file)
+    filler = MaskFiller(FLAGS.model, FLAGS.spm_model_file, FLAGS.vocab_file)
     for text in FLAGS.text:
         print("\n".join(answer_lines(filler, text, FLAGS.top_k, FLAGS.max_seq_length)))
     return 0

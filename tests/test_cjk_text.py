@@ -104,7 +104,8 @@ def test_the_stripping_notice_counts_kana_and_never_hangul(tmp_path):
 
 def test_the_data_tool_follows_the_vocabularys_choice(cjk_vocabularies):
     def keep(language, setting=None):
-        return _keep_accents(types.SimpleNamespace(keep_accents=setting, spm_model_file=str(cjk_vocabularies[language][0])))
+        return _keep_accents(types.SimpleNamespace(keep_accents=setting, spm_model_file=str(cjk_vocabularies[language][0]),
+                                                   vocab_file=None))
 
     assert keep("ja") is True and keep("ko") is False and keep("zh") is False
     assert keep("ja", False) is False and keep("ko", True) is True  # explicit settings win (and are checked later)

@@ -15,8 +15,8 @@ PIECES = ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]", "▁", "▁john", "▁li
 LABELS = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 
 
-class Vocabulary:
-    """What unit_tables reads of a SentencePieceProcessor."""
+class SentencePieces:
+    """What unit_tables reads of an AlbertTokenizer's SentencePieceProcessor."""
 
     def get_piece_size(self):
         return len(PIECES)
@@ -31,7 +31,11 @@ class Vocabulary:
         return PIECES[piece_id] in ("<pad>", "[CLS]", "[SEP]", "[MASK]")
 
 
-TABLES = unit_tables(Vocabulary())
+class Tokenizer:
+    sp = SentencePieces()
+
+
+TABLES = unit_tables(Tokenizer())
 
 
 def units_of(pieces):

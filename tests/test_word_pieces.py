@@ -59,7 +59,7 @@ def test_windows_tag_each_unit_once_from_the_window_of_most_context():
 
 
 def test_a_text_longer_than_the_window_gets_one_tag_per_unit(tokenizer):
-    tables = unit_tables(tokenizer.sp)
+    tables = unit_tables(tokenizer)
     units = [text_units(tokenizer, text, tables) for text in (" ".join([TEXT] * 3), "Mary", "")]
     windows = text_windows(units, max_seq_length=16, doc_stride=5, special_ids=SPM_IDS)
     assert sum(window.sentence_index == 0 for window in windows) > 5

@@ -199,3 +199,21 @@ def test_the_in_graph_tokenizer_gives_the_python_ids_and_offsets_on_the_staged_c
     for lower_case in (True, False):
         assert_in_graph_equals_python(WordPieceTokenizer(str(vocabularies[lower_case]), lower_case=lower_case),
                                       held_out)
+
+
+def test_a_repeated_line_takes_its_last_id_as_the_original_and_hugging_face_do(tmp_path):
+    """The original's load_vocab and transformers' assign a dict line by line: a piece listed twice is the later
+    line's id, in Python and in-graph alike."""
+    import tensorflow as tf
+
+    from albert_tf.text.tf_wordpiece_tokenizer import TFWordPieceTokenizer
+
+    pieces = bert_layout(["x", "##y", "x", "z"])
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(pieces) + "\n", encoding="utf-8")
+    tokenizer = WordPieceTokenizer(str(vocab_file))
+    later = len(pieces) - 2
+    assert tokenizer.encode("xy z x") == [later, later - 1, later + 1, later]
+    assert huggingface_python_ids(vocab_file, True, ["xy z x"]) == [tokenizer.encode("xy z x")]
+    in_graph = TFWordPieceTokenizer(pieces)(tf.constant(["xy z x"]))
+    assert in_graph.to_list() == [tokenizer.encode("xy z x")]

@@ -14,6 +14,7 @@ import numpy as np
 
 from albert_tf.albert_config import LAYER_NORM_EPSILON, AlbertConfig
 from albert_tf.file_utils import describe_json_value
+from albert_tf.text.special_ids import ALBERT_SPECIAL_IDS
 
 HF_CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -213,8 +214,11 @@ def check_same_layer_groups(config, source="the model"):
                          "(it computes int(l / (L / G))): no conversion between them is exact")
 
 
-def albert_config_to_huggingface(config, with_heads):
-    """A Hugging Face config dict for `config` (sharing "all" or "none")."""
+def albert_config_to_huggingface(config, with_heads, special_ids=ALBERT_SPECIAL_IDS, tokenizer_class=None):
+    """A Hugging Face config dict for `config` (sharing "all" or "none"). `special_ids`: the vocabulary's
+    (pad_token_id, and [CLS] and [SEP] as bos_token_id and eos_token_id, as Hugging Face's ALBERT configs name
+    them); `tokenizer_class`: written where the tokenizer is not ALBERT's own (a WordPiece vocabulary's
+    BertTokenizer), as the WordPiece ALBERTs on the Hub name it in config.json too."""
     if config.sharing not in ("all", "none"):
         raise ValueError(f'sharing="{config.sharing}" cannot be expressed as a Hugging Face ALBERT config')
     check_same_layer_groups(config)
@@ -238,10 +242,11 @@ def albert_config_to_huggingface(config, with_heads):
         "layer_norm_eps": LAYER_NORM_EPSILON,
         "position_embedding_type": "absolute",
         "classifier_dropout_prob": 0.1,
-        "pad_token_id": 0,
-        "bos_token_id": 2,
-        "eos_token_id": 3,
+        "pad_token_id": special_ids.pad,
+        "bos_token_id": special_ids.cls,
+        "eos_token_id": special_ids.sep,
         "tie_word_embeddings": True,
+        **({"tokenizer_class": tokenizer_class} if tokenizer_class else {}),
     }
 
 
@@ -509,10 +514,12 @@ def _drop_identity_projection(tensors, directory):
 # --- Writing ---------------------------------------------------------------
 
 
-def write_huggingface_dir(config, tensors, directory, with_heads, classifier=None):
+def write_huggingface_dir(config, tensors, directory, with_heads, classifier=None, special_ids=ALBERT_SPECIAL_IDS,
+                          tokenizer_class=None):
     """Writes config.json + model.safetensors for {original name: array}: AlbertForPreTraining's with the
     pretraining heads, AlbertForSequenceClassification's or AlbertForTokenClassification's with `classifier`
-    (classifier_config() or token_classifier_config()), else AlbertModel's."""
+    (classifier_config() or token_classifier_config()), else AlbertModel's. `special_ids` and `tokenizer_class`:
+    the vocabulary's, as albert_config_to_huggingface writes them."""
     from safetensors.numpy import save_file
 
     if not config.has_embedding_projection:
@@ -538,8 +545,8 @@ def write_huggingface_dir(config, tensors, directory, with_heads, classifier=Non
         # line would print as a traceback: the same one line as any other write failure.
         raise OSError(f"{path}: could not write the weights ({str(error).splitlines()[0]})") from None
     with open(os.path.join(directory, HF_CONFIG_FILE), "w") as f:
-        json.dump({**albert_config_to_huggingface(config, with_heads), **(classifier or {})}, f, indent=2,
-                  sort_keys=True)
+        json.dump({**albert_config_to_huggingface(config, with_heads, special_ids, tokenizer_class),
+                   **(classifier or {})}, f, indent=2, sort_keys=True)
         f.write("\n")
 
 

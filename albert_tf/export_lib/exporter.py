@@ -49,14 +49,16 @@ def check_output_dir(output_dir, checkpoint, **inputs):
 def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, lower_case=None, serving_name="albert",
            serving_version=1, overwrite=False, serving_xla=False, serving_outputs=None,
            serving_warmup_batch_sizes=DEFAULT_WARMUP_BATCH_SIZES, force=False,
-           serving_max_batch_size=DEFAULT_MAX_BATCH_SIZE, serving_precision="float32", calibration_file=None):
+           serving_max_batch_size=DEFAULT_MAX_BATCH_SIZE, serving_precision="float32", calibration_file=None,
+           vocab_file=None):
     """Writes the three SavedModels; returns {part: path}. `max_seq_length`, `lower_case`: None takes what
     the checkpoint records (albert_tf.models.preprocessing_contract); the accents and quote rules are always
     the recorded ones, and the export records them too. `serving_xla`, `serving_outputs`,
     `serving_warmup_batch_sizes`, `force`, `serving_max_batch_size`, `serving_precision`: see the flags (bfloat16:
     bfloat16_export; BFloat16GateError, nothing written, when its answers move beyond the gate). `calibration_file`:
     texts like the requests (one a line, text<TAB>text_b for pairs and questions with contexts) the bfloat16 gate
-    measures on besides its own; only with serving_precision bfloat16."""
+    measures on besides its own; only with serving_precision bfloat16. `spm_model_file` or `vocab_file` (a
+    WordPiece vocab.txt): the checkpoint's vocabulary given again (default: the stored one)."""
     if calibration_file is not None and serving_precision != "bfloat16":
         raise SettingError("<calibration_file> is for <serving_precision>=bfloat16 (the texts its accuracy gate "
                            "measures on) and for LiteRT files of <quantization>=int8")
@@ -69,16 +71,14 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
     from albert_tf.export_lib.serving_module import SERVED_KINDS, serving_module
     from albert_tf.export_lib.serving_warmup import warmup_requests, write_warmup_requests
     from albert_tf.file_utils import check_replaceable, staged_directory, write_json_atomically
-    from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE
-
-    check_output_dir(output_dir, checkpoint, spm_model_file=spm_model_file)
+    check_output_dir(output_dir, checkpoint, spm_model_file=spm_model_file, vocab_file=vocab_file)
     check_precision(serving_precision)
     check_serving_name(serving_name)
     if not isinstance(serving_version, int) or serving_version < 1:
         raise SettingError(f"<serving_version>={serving_version}: must be a positive integer (TF Serving's version "
                            "directories are numbers)")
     check_replaceable(output_dir, overwrite)
-    source = load_for_export(checkpoint, SERVED_KINDS, spm_model_file, max_seq_length, lower_case, force)
+    source = load_for_export(checkpoint, SERVED_KINDS, spm_model_file, max_seq_length, lower_case, force, vocab_file)
     model, metadata, preprocessing = source.model, source.metadata, source.preprocessing
     max_seq_length, lower_case, tokenizer, model_proto = (preprocessing.max_seq_length, preprocessing.lower_case,
                                                           source.tokenizer, source.model_proto)
@@ -103,7 +103,8 @@ def export(checkpoint, output_dir, spm_model_file=None, max_seq_length=None, low
                     **serving.export_settings()}
         metadata_file = os.path.join(staging, METADATA_FILE)
         write_json_atomically(metadata_file, metadata)
-        spm_copy = os.path.join(staging, SPM_MODEL_FILE)
+        # The vocabulary travels as an asset under its kind's name (spm.model, or a WordPiece vocab.txt).
+        spm_copy = os.path.join(staging, source.vocabulary.file_name)
         with open(spm_copy, "wb") as f:
             f.write(model_proto)
 
@@ -169,26 +170,27 @@ class ExportSource(typing.NamedTuple):
     model: object
     metadata: dict
     preprocessing: object
-    model_proto: bytes
+    model_proto: bytes  # the vocabulary file's bytes (a SentencePiece model's, or a vocab.txt's)
     tokenizer: object
+    vocabulary: object  # the `vocabularies.Vocabulary`
 
 
-def load_for_export(checkpoint, kinds, spm_model_file=None, max_seq_length=None, lower_case=None, force=False):
+def load_for_export(checkpoint, kinds, spm_model_file=None, max_seq_length=None, lower_case=None, force=False,
+                    vocab_file=None):
     """Loads `checkpoint` and checks it before anything is written: its kind is one of `kinds`, the casing and
     length agree with its record (warnings printed), the vocabulary fits the model. An `ExportSource`."""
-    from albert_tf.models.inference_model import check_spm_model_file
-    from albert_tf.models.model_dir_format import find_spm_model
+    from albert_tf.models.inference_model import check_same_vocabulary
+    from albert_tf.models.model_dir_format import find_vocabulary
     from albert_tf.models.model_io import load_model
     from albert_tf.models.preprocessing_contract import resolve_preprocessing
-    from albert_tf.text.albert_tokenizer import read_spm_model
-    from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+    from albert_tf.text.vocabularies import tf_tokenizer
 
     model, metadata = load_model(checkpoint)
     if metadata["model"] not in kinds:
         raise ValueError(f"{checkpoint}: holds a {metadata['model']!r} model; this export supports {', '.join(kinds)}")
-    spm = find_spm_model(checkpoint, spm_model_file)
-    if spm_model_file:
-        check_spm_model_file(checkpoint, spm_model_file)
+    vocabulary = find_vocabulary(checkpoint, spm_model_file, vocab_file)
+    if spm_model_file or vocab_file:
+        check_same_vocabulary(checkpoint, vocabulary)
     config = model.albert_config
     preprocessing = resolve_preprocessing(metadata, lower_case, max_seq_length, force=force, source=checkpoint)
     for warning in preprocessing.warnings:
@@ -196,15 +198,13 @@ def load_for_export(checkpoint, kinds, spm_model_file=None, max_seq_length=None,
     if not 3 <= preprocessing.max_seq_length <= config.max_position_embeddings:
         raise SettingError(f"<max_seq_length>={preprocessing.max_seq_length}: must be at least 3 ([CLS] [SEP] [SEP]) "
                            f"and at most the model's max_position_embeddings ({config.max_position_embeddings})")
-    model_proto = read_spm_model(spm)
     try:
-        tokenizer = TFAlbertTokenizer(model_proto, lower_case=preprocessing.lower_case,
-                                      keep_accents=preprocessing.keep_accents,
-                                      rewrite_quotes=preprocessing.rewrite_quotes)
+        tokenizer = tf_tokenizer(vocabulary, preprocessing.lower_case, preprocessing.keep_accents,
+                                 preprocessing.rewrite_quotes)
     except ValueError as error:
-        raise ValueError(f"{spm}: {error}") from None
+        raise ValueError(f"{vocabulary.source}: {error}") from None
     if tokenizer.vocab_size > config.vocab_size:
-        raise SettingError(f"{spm}: has {tokenizer.vocab_size} pieces, more than the model's vocab_size "
-                           f"({config.vocab_size}); pass the SentencePiece model it was trained with "
-                           "(<spm_model_file>)")
-    return ExportSource(model, metadata, preprocessing, model_proto, tokenizer)
+        raise SettingError(f"{vocabulary.source}: has {tokenizer.vocab_size} pieces, more than the model's vocab_size "
+                           f"({config.vocab_size}); pass the vocabulary it was trained with (<spm_model_file> or "
+                           "<vocab_file>)")
+    return ExportSource(model, metadata, preprocessing, vocabulary.content, tokenizer, vocabulary)

@@ -288,6 +288,10 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
         raise ValueError(f"{checkpoint}: holds a {kind!r} model, which a LiteRT export cannot serve: "
                          f"{REFUSED_KINDS[kind]}")
     source = load_for_export(checkpoint, LITERT_KINDS, spm_model_file, max_seq_length, lower_case, force)
+    if source.vocabulary.kind != "sentencepiece":
+        # model.tflite tokenizes with tensorflow-text's SentencePiece op; its WordPiece ops are not wired in yet.
+        raise SettingError(f"{checkpoint}: its vocabulary is a WordPiece vocab.txt; LiteRT files are made for "
+                           "SentencePiece models only so far (<format>=savedmodel exports it)")
     max_seq_length = source.preprocessing.max_seq_length
     if pad_to is not None and not (isinstance(pad_to, int) and 3 <= pad_to <= max_seq_length):
         raise SettingError(f"<pad_to>={pad_to}: must be an integer from 3 to max_seq_length ({max_seq_length}); "

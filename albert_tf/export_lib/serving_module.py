@@ -99,7 +99,6 @@ TF Serving loaded the model. TF Serving runs such a model only when started with
 
 import tensorflow as tf
 
-from albert_tf.text.albert_tokenizer import AlbertTokenizer
 from albert_tf.text.entities import OUTSIDE, entity_types, unit_tables
 from albert_tf.text.preprocessing import whitespace_codepoints
 from albert_tf.text.special_ids import PADDING_ID
@@ -108,7 +107,7 @@ from albert_tf.text.tf_packing import (NO_SECOND_SEGMENTS, TEXT_B_SPEC, TEXT_SPE
 from albert_tf.text.word_pieces import default_doc_stride
 from albert_tf.export_lib.bfloat16_export import answer_agreement, cosine_agreement, score_agreement
 from albert_tf.export_lib.serving_requests import DEFAULT_MAX_BATCH_SIZE, SIGNATURE, TEXT_SIGNATURE
-from albert_tf.export_lib.token_offsets import PieceTable, tokenize_with_offsets
+from albert_tf.export_lib.token_offsets import check_offsets_measurable, tokenize_with_offsets
 from albert_tf.models.albert_token_classifier import recorded_doc_stride
 from albert_tf.models.model_dir_format import recorded_multi_label_threshold
 from albert_tf.settings import SettingError
@@ -175,7 +174,7 @@ class ServingModule(tf.Module):
     (`_model_outputs`); `serving_module()` picks the subclass from the checkpoint's kind.
 
     Args:
-      tokenizer: a `TFAlbertTokenizer`.
+      tokenizer: an in-graph tokenizer layer (`TFAlbertTokenizer` or `TFWordPieceTokenizer`).
       max_seq_length: tokens per input row.
       model: the checkpoint's Keras model (an encoder, or a model with an `.encoder`).
       metadata: its albert_tf.json (`model` is the kind; classifiers add `label_names`, `is_regression`,
@@ -194,7 +193,7 @@ class ServingModule(tf.Module):
                  max_batch_size=DEFAULT_MAX_BATCH_SIZE):
         super().__init__(name="albert_serving")
         if self.answers_with_offsets:
-            PieceTable(tokenizer)  # refuses a vocabulary it cannot measure here, not inside a traced function
+            check_offsets_measurable(tokenizer)  # refuses it here, not inside a traced function
         if not isinstance(max_batch_size, int) or isinstance(max_batch_size, bool) or max_batch_size < 1:
             raise SettingError(f"<serving_max_batch_size>={max_batch_size!r}: must be a positive integer (texts per "
                                "request)")
@@ -488,7 +487,7 @@ class TokenClassifierServing(ServingModule):
         self.label_inside = tf.constant([name.startswith("I-") for name in names])
         # Per piece id, what the unit rule reads of it (entities.unit_tables): a bare `▁`; starts a unit; the
         # piece after it starts one.
-        tables = unit_tables(AlbertTokenizer(model_proto=tokenizer.model_proto).sp)
+        tables = unit_tables(tokenizer.python_tokenizer)
         self.piece_bare, self.piece_opens, self.piece_closes = (tf.constant(table) for table in (
             tables.bare, tables.opens, tables.closes))
         # Windows as the Python reader cuts them (word_pieces.sentence_windows): starts `stride` pieces apart.

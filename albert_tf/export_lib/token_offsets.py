@@ -35,15 +35,26 @@ import tensorflow_text as tf_text
 
 from albert_tf.text.albert_tokenizer import SPIECE_UNDERLINE, AlbertTokenizer
 from albert_tf.text.preprocessing import combining_codepoints, re2_class, whitespace_codepoints
+from albert_tf.text.tf_wordpiece_tokenizer import TFWordPieceTokenizer
+
+
+def check_offsets_measurable(tokenizer):
+    """ValueError, outside any traced function, for a SentencePiece vocabulary whose pieces `PieceTable` cannot
+    measure; a WordPiece tokenizer's offsets need no measuring."""
+    if not isinstance(tokenizer, TFWordPieceTokenizer):
+        PieceTable(tokenizer)
 
 
 def tokenize_with_offsets(tokenizer, texts):
     """(ids, starts, ends), ragged [batch, (tokens)]: `tokenizer(texts)` and byte offsets into `texts`.
 
     Args:
-      tokenizer: a `TFAlbertTokenizer`.
+      tokenizer: a `TFAlbertTokenizer`, or a `TFWordPieceTokenizer` (which tracks every character itself and
+        reports its own offsets).
       texts: [batch] valid UTF-8 strings (`albert_tf.text.tf_packing.clean_text` makes them so).
     """
+    if isinstance(tokenizer, TFWordPieceTokenizer):
+        return tokenizer.tokenize_with_offsets(texts)
     pieces = PieceTable(tokenizer)
     texts = tf.convert_to_tensor(texts, tf.string)
     piece_ids = tokenizer.sentencepiece.tokenize(texts).with_row_splits_dtype(tf.int64)

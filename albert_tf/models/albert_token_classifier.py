@@ -272,7 +272,7 @@ class AlbertTokenClassifier(AlbertTaskModel, keras.Model):
         from albert_tf.text.entities import text_units, unit_tables
 
         tokenizer = self._tokenizer()
-        tables = unit_tables(tokenizer.sp)
+        tables = unit_tables(tokenizer)
         return [text_units(tokenizer, text, tables) for text in texts]
 
     def _inputs_and_labels(self, method, sentences, tags, sentences_argument, tags_argument):

@@ -35,8 +35,9 @@ class Embedder:
     (an export's is fixed), else 128."""
 
     def __init__(self, model_path: str | os.PathLike, spm_model_file: str | None = None,
-                 max_seq_length: int | None = None):
-        self.opened = open_for_inference(model_path, "encoder", spm_model_file, max_seq_length=max_seq_length)
+                 max_seq_length: int | None = None, vocab_file: str | None = None):
+        self.opened = open_for_inference(model_path, "encoder", spm_model_file, max_seq_length=max_seq_length,
+                                         vocab_file=vocab_file)
         self.max_seq_length = self.opened.preprocessing.max_seq_length
         self.export = self.opened.is_export
         self._preprocessor = None  # an export's raw-text preprocessing SavedModel, beside its encoder

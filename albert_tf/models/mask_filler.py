@@ -62,8 +62,9 @@ def _fill_one(text, mask_index, tokenizer, token):
 class MaskFiller:
     """Top-k pieces for each [MASK], from a model directory or an export directory (see the module)."""
 
-    def __init__(self, model_path: str | os.PathLike, spm_model_file: str | None = None):
-        self.opened = open_for_inference(model_path, "pretrainer", spm_model_file)
+    def __init__(self, model_path: str | os.PathLike, spm_model_file: str | None = None,
+                 vocab_file: str | None = None):
+        self.opened = open_for_inference(model_path, "pretrainer", spm_model_file, vocab_file=vocab_file)
         self.export = self.opened.export_dir
         if self.export and "mlm" not in self.opened.saved_model.signatures:
             raise ValueError(f"{self.export}: exported without pretraining heads (no `mlm` signature)")

@@ -192,11 +192,35 @@ def find_spm_model(path=None, spm_model_file=None):
         found = spm_model_path(directory)
         if found:
             return found
-        if os.path.isfile(os.path.join(directory, WORDPIECE_VOCAB_FILE)):
+        if any(os.path.isfile(os.path.join(directory, *parts)) for parts in
+               ((WORDPIECE_VOCAB_FILE,), ("assets", WORDPIECE_VOCAB_FILE))):
             raise SettingError(f"{path}: its vocabulary is a WordPiece vocab.txt; this albert_tf tool reads "
                                "SentencePiece models only so far (create_pretraining_data and run_pretraining take "
                                "<vocab_file>)")
     raise SettingFileNotFound(f"{path}: holds no spm.model; pass <spm_model_file>")
+
+
+def find_vocabulary(path=None, spm_model_file=None, vocab_file=None):
+    """The `vocabularies.Vocabulary` a tool tokenizes with: `spm_model_file` or `vocab_file` if given (not both),
+    else the one stored with `path` (a checkpoint directory, a ckpt-N prefix, an albert_tf.export directory or
+    its encoder SavedModel): spm.model or vocab.txt, beside the weights or in the SavedModel's assets."""
+    from albert_tf.text.vocabularies import FILE_NAMES, SENTENCEPIECE, WORDPIECE, Vocabulary
+
+    if spm_model_file and vocab_file:
+        raise SettingError("pass <spm_model_file> (a SentencePiece model) or <vocab_file> (a WordPiece vocab.txt), "
+                           "not both")
+    if spm_model_file or vocab_file:
+        return Vocabulary.read(vocab_file, WORDPIECE) if vocab_file else Vocabulary.read(spm_model_file, SENTENCEPIECE)
+    if not path:
+        raise SettingFileNotFound("no vocabulary: pass <spm_model_file> or <vocab_file>")
+    exported = exported_encoder_dir(path)
+    for directory in [path, exported] if exported else [resolve_checkpoint(path)[0]]:
+        for kind, name in FILE_NAMES.items():
+            for candidate in (os.path.join(directory, name), os.path.join(directory, "assets", name)):
+                if os.path.isfile(candidate):
+                    return Vocabulary.read(candidate, kind)
+    raise SettingFileNotFound(f"{path}: holds no vocabulary (spm.model or vocab.txt); pass <spm_model_file> or "
+                              "<vocab_file>")
 
 
 def resolve_checkpoint(path):

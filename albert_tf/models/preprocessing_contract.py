@@ -50,6 +50,8 @@ def recorded_rewrite_quotes(metadata, source="the model"):
     recorded = metadata.get("rewrite_quotes")
     if recorded is not None:
         return bool(recorded)
+    if metadata.get("vocabulary") == "wordpiece":
+        return False  # a SentencePiece ALBERT's rule: a WordPiece model takes quotes as written, nothing to say
     if source not in _UNRECORDED_QUOTES_SAID:
         _UNRECORDED_QUOTES_SAID.add(source)
         print(f"Note: {source} records no rewrite_quotes (it predates that record, or another tool made it): its "

@@ -124,6 +124,10 @@ class FinetuningTask:
         """The task model: `encoder` under a fresh head."""
         raise NotImplementedError
 
+    def check_vocabulary(self, vocabulary):
+        """SettingError when the task cannot read text through `vocabulary` (a `vocabularies.Vocabulary`); every
+        kind by default."""
+
     def read_train(self, tokenizer, config) -> dict:
         """Training rows: equal-length numpy arrays, the encoder inputs plus what `loss` reads."""
         raise NotImplementedError

@@ -107,7 +107,7 @@ def tagged_data(tagged_file, tokenizer, labels, max_seq_length, doc_stride=None)
     from albert_tf.text.entities import text_units, unit_tables, unit_tags
     from albert_tf.text.word_pieces import text_windows, window_arrays
 
-    tables = unit_tables(tokenizer.sp)
+    tables = unit_tables(tokenizer)
     texts, token_spans, gold, units = [], [], [], []
     for sentence in tagged_file.sentences:
         text, spans = tagged_texts.sentence_text(sentence)

@@ -2,8 +2,8 @@
 (`albert_tf.export_lib.serving_module.TokenClassifierServing`), `AlbertTokenClassifier.predict_entities`
 applies in Python and run_tagger trains, evaluates and predicts by, so all give the same entities.
 
-  1. Units: the text is tokenized as a whole (its pieces and their character spans:
-     `piece_alignment.tokenize_with_alignment`) and its pieces grouped into units, the things that get one tag
+  1. Units: the text is tokenized as a whole (its pieces and their character spans: the tokenizer's
+     `aligned`) and its pieces grouped into units, the things that get one tag
      each. A piece starts a unit where it begins with `▁` (a word start), where its first character is a break
      character, or where the piece before it ends with one; the text's first piece starts one too. Break
      characters: Han, kana and Hangul, CJK punctuation and full-width forms, and every punctuation mark
@@ -12,7 +12,9 @@ applies in Python and run_tagger trains, evaluates and predicts by, so all give 
      a word tokenizer splits it), and text without spaces -- Chinese, Japanese, a Korean word with its
      particle (`서울` `에서`) -- gets a unit per piece: an entity can start and end inside a run between spaces,
      wherever the vocabulary's pieces do. A bare `▁` piece (the space SentencePiece writes before a piece that
-     has no `▁` form) starts the unit of the piece after it.
+     has no `▁` form) starts the unit of the piece after it. In a WordPiece vocabulary a piece without `##`
+     begins a word as a `▁` piece does (BERT's tokenizer already splits words at spaces, punctuation and
+     each Chinese character), and the break rule is the same.
   2. Tags: a unit's tag is the argmax of the tagger's scores at its reading piece: its first piece, or the
      piece after a bare `▁` (where the unit's text is), read in the window that gives that piece the most
      context (a text longer than a window is cut into overlapping windows, as `albert_tf.text.word_pieces`
@@ -40,6 +42,7 @@ import numpy as np
 
 from albert_tf.text.albert_tokenizer import SPIECE_UNDERLINE
 from albert_tf.text.sentence_splitter import HAN_KANA, HANGUL
+from albert_tf.text.wordpiece_tokenizer import WordPieceTokenizer
 
 OUTSIDE = "O"
 
@@ -100,8 +103,13 @@ class UnitTables:
     closes: np.ndarray
 
 
-def unit_tables(sentence_piece):
-    """The `UnitTables` of a SentencePieceProcessor's vocabulary."""
+def unit_tables(tokenizer):
+    """The `UnitTables` of a Python tokenizer's vocabulary: an `AlbertTokenizer`'s SentencePiece pieces, or a
+    `WordPieceTokenizer`'s, where a piece without `##` begins a word as one with `▁` does in SentencePiece (no
+    piece is a bare `▁`; the special lines are control pieces)."""
+    if isinstance(tokenizer, WordPieceTokenizer):
+        return _wordpiece_unit_tables(tokenizer)
+    sentence_piece = tokenizer.sp
     size = sentence_piece.get_piece_size()
     bare, opens, closes = (np.zeros(size, bool) for _ in range(3))
     for piece_id in range(size):
@@ -112,6 +120,20 @@ def unit_tables(sentence_piece):
         text = piece.lstrip(SPIECE_UNDERLINE)
         bare[piece_id] = bool(piece) and not text
         opens[piece_id] = piece.startswith(SPIECE_UNDERLINE) or (bool(text) and is_break_character(text[0]))
+        closes[piece_id] = bool(text) and is_break_character(text[-1])
+    return UnitTables(bare, opens, closes)
+
+
+def _wordpiece_unit_tables(tokenizer):
+    size = tokenizer.vocab_size
+    bare, opens, closes = (np.zeros(size, bool) for _ in range(3))
+    special = set(dataclasses.astuple(tokenizer.special_ids))
+    for piece_id in range(size):
+        if piece_id in special:
+            opens[piece_id] = closes[piece_id] = True
+            continue
+        text, starts_word = tokenizer.piece_as_word(piece_id)
+        opens[piece_id] = starts_word or (bool(text) and is_break_character(text[0]))
         closes[piece_id] = bool(text) and is_break_character(text[-1])
     return UnitTables(bare, opens, closes)
 
@@ -159,12 +181,10 @@ class TextUnits:
 
 
 def text_units(tokenizer, text, tables=None):
-    """The `TextUnits` of `text` under an `AlbertTokenizer` (its casing, accents and quote rule); `tables`:
-    its vocabulary's `unit_tables` (made when not given; pass them for many texts)."""
-    from albert_tf.text.piece_alignment import tokenize_with_alignment
-
-    tables = tables if tables is not None else unit_tables(tokenizer.sp)
-    aligned = tokenize_with_alignment(tokenizer, text)
+    """The `TextUnits` of `text` under a Python tokenizer (its casing, accents and quote rule); `tables`: its
+    vocabulary's `unit_tables` (made when not given; pass them for many texts)."""
+    tables = tables if tables is not None else unit_tables(tokenizer)
+    aligned = tokenizer.aligned(text)
     firsts = unit_first_pieces(aligned.ids, tables)
     return TextUnits(text, aligned, firsts, reading_pieces(aligned.ids, firsts, tables))
 

@@ -79,6 +79,7 @@ class TFAlbertTokenizer(keras.layers.Layer):
         self.rewrite_quotes = rewrite_quotes
         self.vocab_size = python_tokenizer.vocab_size
         self.special_ids = python_tokenizer.special_ids
+        self.python_tokenizer = python_tokenizer  # the same ids in Python (its tables: entities.unit_tables)
         self.model_proto = model_proto
         with quiet_native_logs():  # tensorflow-text's model conversion logs each normalizer it builds
             self.sentencepiece = tf_text.FastSentencepieceTokenizer(

@@ -88,6 +88,7 @@ class TFWordPieceTokenizer(keras.layers.Layer):
         self.max_input_chars_per_word = max_input_chars_per_word
         self.vocab_size = python_tokenizer.vocab_size
         self.special_ids = python_tokenizer.special_ids
+        self.python_tokenizer = python_tokenizer  # the same ids in Python (its tables: entities.unit_tables)
         self.unk_id = self.special_ids.unk
         boundaries, classes = _class_table()
         if not tokenize_chinese_chars:
@@ -103,13 +104,11 @@ class TFWordPieceTokenizer(keras.layers.Layer):
         self.built = True
 
     def _unique_pieces(self):
-        """The vocabulary as the op takes it: a repeated line keeps its first id, as the Python tokenizer's
-        dict; a later copy is given a name no text makes, so that the ids stay the lines' indices."""
-        seen, pieces = set(), []
-        for index, piece in enumerate(self.pieces):
-            pieces.append(piece if piece not in seen else f"\x00repeated{index}")
-            seen.add(piece)
-        return pieces
+        """The vocabulary as the op takes it: a repeated line takes its last id, as the Python tokenizer's dict
+        (and the original's); an earlier copy is given a name no text makes, so that the ids stay the lines'
+        indices. (U+FFFF, a noncharacter, is cleaned out of every text; a NUL would end the op's key.)"""
+        last = {piece: index for index, piece in enumerate(self.pieces)}
+        return [piece if last[piece] == index else f"\uffffrepeated{index}" for index, piece in enumerate(self.pieces)]
 
     def call(self, texts):
         return self.tokenize_with_offsets(texts)[0]

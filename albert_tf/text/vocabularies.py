@@ -92,3 +92,25 @@ class Vocabulary:
             raise SettingError(str(error).replace("<pieces>", self.source, 1)) from None
         tokenizer.source = self.source
         return tokenizer
+
+
+def tf_tokenizer(vocabulary, lower_case=True, keep_accents=False, rewrite_quotes=False):
+    """The in-graph tokenizer layer of `vocabulary` with these settings (`TFAlbertTokenizer` or
+    `TFWordPieceTokenizer`): the ids of `vocabulary.tokenizer(...)`, and its `special_ids`."""
+    if vocabulary.kind == SENTENCEPIECE:
+        from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer
+
+        return TFAlbertTokenizer(vocabulary.content, lower_case=lower_case, keep_accents=keep_accents,
+                                 rewrite_quotes=rewrite_quotes)
+    from albert_tf.text.tf_wordpiece_tokenizer import TFWordPieceTokenizer
+
+    python_tokenizer = vocabulary.tokenizer(lower_case, keep_accents, rewrite_quotes)
+    return TFWordPieceTokenizer(python_tokenizer.pieces, lower_case=lower_case,
+                                strip_accents=python_tokenizer.strip_accents)
+
+
+def write_vocabulary(vocabulary, path):
+    """Writes the vocabulary's bytes to `path`: a new file with the umask's mode (not the source's), as every
+    model directory's copy is made."""
+    with open(path, "wb") as f:
+        f.write(vocabulary.content)

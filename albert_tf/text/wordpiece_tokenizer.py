@@ -117,7 +117,9 @@ class WordPieceTokenizer:
         self.pieces = list(read_vocabulary(vocab_file) if vocab_file is not None else pieces)
         self.vocab = {}
         for piece_id, piece in enumerate(self.pieces):
-            self.vocab.setdefault(piece, piece_id)  # a repeated line keeps its first id, as the original's dict
+            # A repeated line takes its last id, as the original's and Hugging Face's load_vocab (a dict assigned
+            # line by line) give it.
+            self.vocab[piece] = piece_id
         missing = [token for token in SPECIAL_TOKENS if token not in self.vocab]
         if missing:
             raise ValueError(f"{self.source}: not a BERT WordPiece vocabulary: no {', '.join(missing)} line; it "

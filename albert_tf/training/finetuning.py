@@ -58,7 +58,7 @@ from albert_tf.file_utils import atomic_output
 from albert_tf.models.model_dir_format import checkpoints_newest_first, restore_newest_intact, write_metadata
 from albert_tf.models.model_io import write_model_dir
 from albert_tf.settings import SettingError
-from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, copy_spm_model
+from albert_tf.text.vocabularies import write_vocabulary
 from albert_tf.training import TrainingDivergedError
 from albert_tf.training.random_state import restore_training_checkpoint, training_checkpoint
 from albert_tf.training.summary_files import drop_summaries_after
@@ -69,7 +69,7 @@ SUMMARY_SUBDIRS = ("train", "eval")  # in summary_dir: the per-loop and the per-
 
 
 def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metadata=None, evaluate=None,
-             best_metric=None, best_dir=None, spm_model_file=None, variables=None, summary_dir=None, strategy=None,
+             best_metric=None, best_dir=None, vocabulary=None, variables=None, summary_dir=None, strategy=None,
              chief=True, restore_dir=None, objective=None, log=print):
     """Trains `model` (built inside `strategy.scope()`) in place; returns {"status": 0, or 143 after SIGTERM and
     130 after Ctrl-C (SIGINT), "signal": the signal's name or None, "step": the last step, "loss": the last
@@ -117,10 +117,12 @@ def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metada
             candidates)
         log(f"Resuming from {resumed}", flush=True)
     write_metadata(checkpoint_dir, kind, model.albert_config, **metadata)
-    spm_copy = os.path.join(checkpoint_dir, SPM_MODEL_FILE)
-    # So that checkpoint_dir alone is a complete model directory.
-    if spm_model_file and not (os.path.exists(spm_copy) and os.path.samefile(spm_model_file, spm_copy)):
-        copy_spm_model(spm_model_file, spm_copy)
+    # So that checkpoint_dir alone is a complete model directory: the vocabulary beside the weights.
+    if vocabulary is not None:
+        copy = os.path.join(checkpoint_dir, vocabulary.file_name)
+        if not (os.path.exists(copy) and os.path.exists(vocabulary.source) and os.path.samefile(vocabulary.source,
+                                                                                               copy)):
+            write_vocabulary(vocabulary, copy)
     if summary_dir and chief:  # what a stopped run logged past its checkpoint is done again
         for name in SUMMARY_SUBDIRS:
             drop_summaries_after(os.path.join(summary_dir, name), int(trainer.step.numpy()))
@@ -133,7 +135,7 @@ def finetune(model, arrays, example_losses, config, checkpoint_dir, kind, metada
         return step % settings.save_checkpoints_steps == 0 or step == settings.num_train_steps
 
     evaluations = _CheckpointEvaluations(model, evaluate, best_metric, best_dir, eval_writer, checkpoint_dir, kind,
-                                         metadata, spm_model_file, strategy, log, objective, scheduled,
+                                         metadata, vocabulary, strategy, log, objective, scheduled,
                                          resumed_at=done, chief=chief)
 
     # A run stopped between saving a checkpoint and evaluating it evaluates it now. The workers of a
@@ -164,10 +166,10 @@ class _CheckpointEvaluations(LoopHooks):
     """The loop's hooks for fine-tuning: evaluates every saved checkpoint and keeps the best in best_dir."""
 
     def __init__(self, model, evaluate, best_metric, best_dir, writer, checkpoint_dir, kind, metadata,
-                 spm_model_file, strategy, log, objective, scheduled, resumed_at=0, chief=True):
+                 vocabulary, strategy, log, objective, scheduled, resumed_at=0, chief=True):
         self.model, self.evaluate, self.best_metric, self.best_dir = model, evaluate, best_metric, best_dir
         self.objective = objective  # turns the loop's sums into its loss
-        self.writer, self.kind, self.metadata, self.spm_model_file = writer, kind, metadata, spm_model_file
+        self.writer, self.kind, self.metadata, self.vocabulary = writer, kind, metadata, vocabulary
         self.strategy, self.log = strategy, log
         self.scheduled = scheduled  # step -> whether it is an evaluation point of the run's schedule
         self.path = os.path.join(checkpoint_dir, EVALUATIONS_FILE)
@@ -224,7 +226,7 @@ class _CheckpointEvaluations(LoopHooks):
         # best/ first, then the history that names it: a kill in between leaves this checkpoint unrecorded, and
         # the resumed run evaluates it again (the other order left best/ behind the history's best, for good).
         if self.best_dir and self.best() is results:
-            files = {SPM_MODEL_FILE: self.spm_model_file} if self.spm_model_file else None
+            files = {self.vocabulary.file_name: self.vocabulary.source} if self.vocabulary else None
             write_model_dir(self.model, self.best_dir, self.kind, overwrite=True, files=files, **self.metadata,
                             best_step=step, best_results=results)
         with atomic_output(self.path) as f:

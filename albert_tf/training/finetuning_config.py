@@ -39,6 +39,7 @@ class FinetuningConfig(DistributionConfig):
     init_checkpoint: str | None = None
     albert_config: str | None = None
     spm_model_file: str | None = None
+    vocab_file: str | None = None
     do_lower_case: bool | None = None
     keep_accents: bool | None = None
     rewrite_quotes: bool | None = None
@@ -76,6 +77,11 @@ class FinetuningConfig(DistributionConfig):
         PROBABILITY.check_fields(self, ("warmup_proportion",))
         if self.spm_model_file and not os.path.isfile(self.spm_model_file):
             raise SettingError(f"<spm_model_file>={self.spm_model_file}: no such file")
+        if self.vocab_file and not os.path.isfile(self.vocab_file):
+            raise SettingError(f"<vocab_file>={self.vocab_file}: no such file")
+        if self.spm_model_file and self.vocab_file:
+            raise SettingError("pass <spm_model_file> (a SentencePiece model) or <vocab_file> (a WordPiece vocab.txt), "
+                               "not both")
         self.check_distribution()
         return self
 

@@ -42,6 +42,8 @@ def define_flags(task, define_task_flags):
     flags.DEFINE_string("output_dir", None, "Where checkpoints/, best/, eval_results.json, TensorBoard summaries and "
                         "predictions go.")
     flags.DEFINE_string("spm_model_file", None, "SentencePiece model (default: the checkpoint's spm.model).")
+    flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt, for a model whose vocabulary is one (Google's Chinese "
+                        "ALBERTs, brightmart's, ckiplab's, kykim's; default: the checkpoint's vocab.txt).")
     flags.DEFINE_bool("do_lower_case", None, "Lowercase the input. Default: as --init_checkpoint records its "
                       "training text was (lowercase when it records nothing); another casing needs --force.")
     flags.DEFINE_bool("keep_accents", None, "Keep the input's accents. Default: as --init_checkpoint records (the "

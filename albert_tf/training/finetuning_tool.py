@@ -15,7 +15,7 @@ the same for every task:
   one, or an `albert_tf.export` directory) under a fresh task head; a model
   already fine-tuned for this task keeps its head and trains on; without
   init_checkpoint, a random start from albert_config.
-- The SentencePiece model: spm_model_file, else the one stored with the checkpoint.
+- The vocabulary: spm_model_file (or vocab_file, a WordPiece vocab.txt), else the one stored with the checkpoint.
 - Steps: num_train_steps, else num_train_epochs over the training rows (what
   the task counts as an epoch: SQuAD's questions, as the original), else
   the recipe's epochs (a recipe's step count, set for the task's real training
@@ -89,7 +89,7 @@ def resolve_preprocessing_settings(task, config):
         model_config = AlbertConfig.from_name_or_path(config.albert_config)
         metadata, source = {"albert_config": model_config.to_dict()}, f"albert_config={config.albert_config}"
         metadata.update(vocabulary_preprocessing(config))
-        source, record = f"the vocabulary {config.spm_model_file}", "its pieces say"
+        source, record = f"the vocabulary {config.spm_model_file or config.vocab_file}", "its pieces say"
     length = config.max_seq_length
     recorded = metadata.get("max_seq_length")
     if length is None and recorded:
@@ -107,13 +107,14 @@ def resolve_preprocessing_settings(task, config):
 
 
 def vocabulary_preprocessing(config):
-    """What a random start's vocabulary (spm_model_file) says of the text it was trained on, as albert_tf.json
-    keys: its casing and whether it kept accents, read from its pieces; a setting where the pieces say nothing
-    (no letter with case; no accented piece, which text without accents gives too) is taken as it is."""
-    from albert_tf.text.albert_tokenizer import AlbertTokenizer, vocabulary_casing, vocabulary_has_accents
+    """What a random start's vocabulary (spm_model_file or vocab_file) says of the text it was trained on, as
+    albert_tf.json keys: its casing and whether it kept accents, read from its pieces; a setting where the pieces
+    say nothing (no letter with case; no accented piece, which text without accents gives too) is taken as it is."""
+    from albert_tf.models.model_dir_format import find_vocabulary
+    from albert_tf.text.albert_tokenizer import vocabulary_casing, vocabulary_has_accents
 
     try:
-        tokenizer = AlbertTokenizer(config.spm_model_file)
+        tokenizer = find_vocabulary(None, config.spm_model_file, config.vocab_file).tokenizer()
     except (OSError, TypeError, ValueError):
         return {}  # no readable vocabulary: loading it names the problem
     casing = vocabulary_casing(tokenizer)
@@ -206,7 +207,7 @@ def check_fits(model, tokenizer, config):
     model_config = model.albert_config
     if tokenizer.vocab_size > model_config.vocab_size:
         raise ValueError(f"{tokenizer.source}: {tokenizer.vocab_size} pieces, more than the model's vocab_size "
-                         f"{model_config.vocab_size}; pass the SentencePiece model the checkpoint was trained with")
+                         f"{model_config.vocab_size}; pass the vocabulary the checkpoint was trained with")
     if config.max_seq_length > model_config.max_position_embeddings:
         raise SettingError(f"<max_seq_length>={config.max_seq_length} exceeds the model's max_position_embeddings "
                            f"({model_config.max_position_embeddings})")
@@ -221,13 +222,13 @@ def check_batch_fits(batch_size, strategy, config):
                            f"({config.gradient_accumulation_steps})")
 
 
-def check_vocabulary(spm, config):
-    """SettingError when spm_model_file is not, by content, the SentencePiece model the starting model carries
-    (when it carries one): its ids would index other rows of the embedding table."""
-    from albert_tf.models.inference_model import check_spm_model_file
+def check_vocabulary(vocabulary, config):
+    """SettingError when spm_model_file (or vocab_file) is not, by kind and content, the vocabulary the starting
+    model carries (when it carries one): its ids would index other rows of the embedding table."""
+    from albert_tf.models.inference_model import check_same_vocabulary
 
-    if config.spm_model_file and config.init_checkpoint:
-        check_spm_model_file(config.init_checkpoint, spm, model_setting="init_checkpoint")
+    if (config.spm_model_file or config.vocab_file) and config.init_checkpoint:
+        check_same_vocabulary(config.init_checkpoint, vocabulary, model_setting="init_checkpoint")
 
 
 def arrays_sha256(arrays):
@@ -294,9 +295,9 @@ def _worker_outputs():
 
 
 def _run(task, config, strategy, chief=True):
-    from albert_tf.models.model_dir_format import checkpoints_newest_first, find_spm_model
-    from albert_tf.file_utils import file_sha256, recover_replacement, write_json_atomically
-    from albert_tf.text.albert_tokenizer import AlbertTokenizer
+    from albert_tf.data.pretraining_data_job import VOCABULARY_HASH_KEYS
+    from albert_tf.models.model_dir_format import checkpoints_newest_first, find_vocabulary
+    from albert_tf.file_utils import recover_replacement, write_json_atomically
     from albert_tf.training import TrainingDivergedError
     from albert_tf.networks.memory_estimate import check_training_fits, weight_bytes
     from albert_tf.training.finetuning import finetune, model_for_evaluation, report_best
@@ -305,10 +306,10 @@ def _run(task, config, strategy, chief=True):
 
     output_dir = config.output_dir
     # Everything is read and checked before anything in output_dir changes.
-    spm = find_spm_model(config.init_checkpoint, config.spm_model_file)
-    check_vocabulary(spm, config)
-    tokenizer = AlbertTokenizer(spm, lower_case=config.do_lower_case, keep_accents=config.keep_accents,
-                                rewrite_quotes=config.rewrite_quotes)
+    vocabulary = find_vocabulary(config.init_checkpoint, config.spm_model_file, config.vocab_file)
+    check_vocabulary(vocabulary, config)
+    task.check_vocabulary(vocabulary)
+    tokenizer = vocabulary.tokenizer(config.do_lower_case, config.keep_accents, config.rewrite_quotes)
     eval_data = task.read_eval(tokenizer, config) if config.do_eval else None
     # The chief checks the directory; the other workers write nothing there (and might read it mid-write).
     record = read_run_config(output_dir) if chief else None
@@ -330,7 +331,7 @@ def _run(task, config, strategy, chief=True):
         check_training_fits(model.albert_config, strategy, batch_size // config.gradient_accumulation_steps,
                             config.max_seq_length, already_allocated=weight_bytes(model.albert_config))
         training = {"task": task.title(config), "albert_config": model.albert_config.to_dict(),
-                    "train_data_sha256": arrays_sha256(train), "spm_model_sha256": file_sha256(spm),
+                    "train_data_sha256": arrays_sha256(train), VOCABULARY_HASH_KEYS[vocabulary.kind]: vocabulary.sha256,
                     "do_lower_case": config.do_lower_case, "keep_accents": config.keep_accents,
                     "rewrite_quotes": config.rewrite_quotes, "max_seq_length": config.max_seq_length,
                     "train_batch_size": batch_size, "learning_rate": learning_rate, "num_train_steps": steps,
@@ -379,9 +380,10 @@ def _run(task, config, strategy, chief=True):
                     model, train, task.example_losses, schedule, os.path.join(run_dir, CHECKPOINT_SUBDIR),
                     task.kind(config),
                     metadata={**task.metadata(config), "train_steps": steps, "lower_case": config.do_lower_case,
-                              "keep_accents": config.keep_accents, "rewrite_quotes": config.rewrite_quotes},
+                              "keep_accents": config.keep_accents, "rewrite_quotes": config.rewrite_quotes,
+                              **({"vocabulary": vocabulary.kind} if vocabulary.kind != "sentencepiece" else {})},
                     evaluate=noting_evaluation(task, eval_data, config) if config.do_eval else None,
-                    best_metric=best_metric if config.do_eval else None, best_dir=best_dir, spm_model_file=spm,
+                    best_metric=best_metric if config.do_eval else None, best_dir=best_dir, vocabulary=vocabulary,
                     variables=task.trainable_variables(model), summary_dir=run_dir, strategy=strategy, chief=chief,
                     restore_dir=restore_dir, objective=task.objective(model))
             except TrainingDivergedError as error:

@@ -29,8 +29,7 @@ from albert_tf.file_utils import PRETRAINING_TOOL, RUN_CONFIG_FILE, file_sha256,
 from albert_tf.models import model_dir_format
 from albert_tf.models.preprocessing_contract import recorded_rewrite_quotes
 from albert_tf.settings import SettingError
-from albert_tf.text.albert_tokenizer import copy_spm_model
-from albert_tf.text.vocabularies import DESCRIPTIONS, FILE_NAMES, SENTENCEPIECE, SETTINGS, WORDPIECE
+from albert_tf.text.vocabularies import DESCRIPTIONS, FILE_NAMES, SENTENCEPIECE, SETTINGS, WORDPIECE, write_vocabulary
 
 # Flags a resumed run must share with the run that wrote the checkpoints.
 _RESUME_INVARIANTS = ("albert_config", "train_batch_size", "max_seq_length", "max_predictions_per_seq", "optimizer",
@@ -149,10 +148,5 @@ def write_model_metadata(settings, output_dir, config, training_data):
     stored = os.path.join(output_dir, FILE_NAMES[WORDPIECE if settings.vocab_file else SENTENCEPIECE])
     if "://" in source or "://" in output_dir:
         tf.io.gfile.copy(source, stored, overwrite=True)
-    elif settings.vocab_file:
-        with open(source, "rb") as f:
-            content = f.read()
-        with open(stored, "wb") as f:  # a new file with the umask's mode, as copy_spm_model makes
-            f.write(content)
     else:
-        copy_spm_model(source, stored)
+        write_vocabulary(settings.vocabulary(), stored)  # checked again: the file it copies is a vocabulary

@@ -80,6 +80,8 @@ def _describe_change(name, before, now):
         return "the training data (its tokenized content differs)"
     if name == "spm_model_sha256":
         return "the SentencePiece model (its content differs)"
+    if name == "vocab_file_sha256":
+        return "the WordPiece vocabulary (its content differs)"
     if name == "albert_config":
         fields = sorted(key for key in set(before) | set(now) if before.get(key) != now.get(key))
         return "the starting model's config (" + ", ".join(f"{key} {now.get(key)}, was {before.get(key)}"
