@@ -57,3 +57,16 @@ def test_the_cached_function_does_not_keep_its_model_alive():
     del model
     gc.collect()
     assert gone() is None
+
+
+def test_long_predictions_show_their_progress(capsys):
+    """A labelled prediction says how many windows are done, and ends with all of them; the outputs are the
+    unlabelled call's."""
+    model = CountingModel()
+    arrays = rows(10)
+    expected = predict_outputs(model, arrays, batch_size=4)["logits"]
+    capsys.readouterr()
+    outputs = predict_outputs(model, arrays, batch_size=4, progress="answering")
+    np.testing.assert_array_equal(outputs["logits"], expected)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines and "answering: 10/10 windows" in lines[-1] and "100.0%" in lines[-1]

@@ -320,7 +320,7 @@ def beam_answers(monkeypatch, cls_logits, articles, config):
                                            False))
     outputs = beam_rows(features, {row: [(5, -0.1, [(5, -0.1)])] for row in range(len(rows))},
                         np.array(cls_logits, np.float32), start_n_top=1, end_n_top=1)
-    monkeypatch.setattr(squad_task, "predict_outputs", lambda model, arrays, batch_size, names: outputs)
+    monkeypatch.setattr(squad_task, "predict_outputs", lambda model, arrays, batch_size, names, progress=None: outputs)
     return SquadTask()._answers(None, articles, examples, features, config)
 
 

@@ -240,7 +240,7 @@ class SquadTask(FinetuningTask):
         if v2_head(config) == "original":
             return self._beam_answers(model, articles, examples, features, config)
         threshold = config.task.null_score_diff_threshold
-        start_logits, end_logits = span_logits(model, features, config.predict_batch_size)
+        start_logits, end_logits = span_logits(model, features, config.predict_batch_size, progress="answering")
         predictions, nbest, null_odds = squad.postprocess_predictions(
             examples, features, start_logits, end_logits, n_best_size=config.task.n_best_size,
             max_answer_length=config.task.max_answer_length, version_2_with_negative=config.task.version == "2.0",
@@ -261,7 +261,7 @@ class SquadTask(FinetuningTask):
         from albert_tf.tasks.squad_evaluation import evaluate
 
         outputs = predict_outputs(model, squad.feature_arrays(features, with_positions=False),
-                                  config.predict_batch_size, BEAM_OUTPUTS)
+                                  config.predict_batch_size, BEAM_OUTPUTS, progress="answering")
         answers, nbest, no_answer_scores = squad.postprocess_beam_predictions(
             examples, features, outputs, n_best_size=config.task.n_best_size,
             max_answer_length=config.task.max_answer_length)
@@ -399,9 +399,9 @@ def _answered(examples):
     return all(example.is_impossible or example.gold_answers for example in examples)
 
 
-def span_logits(model, features, batch_size):
+def span_logits(model, features, batch_size, progress=None):
     """(start_logits, end_logits): float32 arrays [num_features, seq] (spread over the replicas of the
-    strategy in scope, as `predict_outputs` does)."""
+    strategy in scope, as `predict_outputs` does; `progress`: its label)."""
     arrays = squad.feature_arrays(features, with_positions=False)
-    outputs = predict_outputs(model, arrays, batch_size, ("start_logits", "end_logits"))
+    outputs = predict_outputs(model, arrays, batch_size, ("start_logits", "end_logits"), progress=progress)
     return outputs["start_logits"], outputs["end_logits"]
