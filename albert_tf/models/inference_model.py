@@ -15,7 +15,7 @@ import dataclasses
 import os
 from typing import Any
 
-from albert_tf.models.model_dir_format import exported_encoder_dir, find_spm_model, find_vocabulary, model_metadata
+from albert_tf.models.model_dir_format import exported_encoder_dir, find_vocabulary, model_metadata
 from albert_tf.models.model_io import load_encoder, load_model, load_pretrainer
 from albert_tf.models.preprocessing_contract import Preprocessing, resolve_preprocessing
 
@@ -91,18 +91,6 @@ def open_for_inference(path: str | os.PathLike, part: str = "model", spm_model_f
         check_vocabulary_fits(text_tokenizer, metadata["albert_config"]["vocab_size"])
     return InferenceModel(path, metadata, preprocessing, text_tokenizer, model, loaded_saved_model,
                           export_dir if loaded_saved_model is not None else None)
-
-
-def check_spm_model_file(path, spm_model_file, setting="spm_model_file", model_setting=None):
-    """SettingError when `spm_model_file` is not, by content, the SentencePiece model stored with the model at
-    `path` (when it stores one): its ids would index other rows of the model's embedding table.
-    `model_setting`: the setting that named `path`, when the message should name it."""
-    try:
-        stored = find_spm_model(path)
-    except FileNotFoundError:  # a converted checkpoint without its vocabulary: the given one is all there is
-        return
-    check_same_spm_model(spm_model_file, stored, f"of <{model_setting}>" if model_setting else f"stored with {path}",
-                         setting)
 
 
 def check_same_vocabulary(path, vocabulary, model_setting=None):

@@ -31,8 +31,6 @@ from albert_tf.settings import SettingError, SettingFileNotFound
 from albert_tf.text.albert_tokenizer import spm_model_path
 
 METADATA_FILE = "albert_tf.json"
-# A WordPiece model's vocabulary beside its weights (run_pretraining --vocab_file copies it there).
-WORDPIECE_VOCAB_FILE = "vocab.txt"
 # What a Hugging Face save_pretrained directory holds instead (albert_tf.convert reads it).
 _HUGGINGFACE_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 WEIGHTS_PREFIX = "weights"
@@ -192,11 +190,6 @@ def find_spm_model(path=None, spm_model_file=None):
         found = spm_model_path(directory)
         if found:
             return found
-        if any(os.path.isfile(os.path.join(directory, *parts)) for parts in
-               ((WORDPIECE_VOCAB_FILE,), ("assets", WORDPIECE_VOCAB_FILE))):
-            raise SettingError(f"{path}: its vocabulary is a WordPiece vocab.txt; this albert_tf tool reads "
-                               "SentencePiece models only so far (create_pretraining_data and run_pretraining take "
-                               "<vocab_file>)")
     raise SettingFileNotFound(f"{path}: holds no spm.model; pass <spm_model_file>")
 
 

@@ -12,8 +12,8 @@ warmup, precision). The time budget adds its plan to the record
 (albert_tf.training.train_budget).
 
 Beside it the run writes albert_tf.json (the model config and the preprocessing
-contract, albert_tf.models.preprocessing_contract) and a copy of spm.model,
-which a resumed run's spm_model_file must match (`check_spm_model_file`). An
+contract, albert_tf.models.preprocessing_contract) and a copy of the vocabulary (spm.model or vocab.txt),
+which a resumed run's spm_model_file (or vocab_file) must match (`check_vocabulary_file`). An
 output directory another albert_tf tool wrote (a fine-tuning run, an export, a
 conversion, a data set: albert_tf.file_utils.written_as) is refused before
 anything is read or written; fine-tuning's own record is
