@@ -25,7 +25,7 @@ writes, all or nothing:
                              text, and characters_read: a text is read up to 20,000 characters);
                              assets.extra/tf_serving_warmup_requests, which TF Serving replays
                              at load time (--serving_warmup_batch_sizes)
-  OUTPUT_DIR/albert_tf.json, spm.model
+  OUTPUT_DIR/albert_tf.json, spm.model (or vocab.txt)
 
 --serving_precision=bfloat16 makes the serving model's weights bfloat16 (for CPUs with native
 bfloat16), written only if it answers as float32 on built-in texts and those of --calibration_file
@@ -37,10 +37,12 @@ With --format=litert it writes LiteRT files for phones and other devices instead
                                  logits and probabilities (classifiers, multi-label ones' each
                                  label's sigmoid; regression: score) or
                                  pooled_output (encoders, pretrainers); the tokenizer inside as
-                                 tensorflow-text's FastSentencepieceTokenize custom op
+                                 tensorflow-text's custom ops (FastSentencepieceTokenize; a
+                                 WordPiece vocab.txt: FastBertNormalize and
+                                 FastWordpieceTokenizeWithOffsets)
   OUTPUT_DIR/encoder_ids.tflite  the same from token ids (input_word_ids, input_mask,
                                  input_type_ids), built-in ops only
-  OUTPUT_DIR/albert_tf.json, spm.model
+  OUTPUT_DIR/albert_tf.json, spm.model (or vocab.txt)
 
 A token classifier is refused there: its entities need character offsets, which the LiteRT
 tokenizer op does not give (export it as a SavedModel).
@@ -165,8 +167,6 @@ def check_flags(argv):
         check_quantization(FLAGS.quantization, FLAGS.calibration_file)
     check_output_dir(FLAGS.output_dir, FLAGS.checkpoint, spm_model_file=FLAGS.spm_model_file,
                      vocab_file=FLAGS.vocab_file, calibration_file=FLAGS.calibration_file)
-    if FLAGS.format == "litert" and FLAGS.vocab_file:
-        raise ValueError("--vocab_file: LiteRT files of WordPiece models are not made yet (--format=savedmodel is)")
 
 
 def main(argv):
@@ -212,7 +212,7 @@ def export_litert_files():
 
     result = export_litert(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.quantization, FLAGS.pad_to, FLAGS.spm_model_file,
                            FLAGS.max_seq_length, FLAGS.do_lower_case, FLAGS.force, FLAGS.calibration_file,
-                           FLAGS.overwrite)
+                           FLAGS.overwrite, FLAGS.vocab_file)
     record = result["litert"]
     files = record["files"]
     text_file, ids_file = files["model.tflite"], files["encoder_ids.tflite"]

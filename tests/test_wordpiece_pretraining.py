@@ -143,6 +143,8 @@ def check_inference_finetuning_and_serving(run_dir, vocab_file, tmp_path):
     from albert_tf.models.mask_filler import MaskFiller
     from albert_tf.models.model_io import load_model
     from albert_tf.export_lib.exporter import export
+    from albert_tf.export_lib.litert_export import export_litert
+    from albert_tf.models.lite_model import LiteModel
     from albert_tf.tasks.text_classification_task import TextClassificationConfig, TextClassificationTask
     from albert_tf.text.packing import pack_batch
     from albert_tf.training.finetuning_config import FinetuningConfig
@@ -178,6 +180,10 @@ def check_inference_finetuning_and_serving(run_dir, vocab_file, tmp_path):
     probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     np.testing.assert_allclose(served["probabilities"].numpy(), probabilities, atol=1e-5)
     assert (tmp_path / "export" / "encoder" / "assets" / "vocab.txt").exists()
+    # On a device: model.tflite tokenizes with tensorflow-text's WordPiece ops and answers as the SavedModel.
+    export_litert(str(best), str(tmp_path / "litert"), quantization="float32")
+    lite = LiteModel(str(tmp_path / "litert"))
+    np.testing.assert_allclose(lite(HELD_OUT)["probabilities"], probabilities, atol=1e-4)
 
 
 def test_both_vocabularies_are_refused_by_the_data_tool(made, tmp_path):
@@ -275,23 +281,3 @@ def test_a_wordpiece_tagger_serves_the_entities_its_units_give(made, tmp_path):
     assert strip(served) == strip(expected)
     for text, row in zip(TAGGED_TEXTS, served):
         assert all(entity["text"] == text[entity["start"]:entity["end"]] for entity in row)
-
-
-def test_a_litert_file_of_a_wordpiece_model_is_refused_in_one_line(made, tmp_path):
-    """LiteRT files tokenize with tensorflow-text's SentencePiece op so far: one of a WordPiece classifier is
-    refused, naming the vocabulary, before anything is written."""
-    from albert_tf.export_lib.litert_export import export_litert
-    from albert_tf.models.albert_classifier import AlbertClassifier
-    from albert_tf.models.model_io import write_model_dir
-    from albert_tf.networks.albert_encoder import AlbertEncoder
-    from albert_tf.settings import SettingError
-
-    _, _, vocab_file, _ = made
-    config = tiny_config(vocab_file)
-    files = {"vocab.txt": str(vocab_file)}
-    write_model_dir(AlbertClassifier(AlbertEncoder(config), num_labels=2), tmp_path / "classifier", files=files,
-                    vocabulary="wordpiece")
-    with pytest.raises(SettingError, match="its vocabulary is a WordPiece vocab.txt; LiteRT files are made for "
-                                           "SentencePiece models only so far"):
-        export_litert(str(tmp_path / "classifier"), str(tmp_path / "litert"))
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["classifier"]

@@ -2,8 +2,11 @@
 
   OUTPUT_DIR/model.tflite         raw text in: text [N] (and text_b [N] for sentence-pair
                                   classifiers; "" = none) -> the task's outputs, one row
-                                  per text (litert_module); ALBERT's tokenizer inside, as
-                                  tensorflow-text's FastSentencepieceTokenize custom op
+                                  per text (litert_module); the tokenizer inside, as
+                                  tensorflow-text's custom ops: FastSentencepieceTokenize for
+                                  a SentencePiece model; FastBertNormalize (with a table of
+                                  BERT's own rules) and FastWordpieceTokenizeWithOffsets for a
+                                  WordPiece vocab.txt (litert_wordpiece_tokenizer)
   OUTPUT_DIR/encoder_ids.tflite   the same model from token ids (input_word_ids, input_mask,
                                   input_type_ids [N, n] int32): built-in ops only, for apps
                                   that cannot link tensorflow-text's TFLite kernel
@@ -12,7 +15,8 @@
                                   the default where the checkpoint records none), its
                                   preprocessing, and "litert": the files' inputs, outputs,
                                   quantization, ops and checks
-  OUTPUT_DIR/spm.model            the vocabulary (to tokenize for encoder_ids.tflite)
+  OUTPUT_DIR/spm.model            the vocabulary (to tokenize for encoder_ids.tflite), or
+  (or vocab.txt)                  the WordPiece vocab.txt
 
 Kinds: encoders, pretrainers and classifiers. A token classifier is refused before it is loaded
 (`REFUSED_KINDS`): its entities need character offsets, which the LiteRT tokenizer op does not give;
@@ -152,6 +156,37 @@ def converter(saved_model_dir, signature, quantization, representative_requests=
     return conversion.convert()
 
 
+def litert_tokenizer(tokenizer):
+    """(the tokenizer layer model.tflite converts, the TFLite custom ops it becomes) for an export's in-graph
+    tokenizer: a SentencePiece one converts as it is; a WordPiece one (TFWordPieceTokenizer, whose string and
+    ragged ops LiteRT has no kernels for) is replaced by `LiteRTWordPieceTokenizer`, with the same settings."""
+    from albert_tf.text.tf_wordpiece_tokenizer import TFWordPieceTokenizer
+
+    if not isinstance(tokenizer, TFWordPieceTokenizer):
+        return tokenizer, (TOKENIZER_OP,)
+    from albert_tf.text.litert_wordpiece_tokenizer import CUSTOM_OPS, LiteRTWordPieceTokenizer
+
+    return (LiteRTWordPieceTokenizer(tokenizer.pieces, lower_case=tokenizer.lower_case,
+                                     strip_accents=tokenizer.strip_accents,
+                                     tokenize_chinese_chars=tokenizer.tokenize_chinese_chars), CUSTOM_OPS)
+
+
+def check_tokenizer_ids(tokenizer, python_tokenizer, texts):
+    """LiteRTExportError unless `tokenizer` (the layer model.tflite converts) gives `python_tokenizer`'s ids on
+    `texts` (the check and calibration texts): the ids the model was trained on."""
+    import tensorflow as tf
+
+    texts = [text for text in texts if text]
+    if not texts:
+        return
+    ids = tokenizer(tf.constant(texts)).to_list()
+    for text, got in zip(texts, ids):
+        expected = python_tokenizer.encode(text)
+        if list(got) != list(expected):
+            raise LiteRTExportError(f"{TEXT_MODEL_FILE}'s tokenizer gives other ids than training's for {text[:60]!r} "
+                                    f"({list(got)[:12]} against {list(expected)[:12]}); nothing was written")
+
+
 def packing_model(tokenizer, max_seq_length):
     """The bytes of a .tflite of model.tflite's tokenizer and packing alone (litert_module.PackingModule)."""
     import tensorflow as tf
@@ -266,11 +301,13 @@ def sigterm_exits():
 
 
 def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad_to=None, spm_model_file=None,
-                  max_seq_length=None, lower_case=None, force=False, calibration_file=None, overwrite=False):
+                  max_seq_length=None, lower_case=None, force=False, calibration_file=None, overwrite=False,
+                  vocab_file=None):
     """Writes OUTPUT_DIR (module docstring); returns {"model": path, "encoder_ids": path, "litert": the record}.
 
-    `max_seq_length`, `lower_case`, `force`, `spm_model_file`: as `export()`; `pad_to`: a static sequence length
-    (<= max_seq_length) for runtimes that need static shapes, None for inputs as long as the text."""
+    `max_seq_length`, `lower_case`, `force`, `spm_model_file`, `vocab_file`: as `export()`; `pad_to`: a static
+    sequence length (<= max_seq_length) for runtimes that need static shapes, None for inputs as long as the
+    text."""
     import keras
     import tensorflow as tf
 
@@ -278,25 +315,22 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
     from albert_tf.export_lib.litert_module import ENCODER_INPUT_NAMES, LITERT_KINDS, LiteRTModule, pack_requests
     from albert_tf.file_utils import atomic_output, check_replaceable, staged_directory, write_json_atomically
     from albert_tf.models.model_dir_format import METADATA_FILE, model_metadata
-    from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE
 
     check_quantization(quantization, calibration_file)
-    check_output_dir(output_dir, checkpoint, spm_model_file=spm_model_file, calibration_file=calibration_file)
+    check_output_dir(output_dir, checkpoint, spm_model_file=spm_model_file, vocab_file=vocab_file,
+                     calibration_file=calibration_file)
     check_replaceable(output_dir, overwrite)
     kind = model_metadata(checkpoint).get("model")
     if kind in REFUSED_KINDS:
         raise ValueError(f"{checkpoint}: holds a {kind!r} model, which a LiteRT export cannot serve: "
                          f"{REFUSED_KINDS[kind]}")
-    source = load_for_export(checkpoint, LITERT_KINDS, spm_model_file, max_seq_length, lower_case, force)
-    if source.vocabulary.kind != "sentencepiece":
-        # model.tflite tokenizes with tensorflow-text's SentencePiece op; its WordPiece ops are not wired in yet.
-        raise SettingError(f"{checkpoint}: its vocabulary is a WordPiece vocab.txt; LiteRT files are made for "
-                           "SentencePiece models only so far (<format>=savedmodel exports it)")
+    source = load_for_export(checkpoint, LITERT_KINDS, spm_model_file, max_seq_length, lower_case, force, vocab_file)
+    tokenizer, tokenizer_ops = litert_tokenizer(source.tokenizer)
     max_seq_length = source.preprocessing.max_seq_length
     if pad_to is not None and not (isinstance(pad_to, int) and 3 <= pad_to <= max_seq_length):
         raise SettingError(f"<pad_to>={pad_to}: must be an integer from 3 to max_seq_length ({max_seq_length}); "
                            "leave it out for inputs as long as each text")
-    module = LiteRTModule(source.tokenizer, source.model, source.metadata, max_seq_length, pad_to)
+    module = LiteRTModule(tokenizer, source.model, source.metadata, max_seq_length, pad_to)
     check_requests = [(text, "" if i % 2 else CHECK_TEXTS[-1 - i]) for i, text in enumerate(CHECK_TEXTS)]
     calibration = read_calibration_texts(calibration_file, module.pairs) if calibration_file else None
 
@@ -304,13 +338,15 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
         """The encoder inputs (numpy, [1, n]) model.tflite makes of each request, for encoder_ids.tflite."""
         result = []
         for text, text_b in requests:
-            ids_a = source.tokenizer(tf.constant([text]))
-            ids_b = source.tokenizer(tf.constant([text_b])) if module.pairs else None
+            ids_a = tokenizer(tf.constant([text]))
+            ids_b = tokenizer(tf.constant([text_b])) if module.pairs else None
             has_b = tf.constant([bool(module.pairs and text_b)])
-            inputs = pack_requests(ids_a, ids_b, has_b, max_seq_length, source.tokenizer.special_ids, pad_to)
+            inputs = pack_requests(ids_a, ids_b, has_b, max_seq_length, tokenizer.special_ids, pad_to)
             result.append({name: inputs[name].numpy() for name in ENCODER_INPUT_NAMES})
         return result
 
+    check_tokenizer_ids(tokenizer, source.tokenizer.python_tokenizer,
+                        [text for request in check_requests + (calibration or []) for text in request])
     with work_directory() as work:
         saved_model = os.path.join(work, "saved_model")
         archive = keras.export.ExportArchive()
@@ -333,7 +369,7 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
             ids_representative = packed(calibration)
         text_model = converter(saved_model, "text", quantization, text_representative)
         ids_model = converter(saved_model, "ids", quantization, ids_representative)
-    text_ops = audit(text_model, TEXT_MODEL_FILE, {TOKENIZER_OP})
+    text_ops = audit(text_model, TEXT_MODEL_FILE, set(tokenizer_ops))
     ids_ops = audit(ids_model, IDS_MODEL_FILE, set())
 
     text_runner = lite_interpreter(text_model).get_signature_runner("text")
@@ -362,7 +398,7 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
         "quantization": quantization, "pad_to": pad_to, "max_seq_length": max_seq_length,
         "files": {
             TEXT_MODEL_FILE: {"inputs": inputs, "outputs": module.output_names(), "bytes": len(text_model),
-                              "ops": text_ops, "custom_ops": [TOKENIZER_OP], "check_error": text_error},
+                              "ops": text_ops, "custom_ops": list(tokenizer_ops), "check_error": text_error},
             IDS_MODEL_FILE: {"inputs": list(ENCODER_INPUT_NAMES), "outputs": module.output_names(),
                              "bytes": len(ids_model), "ops": ids_ops, "custom_ops": [], "check_error": ids_error},
         },
@@ -374,7 +410,7 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
                 "litert": record}
     with staged_directory(output_dir, overwrite=overwrite) as staging:
         for name, content in ((TEXT_MODEL_FILE, text_model), (IDS_MODEL_FILE, ids_model),
-                              (SPM_MODEL_FILE, source.model_proto)):
+                              (source.vocabulary.file_name, source.vocabulary.content)):
             # (A full disk here fails in one line naming the file; the staging directory goes with it.)
             with atomic_output(os.path.join(staging, name), "wb") as f:
                 f.write(content)

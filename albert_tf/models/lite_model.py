@@ -40,7 +40,9 @@ def tokenizer_op_registerers():
     """tensorflow-text's registrar of the tokenizer's TFLite kernel, for an interpreter's custom_op_registerers."""
     from tensorflow_text import tflite_registrar
 
-    return [tflite_registrar.AddFastSentencepieceTokenize]
+    # SentencePiece models' tokenizer; WordPiece models' normalizer and tokenizer.
+    return [tflite_registrar.AddFastSentencepieceTokenize, tflite_registrar.AddFastBertNormalize,
+            tflite_registrar.AddFastWordpieceTokenize]
 
 
 def lite_interpreter(model_content=None, model_path=None, num_threads=None, runtime="auto"):
@@ -85,7 +87,7 @@ class LiteModel:
 
     By default each text is its own interpreter call. `max_batch_tokens=N` (SERVER_MAX_BATCH_TOKENS, 512, suits
     a CPU server) sends texts of similar length together, each call's rows times its longest row (in pieces,
-    with [CLS] and [SEP], counted by the export's spm.model and casing) at most N; the answers come back in the
+    with [CLS] and [SEP], counted by the export's vocabulary and casing) at most N; the answers come back in the
     texts' order, each its text's alone. A file exported before batches worked answers a batch with one row,
     and is refused. A classifier whose albert_tf.json records takes_pairs (fine-tuned on pairs) called without
     texts_b answers each text with text_b "", and warns once that it was not trained so.
@@ -173,17 +175,19 @@ class LiteModel:
 
     def request_lengths(self, texts, texts_b=None):
         """Each request's row in model.tflite, in pieces: [CLS] text [SEP] (text_b [SEP]), at most the export's
-        max_seq_length (a longer pair is cut to it). Counted by the spm.model and casing the export records."""
+        max_seq_length (a longer pair is cut to it). Counted by the vocabulary and casing the export records."""
         if self._length_tokenizer is None:
-            from albert_tf.text.albert_tokenizer import SPM_MODEL_FILE, AlbertTokenizer
+            from albert_tf.text.vocabularies import FILE_NAMES, Vocabulary
 
-            spm_path = os.path.join(os.path.dirname(self.model_path), SPM_MODEL_FILE)
-            if not os.path.isfile(spm_path) or "max_seq_length" not in self.metadata:
-                raise ValueError(f"max_batch_tokens counts each text's pieces with the export's {SPM_MODEL_FILE} and "
-                                 f"{METADATA_FILE} (its max_seq_length), not beside {self.model_path}: pass the export "
-                                 "directory, or leave max_batch_tokens out")
-            self._length_tokenizer = AlbertTokenizer(
-                spm_path, **{name: bool(self.metadata.get(name, default)) for name, default in (
+            found = [(kind, os.path.join(os.path.dirname(self.model_path), name)) for kind, name in FILE_NAMES.items()
+                     if os.path.isfile(os.path.join(os.path.dirname(self.model_path), name))]
+            if not found or "max_seq_length" not in self.metadata:
+                raise ValueError(f"max_batch_tokens counts each text's pieces with the export's vocabulary "
+                                 f"({' or '.join(FILE_NAMES.values())}) and {METADATA_FILE} (its max_seq_length), not "
+                                 f"beside {self.model_path}: pass the export directory, or leave max_batch_tokens out")
+            kind, path = found[0]
+            self._length_tokenizer = Vocabulary.read(path, kind).tokenizer(
+                **{name: bool(self.metadata.get(name, default)) for name, default in (
                     ("lower_case", True), ("keep_accents", False), ("rewrite_quotes", False))})
         lengths = [len(ids) + 2 for ids in self._length_tokenizer.encode_batch(texts)]
         if texts_b is not None:

@@ -67,6 +67,14 @@ def _nonspacing_marks_class():
     return re2_class([c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Mn"])
 
 
+def unique_pieces(pieces):
+    """The vocabulary as tensorflow-text's WordPiece op takes it: a repeated line takes its last id, as the
+    Python tokenizer's dict (and the original's); an earlier copy is given a name no text makes, so that the ids
+    stay the lines' indices. (U+FFFF, a noncharacter, is cleaned out of every text; a NUL would end the op's key.)"""
+    last = {piece: index for index, piece in enumerate(pieces)}
+    return [piece if last[piece] == index else f"\uffffrepeated{index}" for index, piece in enumerate(pieces)]
+
+
 class TFWordPieceTokenizer(keras.layers.Layer):
     """Raw strings [batch] -> ragged int32 ids [batch, (tokens)], row splits int64: `WordPieceTokenizer`'s.
 
@@ -98,17 +106,10 @@ class TFWordPieceTokenizer(keras.layers.Layer):
         # Each word is looked up whole (no splitting of its own); the character limit is applied here, so the
         # op's byte limit only has to let every such word through (4 bytes a character at most).
         self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self._unique_pieces(), suffix_indicator=CONTINUATION_PREFIX,
+            vocab=unique_pieces(self.pieces), suffix_indicator=CONTINUATION_PREFIX,
             max_bytes_per_word=4 * max_input_chars_per_word + len(CONTINUATION_PREFIX),
             token_out_type=tf.int64, unknown_token="[UNK]", no_pretokenization=True)
         self.built = True
-
-    def _unique_pieces(self):
-        """The vocabulary as the op takes it: a repeated line takes its last id, as the Python tokenizer's dict
-        (and the original's); an earlier copy is given a name no text makes, so that the ids stay the lines'
-        indices. (U+FFFF, a noncharacter, is cleaned out of every text; a NUL would end the op's key.)"""
-        last = {piece: index for index, piece in enumerate(self.pieces)}
-        return [piece if last[piece] == index else f"\uffffrepeated{index}" for index, piece in enumerate(self.pieces)]
 
     def call(self, texts):
         return self.tokenize_with_offsets(texts)[0]
