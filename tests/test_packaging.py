@@ -102,10 +102,11 @@ def test_the_installed_wheel_finds_its_presets_and_runs_its_tools(installed):
     assert "--albert_config" in help_text.stdout and "Traceback" not in help_text.stderr, help_text.stderr
 
 
-CONSOLE_SCRIPTS = ("albert-train-sentencepiece", "albert-create-pretraining-data", "albert-data-stats",
-                   "albert-run-pretraining", "albert-export", "albert-convert", "albert-run-classifier",
-                   "albert-run-text-classifier", "albert-run-tagger", "albert-run-squad", "albert-run-race",
-                   "albert-fill-mask", "albert-embed", "albert-analyze", "albert-params", "albert-demo")
+CONSOLE_SCRIPTS = ("albert-train-sentencepiece", "albert-train-wordpiece", "albert-create-pretraining-data",
+                   "albert-data-stats", "albert-run-pretraining", "albert-export", "albert-convert",
+                   "albert-run-classifier", "albert-run-text-classifier", "albert-run-tagger", "albert-run-squad",
+                   "albert-run-race", "albert-fill-mask", "albert-embed", "albert-analyze", "albert-params",
+                   "albert-demo")
 
 
 def test_every_console_script_answers_help_in_a_plain_install(installed, wheel):

@@ -217,3 +217,26 @@ def test_a_repeated_line_takes_its_last_id_as_the_original_and_hugging_face_do(t
     assert huggingface_python_ids(vocab_file, True, ["xy z x"]) == [tokenizer.encode("xy z x")]
     in_graph = TFWordPieceTokenizer(pieces)(tf.constant(["xy z x"]))
     assert in_graph.to_list() == [tokenizer.encode("xy z x")]
+
+
+def test_the_training_tool_writes_a_vocabulary_in_berts_layout(tmp_path):
+    """albert-train-wordpiece: BERT's reserved lines, then pieces the tokenizer finds the written text in; the
+    summary says the size and casing; an existing file is kept unless --overwrite."""
+    import subprocess
+    import sys
+
+    corpus = _written_corpus(tmp_path / "corpus.txt")
+    output = tmp_path / "vocab" / "vocab.txt"
+    command = [sys.executable, "-m", "albert_tf.train_wordpiece", f"--input={corpus}", f"--output_file={output}",
+               "--vocab_size=5000", "--nodo_lower_case", "--min_frequency=1"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = output.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "[PAD]" and lines[100:104] == ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert f"Wrote {output} ({len(lines):,} lines, cased)" in result.stdout
+    assert "fewer pieces than --vocab_size" in result.stdout  # 5,000 is more than this corpus holds
+    tokenizer = WordPieceTokenizer(str(output), lower_case=False)
+    ids = [piece for text in WRITTEN for piece in tokenizer.encode(text)]
+    assert ids.count(tokenizer.unk_id) == 0 and tokenizer.encode("パンダ") != tokenizer.encode("ハンダ")
+    again = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert again.returncode != 0 and "exists" in again.stderr.strip().splitlines()[-1]
