@@ -7,6 +7,11 @@ the staged CJK sets.
   # stage 2: CMRC 2018 from the checkpoint and from random init, and the table (entity tagging: below)
   python -m benchmarks.downstream.cjk_transfer --language=zh --stages=cmrc [--seeds=1]
 
+  # WordPiece against SentencePiece on Chinese (after stage 1): the same recipe with a WordPiece vocab.txt for
+  # the SentencePiece run's step count, then both fine-tuned on UNER zh and CMRC 2018 (writes vocabularies_zh)
+  python -m benchmarks.downstream.cjk_transfer --language=zh --vocabulary=wordpiece --stages=pretrain
+  python -m benchmarks.downstream.cjk_transfer --language=zh --stages=vocabularies --seeds=1,2,3
+
 Pretraining goes through the real CLIs, as benchmarks.learning.pretraining_recipes does (that module's
 helpers): every 10th document held out, a SentencePiece vocabulary of 8,000 pieces trained on the rest
 (`--input_format=paragraphs`: Chinese and Japanese sentences split at 。！？; accents kept where stripping would
@@ -25,6 +30,19 @@ recipe):
     predicting the dev set (3,219 questions), scored by CMRC 2018's own metric (F1, EM); windows of the length
     pretraining used (128: the position embeddings past it were never trained), half a window apart; writes
     RESULTS_DIR/cmrc2018.{json,md}.
+
+The vocabularies stage (Chinese; Google chose WordPiece for its Chinese ALBERTs, its maintainers reporting that
+SentencePiece did worse on reading comprehension): the WordPiece run (--vocabulary=wordpiece, under
+WORK_DIR/zh_wordpiece: the same split, a vocab.txt in BERT's layout trained by albert_tf.data.wordpiece_vocabulary
+with the SentencePiece model's 8,000 as its size, lowercased as Google's) and the SentencePiece run, each
+  - measured for the share of UNER zh entity boundaries and CMRC 2018 answer boundaries that fall inside one of
+    its pieces (where no tagger or span labeler of that vocabulary can place them) and its characters per piece;
+  - fine-tuned from its checkpoint on UNER Chinese GSDSimp (run_tagger, benchmarks.downstream.tagging's recipe:
+    --tagging_epochs, lr 1e-4, batch 32, dev every tenth of the steps, test scored with the weights best on dev)
+    and on CMRC 2018 (as stage 2), over --seeds;
+and the WordPiece checkpoint exported as LiteRT files (float32, dynamic int8) and a SavedModel: model.tflite's
+ids against the trained ids and its pooled_output cosine against the SavedModel's on held-out lines. Writes
+RESULTS_DIR/vocabularies_zh.{json,md}.
 
 Every finished run is kept under WORK_DIR/LANGUAGE and reused when the command is rerun.
 """
@@ -59,6 +77,48 @@ def pretrain(work, corpus, budget_hours):
     return os.path.join(work, "runs", recipe.run)
 
 
+def sentencepiece_steps(sentencepiece_work):
+    """The step count the SentencePiece run's budget was fitted to: the WordPiece run's equal budget."""
+    path = os.path.join(sentencepiece_work, "runs", PRETRAINING.run, "run_config.json")
+    if not os.path.exists(path):
+        sys.exit(f"{path} is missing: pretrain with SentencePiece first (--vocabulary=sentencepiece), whose "
+                 "fitted step count the WordPiece run takes as its budget")
+    with open(path) as f:
+        steps = json.load(f).get("train_budget", {}).get("num_train_steps")
+    if not steps:
+        sys.exit(f"{path} records no fitted step count (train_budget.num_train_steps): its run has not planned yet")
+    return steps
+
+
+def pretrain_wordpiece(work, corpus, sentencepiece_work):
+    """The same corpus split, model and recipe as `pretrain`, with a WordPiece vocab.txt of as many lines as the
+    SentencePiece vocabulary has pieces (BERT's layout, lowercased as Google's Chinese vocabulary), trained for the
+    SentencePiece run's step count; the run directory."""
+    from albert_tf.data.heldout_split import split_documents
+    from albert_tf.data.wordpiece_vocabulary import train as train_wordpiece
+
+    train_text, heldout_text = os.path.join(work, "train.txt"), os.path.join(work, "heldout.txt")
+    if not os.path.exists(heldout_text):
+        split_documents(corpus, train_text, heldout_text)
+    vocab_file = os.path.join(work, "vocab.txt")
+    if not os.path.exists(vocab_file):
+        train_wordpiece([train_text], vocab_file, vocab_size=pretraining_recipes.VOCAB_SIZE, lower_case=True)
+    config_path = os.path.join(work, f"{PRETRAINING.model}8k.json")
+    if not os.path.exists(config_path):
+        with open(os.path.join(sentencepiece_work, f"{PRETRAINING.model}8k.json")) as f:
+            config = json.load(f)
+        with open(vocab_file, encoding="utf-8") as f:
+            config["vocab_size"] = sum(1 for _ in f)
+        with open(config_path, "w") as f:
+            json.dump(config, f, indent=2)
+    steps = sentencepiece_steps(sentencepiece_work)
+    recipe = PRETRAINING._replace(budget_hours=0.0, steps=steps)
+    pretraining_recipes.make_data(work, recipe, (train_text, heldout_text), vocab_file)
+    if pretraining_recipes.train(work, recipe, vocab_file) != 0:
+        print("run_pretraining stopped; rerun the same command to resume", flush=True)
+    return os.path.join(work, "runs", recipe.run)
+
+
 def cmrc_run(work, start, seed, epochs, pretrained):
     """run_squad trained on CMRC 2018's trial set and predicting its dev set, from `start` ("pretrained": the
     checkpoint `pretrained`; "random init": its config and vocabulary); eval_results.json (kept, reused)."""
@@ -66,9 +126,11 @@ def cmrc_run(work, start, seed, epochs, pretrained):
     results = os.path.join(output, "eval_results.json")
     if not os.path.exists(results):
         data = os.path.join(SHARED_DATA, "cmrc2018")
+        vocabulary = next(path for path in (os.path.join(work, name) for name in ("vocab.txt", "spm.model"))
+                          if os.path.exists(path))
         init = ([f"--init_checkpoint={pretrained}"] if start == "pretrained" else
                 [f"--albert_config={os.path.join(work, 'small8k.json')}",
-                 f"--spm_model_file={os.path.join(work, 'spm.model')}", "--do_lower_case"])
+                 pretraining_recipes.vocabulary_flag(vocabulary), "--do_lower_case"])
         command = [sys.executable, "-m", "albert_tf.run_squad", "--version=1.1", "--do_train", "--do_predict",
                    f"--train_file={data}/cmrc2018_trial.json", f"--predict_file={data}/cmrc2018_dev.json",
                    "--metric=cmrc2018", f"--output_dir={output}", f"--max_seq_length={PRETRAINING.seq_length}",
@@ -110,31 +172,253 @@ def cmrc(work, seeds, epochs, results_dir):
     print(text)
 
 
+UNER_ZH = os.path.join(SHARED_DATA, "ner_uner_zh_gsdsimp")
+VOCABULARY_NAMES = {"sentencepiece": "SentencePiece (spm.model)", "wordpiece": "WordPiece (vocab.txt)"}
+# Held-out lines the WordPiece model's LiteRT files are compared with its SavedModel on.
+LITERT_TEXTS = 500
+
+
+def run_tokenizer(run_dir):
+    """The Python tokenizer a pretraining run's model directory records (its vocabulary and casing)."""
+    from albert_tf.models.model_dir_format import find_vocabulary, model_metadata
+
+    metadata = model_metadata(run_dir)
+    return find_vocabulary(run_dir).tokenizer(bool(metadata.get("lower_case", True)),
+                                              bool(metadata.get("keep_accents", False)))
+
+
+def finished_step(run_dir):
+    """The step of the run's newest checkpoint when it is the last its schedule planned, else None."""
+    from albert_tf.models.model_dir_format import checkpoints_newest_first
+
+    config_path = os.path.join(run_dir, "run_config.json")
+    if not os.path.exists(config_path) or not checkpoints_newest_first(run_dir):
+        return None
+    with open(config_path) as f:
+        config = json.load(f)
+    planned = config.get("train_budget", {}).get("num_train_steps") or config.get("num_train_steps")
+    newest = int(checkpoints_newest_first(run_dir)[0].rsplit("-", 1)[1])
+    return newest if planned and newest >= planned else None
+
+
+def boundaries_inside_pieces(tokenizer, spans_by_text):
+    """(boundaries inside a piece, boundaries): each span's start and end counted once per span, inside a piece
+    when some piece of the text's tokenization begins before it and ends after it (the boundary cannot be a
+    piece boundary, so a tagger or span labeler can only place it at one of that piece's ends)."""
+    inside = total = 0
+    for text, spans in spans_by_text.items():
+        aligned = tokenizer.aligned(text)
+        pieces = [(start, end) for start, end in zip(aligned.starts, aligned.ends) if end > start]
+        for start, end in spans:
+            for boundary in (start, end):
+                total += 1
+                inside += any(a < boundary < b for a, b in pieces)
+    return inside, total
+
+
+def gold_spans():
+    """{"UNER zh entities": {text: [(start, end)]}, "CMRC 2018 answers": {context: [(start, end)]}}: UNER Chinese
+    GSDSimp's dev and test entities as character spans of each sentence's text, and CMRC 2018 dev's distinct gold
+    answers in their contexts (those its file places at -1 left out)."""
+    from albert_tf.tasks.tagged_texts import entity_char_spans, read_tagged_file, sentence_text
+
+    entities = {}
+    for name in ("zh_gsdsimp-ud-dev.iob2", "zh_gsdsimp-ud-test.iob2"):
+        for sentence in read_tagged_file(os.path.join(UNER_ZH, name)).sentences:
+            text, token_spans = sentence_text(sentence)
+            spans = [(start, end) for _, start, end in entity_char_spans(sentence, token_spans)]
+            if spans:
+                entities.setdefault(text, set()).update(spans)
+    with open(os.path.join(SHARED_DATA, "cmrc2018", "cmrc2018_dev.json"), encoding="utf-8") as f:
+        cmrc = json.load(f)
+    answers = {}
+    for article in cmrc["data"]:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            for question in paragraph["qas"]:
+                for answer in question["answers"]:
+                    start = answer["answer_start"]
+                    if start >= 0 and context[start:start + len(answer["text"])] == answer["text"]:
+                        answers.setdefault(context, set()).add((start, start + len(answer["text"])))
+    return {"UNER zh entities": entities, "CMRC 2018 answers": answers}
+
+
+def tagging_run(work, run_dir, seed, epochs):
+    """run_tagger on UNER Chinese GSDSimp from the pretraining run (benchmarks.downstream.tagging's recipe for its
+    albert_tf run: train, dev every tenth of the steps, test scored with the weights best on dev); the scores."""
+    import types
+
+    from benchmarks.downstream import tagging
+    from albert_tf.tasks.tagged_texts import read_tagged_file, tag_labels
+    from albert_tf.tasks.tagging_task import tagged_data
+
+    output = os.path.join(work, "tagging_vocabularies", f"seed{seed}")
+    results = output + ".json"
+    if not os.path.exists(results):
+        data = {split: os.path.join(UNER_ZH, f"zh_gsdsimp-ud-{split}.iob2") for split in ("train", "dev")}
+        data["eval"] = os.path.join(UNER_ZH, "zh_gsdsimp-ud-test.iob2")
+        train = read_tagged_file(data["train"])
+        labels = tag_labels(train).labels
+        windows = tagged_data(train, run_tokenizer(run_dir), labels, PRETRAINING.seq_length).windows
+        settings = tagging.recipe(len(windows), types.SimpleNamespace(
+            epochs=epochs, batch_size=32, learning_rate=1e-4, max_seq_length=PRETRAINING.seq_length,
+            threads=os.cpu_count(), dev_file=data["dev"]))
+        result = tagging.albert_tf_run(seed, data, [f"--init_checkpoint={run_dir}"], settings, output, labels)
+        with open(results, "w") as f:
+            json.dump(result, f, indent=1)
+    with open(results) as f:
+        return json.load(f)
+
+
+def litert_agreement(run_dir, texts, output_dir):
+    """The WordPiece model on a device against its SavedModel: albert-export of the run in both formats (LiteRT
+    float32 and dynamic int8), each held-out text's pooled_output compared (cosine), and model.tflite's ids
+    against the Python tokenizer's; {quantization: figures}."""
+    import numpy as np
+    import tensorflow as tf
+
+    from albert_tf.export_lib.exporter import export
+    from albert_tf.export_lib.litert_export import export_litert, litert_tokenizer
+    from albert_tf.models.lite_model import LiteModel
+    from albert_tf.models.model_dir_format import find_vocabulary, model_metadata
+    from albert_tf.text.vocabularies import tf_tokenizer
+
+    paths = export(run_dir, os.path.join(output_dir, "savedmodel"), max_seq_length=PRETRAINING.seq_length,
+                   overwrite=True)
+    serving = tf.saved_model.load(paths["serving"]).signatures["serve_text"]
+    reference = np.concatenate([serving(text=tf.constant(texts[i:i + 64]))["pooled_output"].numpy()
+                                for i in range(0, len(texts), 64)])
+    metadata = model_metadata(run_dir)
+    in_graph = tf_tokenizer(find_vocabulary(run_dir), bool(metadata.get("lower_case", True)),
+                            bool(metadata.get("keep_accents", False)))
+    device_tokenizer = litert_tokenizer(in_graph)[0]
+    device_ids = device_tokenizer(tf.constant(texts)).to_list()
+    trained_ids = [in_graph.python_tokenizer.encode(text) for text in texts]
+    figures = {"texts": len(texts), "ids_equal": sum(list(a) == list(b) for a, b in zip(device_ids, trained_ids))}
+    for quantization in ("float32", "dynamic_int8"):
+        output = os.path.join(output_dir, f"litert_{quantization}")
+        record = export_litert(run_dir, output, quantization=quantization, max_seq_length=PRETRAINING.seq_length,
+                               overwrite=True)["litert"]
+        pooled = LiteModel(output)(texts, max_batch_tokens=512)["pooled_output"]
+        cosines = (pooled * reference).sum(-1) / np.linalg.norm(pooled, axis=-1) / np.linalg.norm(reference, axis=-1)
+        figures[quantization] = {"min_cosine": float(cosines.min()), "mean_cosine": float(cosines.mean()),
+                                 "bytes": record["files"]["model.tflite"]["bytes"]}
+    return figures
+
+
+def compare_vocabularies(sentencepiece_work, seeds, cmrc_epochs, tagging_epochs, results_dir):
+    """The SentencePiece and the WordPiece run side by side: boundaries inside pieces, UNER zh entity F1 and CMRC
+    2018 F1/EM from each pretrained checkpoint over `seeds`; writes RESULTS_DIR/vocabularies_zh.{md,json}."""
+    works = {"sentencepiece": sentencepiece_work, "wordpiece": sentencepiece_work + "_wordpiece"}
+    runs = {kind: os.path.join(work, "runs", PRETRAINING.run) for kind, work in works.items()}
+    for kind, run in runs.items():
+        if finished_step(run) is None:
+            sys.exit(f"{run}: pretraining has not finished; run --stages=pretrain --vocabulary={kind} to its end first")
+    spans = gold_spans()
+    figures = {}
+    for kind, run in runs.items():
+        tokenizer = run_tokenizer(run)
+        with open(os.path.join(run, "run_config.json")) as f:
+            run_config = json.load(f)
+        figure = {"pieces": tokenizer.vocab_size,
+                  "steps": run_config.get("train_budget", {}).get("num_train_steps") or run_config.get(
+                      "num_train_steps")}
+        for name, by_text in spans.items():
+            inside, total = boundaries_inside_pieces(tokenizer, by_text)
+            figure[name] = {"inside": inside, "boundaries": total}
+        contexts = list(spans["CMRC 2018 answers"])
+        figure["characters_per_piece"] = sum(map(len, contexts)) / sum(len(tokenizer.encode(c)) for c in contexts)
+        figure["uner"] = [tagging_run(works[kind], run, seed, tagging_epochs) for seed in seeds]
+        figure["cmrc"] = [cmrc_run(works[kind], "pretrained", seed, cmrc_epochs, run) for seed in seeds]
+        figures[kind] = figure
+    with open(os.path.join(works["wordpiece"], "heldout.txt"), encoding="utf-8") as f:
+        held_out = [line.strip() for line in f if line.strip()][:LITERT_TEXTS]
+    device = litert_agreement(runs["wordpiece"], held_out, os.path.join(works["wordpiece"], "exports"))
+    figures["wordpiece"]["litert"] = device
+
+    def cell(values):
+        return f"{statistics.mean(values):.2f}" + (f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else "")
+
+    rows = []
+    for kind, figure in figures.items():
+        share = {name: f"{100 * figure[name]['inside'] / figure[name]['boundaries']:.1f}% of "
+                       f"{figure[name]['boundaries']:,}" for name in spans}
+        rows.append([VOCABULARY_NAMES[kind], f"{figure['pieces']:,}", f"{figure['characters_per_piece']:.2f}",
+                     share["UNER zh entities"], share["CMRC 2018 answers"],
+                     cell([100 * run["f1"] for run in figure["uner"]]),
+                     cell([run["f1"] for run in figure["cmrc"]]), cell([run["exact"] for run in figure["cmrc"]])])
+    text = (f"SentencePiece against WordPiece on Chinese: albert_small pretrained on corpus_zh_modern with each "
+            f"vocabulary for the same {figures['sentencepiece']['steps']} steps of batch 64 at seq 128 (the same "
+            f"split, data recipe and optimizer), then fine-tuned from each checkpoint on UNER Chinese GSDSimp (run_"
+            f"tagger, {tagging_epochs:g} epochs, the test split scored with the weights best on dev) and CMRC 2018 "
+            f"(run_squad on the trial set for {cmrc_epochs:g} epochs, its dev set scored by CMRC's metric); seeds "
+            f"{','.join(map(str, seeds))}. \"Inside a piece\": entity or answer boundaries (start and end, from UNER "
+            f"zh dev and test, and CMRC dev's distinct gold answers) that fall strictly inside one of the text's "
+            f"pieces, where no tagger or span labeler of that vocabulary can place them; {cpu_description()}.\n\n"
+            + markdown_table(["vocabulary", "pieces", "characters per piece (CMRC contexts)",
+                              "entity boundaries inside a piece", "answer boundaries inside a piece",
+                              "UNER zh entity F1", "CMRC F1", "CMRC EM"], rows) + "\n\n"
+            f"On a device: the WordPiece checkpoint exported by albert-export --format=litert (model.tflite "
+            f"tokenizing with tensorflow-text's FastBertNormalize and FastWordpieceTokenizeWithOffsets kernels) and "
+            f"as a SavedModel, on {device['texts']} held-out lines of the corpus: model.tflite's ids equal the "
+            f"trained ids on {device['ids_equal']} of them; pooled_output cosine against the SavedModel's: float32 "
+            f"min {device['float32']['min_cosine']:.6f} ({device['float32']['bytes'] / 1e6:.1f} MB), dynamic int8 "
+            f"min {device['dynamic_int8']['min_cosine']:.6f} (mean {device['dynamic_int8']['mean_cosine']:.6f}, "
+            f"{device['dynamic_int8']['bytes'] / 1e6:.1f} MB).\n")
+    os.makedirs(results_dir, exist_ok=True)
+    with open(os.path.join(results_dir, "vocabularies_zh.md"), "w") as f:
+        f.write(portable(text))
+    with open(os.path.join(results_dir, "vocabularies_zh.json"), "w") as f:
+        json.dump(portable({"figures": figures, "seeds": seeds, "cmrc_epochs": cmrc_epochs,
+                            "tagging_epochs": tagging_epochs}), f, indent=1)
+    print(text)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--language", choices=sorted(CORPORA), default="zh", help="which staged corpus to pretrain on")
     parser.add_argument("--work_dir", default=os.path.join(WORK, "cjk_transfer"),
                         help="holds each language's split, vocabulary, data, runs and fine-tuning results; reused "
                              "when rerun")
-    parser.add_argument("--stages", default="pretrain", help="comma-separated: pretrain, cmrc")
+    parser.add_argument("--stages", default="pretrain",
+                        help="comma-separated: pretrain, cmrc, vocabularies (zh: the SentencePiece and the WordPiece "
+                             "runs compared; both pretrained first)")
+    parser.add_argument("--vocabulary", choices=("sentencepiece", "wordpiece"), default="sentencepiece",
+                        help="sentencepiece: an 8,000-piece SentencePiece model, the run fitted to --budget_hours; "
+                             "wordpiece: a WordPiece vocab.txt of as many lines (BERT's layout, as Google's Chinese "
+                             "ALBERTs), trained for the SentencePiece run's step count (an equal budget), under "
+                             "WORK_DIR/LANGUAGE_wordpiece")
     parser.add_argument("--budget_hours", type=float, default=PRETRAINING.budget_hours,
                         help="pretraining's wall-clock budget; its schedule is fitted to it")
     parser.add_argument("--seeds", default="1", help="comma-separated fine-tuning seeds")
     parser.add_argument("--cmrc_epochs", type=float, default=2.0, help="passes over CMRC 2018's trial set")
+    parser.add_argument("--tagging_epochs", type=float, default=3.0,
+                        help="passes over UNER Chinese GSDSimp's training sentences (the vocabularies stage)")
     parser.add_argument("--results_dir", default=RESULTS, help="where the tables go")
     args = parser.parse_args(argv)
     work = os.path.join(args.work_dir, args.language)
+    if args.vocabulary == "wordpiece":
+        sentencepiece_work, work = work, work + "_wordpiece"
     os.makedirs(os.path.join(work, "runs"), exist_ok=True)
     stages = [stage for stage in args.stages.split(",") if stage]
-    unknown = sorted(set(stages) - {"pretrain", "cmrc"})
+    unknown = sorted(set(stages) - {"pretrain", "cmrc", "vocabularies"})
     if unknown:
-        parser.error(f"unknown stage(s) {', '.join(unknown)}; known: pretrain, cmrc")
+        parser.error(f"unknown stage(s) {', '.join(unknown)}; known: pretrain, cmrc, vocabularies")
     if "pretrain" in stages:
-        pretrain(work, CORPORA[args.language], args.budget_hours)
+        if args.vocabulary == "wordpiece":
+            pretrain_wordpiece(work, CORPORA[args.language], sentencepiece_work)
+        else:
+            pretrain(work, CORPORA[args.language], args.budget_hours)
     if "cmrc" in stages:
         if args.language != "zh":
             parser.error("CMRC 2018 is Chinese: --language=zh")
         cmrc(work, [int(seed) for seed in args.seeds.split(",") if seed], args.cmrc_epochs, args.results_dir)
+    if "vocabularies" in stages:
+        if args.language != "zh":
+            parser.error("the vocabularies are compared on Chinese: --language=zh")
+        compare_vocabularies(os.path.join(args.work_dir, args.language),
+                             [int(seed) for seed in args.seeds.split(",") if seed], args.cmrc_epochs,
+                             args.tagging_epochs, args.results_dir)
     return 0
 
 

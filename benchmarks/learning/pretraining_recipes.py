@@ -101,6 +101,11 @@ EVAL_EVERY_STEPS = 500
 EVAL_FLAGS = ("--eval_every_steps=500", "--eval_batch_size=64", "--max_eval_steps=100000")
 
 
+def vocabulary_flag(vocabulary):
+    """The tools' flag for a vocabulary file: a WordPiece vocab.txt or a SentencePiece model."""
+    return (f"--vocab_file={vocabulary}" if vocabulary.endswith(".txt") else f"--spm_model_file={vocabulary}")
+
+
 def tool(*args):
     print("+ python -m " + " ".join(args), flush=True)
     env = child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
@@ -137,12 +142,13 @@ def data_prefix(work, recipe, name, nsp=False):
 
 
 def make_data(work, recipe, texts, spm, nsp=False):
-    """The training and held-out data sets (made once); `nsp`: NSP pairs (--random_next_sentence) instead of SOP."""
+    """The training and held-out data sets (made once); `nsp`: NSP pairs (--random_next_sentence) instead of SOP.
+    `spm`: the vocabulary file (a SentencePiece model, or a WordPiece vocab.txt)."""
     for name, text, dupe in (("train", texts[0], recipe.dupe_factor), ("heldout", texts[1], 1)):
         prefix = data_prefix(work, recipe, name, nsp)
         if not os.path.exists(prefix + ".metadata.json"):
             tool("albert_tf.create_pretraining_data", f"--input_file={text}", "--input_format=paragraphs",
-                 f"--output_file={prefix}", f"--spm_model_file={spm}", f"--dupe_factor={dupe}", "--num_workers=2",
+                 f"--output_file={prefix}", vocabulary_flag(spm), f"--dupe_factor={dupe}", "--num_workers=2",
                  f"--num_output_shards={8 if name == 'train' else 1}", f"--max_seq_length={recipe.seq_length}",
                  f"--max_predictions_per_seq={recipe.predictions}", *(["--random_next_sentence"] if nsp else []),
                  f"--output_format={recipe.data_format if name == 'train' else 'instances'}")
@@ -155,7 +161,7 @@ def train(work, recipe, spm, data=None, albert_config=None, output_dir=None, ste
     steps = steps or recipe.steps
     return tool("albert_tf.run_pretraining", f"--input_file={data or data_prefix(work, recipe, 'train')}",
                 f"--albert_config={albert_config or os.path.join(work, recipe.model + '8k.json')}",
-                f"--output_dir={output_dir or os.path.join(work, 'runs', recipe.run)}", f"--spm_model_file={spm}",
+                f"--output_dir={output_dir or os.path.join(work, 'runs', recipe.run)}", vocabulary_flag(spm),
                 f"--max_seq_length={recipe.seq_length}", f"--max_predictions_per_seq={recipe.predictions}",
                 f"--train_batch_size={recipe.batch}", f"--optimizer={recipe.optimizer}",
                 f"--learning_rate={recipe.learning_rate}", f"--num_warmup_steps={min(recipe.warmup, steps // 2)}",
