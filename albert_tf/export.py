@@ -44,8 +44,10 @@ With --format=litert it writes LiteRT files for phones and other devices instead
                                  input_type_ids), built-in ops only
   OUTPUT_DIR/albert_tf.json, spm.model (or vocab.txt)
 
-A token classifier is refused there: its entities need character offsets, which the LiteRT
-tokenizer op does not give (export it as a SavedModel).
+A token classifier of a WordPiece model answers each piece's tag probabilities, unit start and
+byte offsets (LiteModel reads them into entities); one of a SentencePiece model is refused there:
+its entities need character offsets, which the SentencePiece op does not give (export it as a
+SavedModel).
 
   python -m albert_tf.export --format=litert --checkpoint=/runs/sst2/best --output_dir=/exports/sst2_lite
 

@@ -68,7 +68,7 @@ def test_ids_equal_the_python_tokenizers_on_every_code_point_and_written_text(vo
 
 def per_character_sigma(text, lower_case):
     """`text` as the device lowercases it: a capital sigma is σ wherever it stands (the documented difference:
-    `str.lower` makes a word-final one ς)."""
+    `str.lower` makes a word-final one ς). Written out here, not read from the layer, so a change there shows."""
     return text.replace("Σ", "σ") if lower_case else text
 
 
@@ -168,3 +168,81 @@ def test_a_wordpiece_encoder_answers_on_the_device_as_its_savedmodel(vocabularie
                      text_b=np.array([b""] * len(held_out), dtype=object))
     np.testing.assert_array_equal(device["input_word_ids"], pack_batch(tokenizer, held_out, None, 64)["input_word_ids"]
                                   [:, :device["input_word_ids"].shape[1]])
+
+
+@pytest.mark.slow
+def test_a_wordpiece_tagger_finds_on_the_device_the_entities_its_savedmodel_serves(vocabularies, tmp_path):
+    """A random WordPiece token classifier exported to LiteRT: model.tflite gives each piece's byte offsets, unit
+    starts and tag probabilities, and LiteModel's entities equal the Python unit rule's (which the SavedModel
+    serves) on Chinese, Japanese, Korean and English text, one call per text or in batches; a text longer
+    than the file reads is said to be cut. Full int8 is gated on the unit tags. (A SentencePiece tagger stays
+    refused, its op giving no offsets: test_tagger_export.)"""
+    import keras
+
+    from albert_tf.export_lib.litert_export import LiteRTExportError, export_litert
+    from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
+    from albert_tf.models.lite_model import LiteModel
+    from albert_tf.models.model_io import write_model_dir
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+    from albert_tf.albert_config import AlbertConfig
+    from albert_tf.text.entities import text_entities, text_units, unit_tables
+    from albert_tf.text.word_pieces import text_windows, window_arrays
+
+    vocab_file = vocabularies[True]
+    tokenizer = WordPieceTokenizer(str(vocab_file), lower_case=True)
+    tags = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    keras.utils.set_random_seed(5)
+    config = AlbertConfig.from_dict({**AlbertConfig.from_name_or_path("albert_tiny").to_dict(),
+                                     "vocab_size": tokenizer.vocab_size})
+    model = AlbertTokenClassifier(AlbertEncoder(config), labels=tags)
+    kernel, _ = model.classifier.get_weights()
+    model.classifier.set_weights([20 * kernel, np.array([3.0, 0, 0, 0, 0], np.float32)])
+    # (A word-final capital sigma tokenizes otherwise on the device: test_the_documented_differences.)
+    texts = [text for text in WRITTEN if "Σ" not in text] + ["", "  北京  ", "Ångström und Zürich, 東京!"]
+    seq = 64
+    tables = unit_tables(tokenizer)
+    expected = []
+    for text in texts:
+        units = text_units(tokenizer, text, tables)
+        if not units.first_pieces:
+            expected.append([])
+            continue
+        [window] = text_windows([units], None, seq, None, special_ids=tokenizer.special_ids)
+        inputs = {name: value for name, value in window_arrays([window]).items() if name != "label_ids"}
+        logits = model(inputs, training=False)["logits"].numpy()[0]
+        expected.append(text_entities(units, logits[np.array(units.reading_pieces) + 1], tags))
+    assert sum(map(len, expected)) > 5
+
+    write_model_dir(model, tmp_path / "tagger", files={"vocab.txt": str(vocab_file)}, vocabulary="wordpiece",
+                    max_seq_length=seq, lower_case=True)
+    record = export_litert(str(tmp_path / "tagger"), str(tmp_path / "litert"), quantization="float32")["litert"]
+    assert record["files"]["model.tflite"]["outputs"] == ["probabilities", "unit_starts", "piece_starts",
+                                                          "piece_ends"]
+    lite = LiteModel(str(tmp_path / "litert"))
+    strip = lambda rows: [[{k: v for k, v in entity.items() if k != "score"} for entity in row] for row in rows]
+    for found in (lite(texts)["entities"], lite(texts, max_batch_tokens=256)["entities"]):
+        assert strip(found) == strip(expected)
+        assert all(abs(a["score"] - b["score"]) < 1e-4 for row, rows in zip(found, expected) for a, b in zip(row, rows))
+        assert all(entity["text"] == text[entity["start"]:entity["end"]] for text, row in zip(texts, found)
+                   for entity in row)
+    with pytest.warns(UserWarning, match="longer than the 64 pieces model.tflite reads"):
+        lite(["北京欢迎你" * 20])
+    calibration = tmp_path / "calibration.txt"
+    calibration.write_text("".join(f"{WRITTEN[i % len(WRITTEN)]} {i}\n" for i in range(200)), encoding="utf-8")
+    try:
+        gate = export_litert(str(tmp_path / "tagger"), str(tmp_path / "litert_int8"), quantization="int8",
+                             calibration_file=str(calibration))["litert"]["int8_gate"]
+        assert gate["passed"] and gate["measured"].startswith("unit tag agreement with the float model")
+    except LiteRTExportError as error:
+        assert "unit tag agreement with the float model" in str(error)
+
+
+
+def test_the_layer_names_its_lowercasing_difference(vocabularies):
+    tokenizer = WordPieceTokenizer(str(vocabularies[True]), lower_case=True)
+    layer = litert_layer(tokenizer)
+    text = "ΟΔΟΣ Σ ΣΑ café"
+    assert layer.as_lowercased_here(text) == per_character_sigma(text, True)
+    assert device_ids(layer, [text]) == [tokenizer.encode(layer.as_lowercased_here(text))]
+    cased = litert_layer(WordPieceTokenizer(str(vocabularies[False]), lower_case=False))
+    assert cased.as_lowercased_here(text) == text

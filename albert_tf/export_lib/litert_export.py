@@ -18,9 +18,11 @@
   OUTPUT_DIR/spm.model            the vocabulary (to tokenize for encoder_ids.tflite), or
   (or vocab.txt)                  the WordPiece vocab.txt
 
-Kinds: encoders, pretrainers and classifiers. A token classifier is refused before it is loaded
-(`REFUSED_KINDS`): its entities need character offsets, which the LiteRT tokenizer op does not give;
-the SavedModel export serves them.
+Kinds: encoders, pretrainers and classifiers; token classifiers of WordPiece models, whose
+model.tflite answers each piece's tag probabilities, unit start and byte offsets, which
+`LiteModel` reads into entities (litert_module.TokenClassifierRequests). A SentencePiece token
+classifier is refused before it is loaded (`REFUSED_KINDS`): its entities need character
+offsets, which the SentencePiece op does not give; the SavedModel export serves them.
 
 Quantization (`quantization`): "dynamic_int8" (default: int8 weights, float activations),
 "float16", "float32", or "int8" (weights and activations, calibrated on `calibration_texts`;
@@ -56,7 +58,7 @@ import threading
 import numpy as np
 
 from albert_tf.export_lib.calibration_texts import read_calibration_texts
-from albert_tf.models.lite_model import lite_interpreter, run_requests, tokenizer_op_registerers
+from albert_tf.models.lite_model import lite_interpreter, run_requests, stacked_rows, tokenizer_op_registerers
 from albert_tf.settings import SettingError
 
 TEXT_MODEL_FILE = "model.tflite"
@@ -65,11 +67,13 @@ QUANTIZATIONS = ("dynamic_int8", "float16", "float32", "int8")
 DEFAULT_QUANTIZATION = "dynamic_int8"
 # tensorflow-text's kernel for the tokenizer: the one custom op model.tflite holds.
 TOKENIZER_OP = "TFText>FastSentencepieceTokenize"
-# Model kinds a LiteRT export refuses, with the reason, before the model is loaded.
+# Model kinds a LiteRT export refuses for a SentencePiece model, with the reason, before the model is loaded (a
+# WordPiece model's op pair gives each piece's offsets).
 REFUSED_KINDS = {
     "token_classifier": "its entities need each piece's character offsets in the raw text, and model.tflite's "
-                        f"tokenizer ({TOKENIZER_OP}) gives ids only (the SavedModel rebuilds the offsets with regex, "
-                        "Unicode and ragged ops that LiteRT has no kernels for); export a SavedModel instead "
+                        f"SentencePiece tokenizer ({TOKENIZER_OP}) gives ids only (the SavedModel rebuilds the "
+                        "offsets with regex, Unicode and ragged ops that LiteRT has no kernels for; a WordPiece "
+                        "model's LiteRT file has them from its tokenizer ops); export a SavedModel instead "
                         "(albert-export's default format), whose serving model returns entities with character "
                         "offsets",
 }
@@ -173,15 +177,17 @@ def litert_tokenizer(tokenizer):
 
 def check_tokenizer_ids(tokenizer, python_tokenizer, texts):
     """LiteRTExportError unless `tokenizer` (the layer model.tflite converts) gives `python_tokenizer`'s ids on
-    `texts` (the check and calibration texts): the ids the model was trained on."""
+    `texts` (the check and calibration texts): the ids the model was trained on (a WordPiece layer's: with its
+    documented lowercasing difference, `as_lowercased_here`)."""
     import tensorflow as tf
 
     texts = [text for text in texts if text]
     if not texts:
         return
     ids = tokenizer(tf.constant(texts)).to_list()
+    as_lowercased_here = getattr(tokenizer, "as_lowercased_here", lambda text: text)
     for text, got in zip(texts, ids):
-        expected = python_tokenizer.encode(text)
+        expected = python_tokenizer.encode(as_lowercased_here(text))
         if list(got) != list(expected):
             raise LiteRTExportError(f"{TEXT_MODEL_FILE}'s tokenizer gives other ids than training's for {text[:60]!r} "
                                     f"({list(got)[:12]} against {list(expected)[:12]}); nothing was written")
@@ -211,7 +217,7 @@ def check_against_float(file_outputs, reference, quantization, file_name):
 
     if quantization == "float32":
         error = max(float(np.abs(file_outputs[name] - reference[name]).max())
-                    / max(1.0, float(np.abs(reference[name]).max())) for name in reference)
+                    / max(1.0, float(np.abs(reference[name]).max())) for name in file_outputs)
         tolerance = FLOAT32_TOLERANCE
     else:
         error, tolerance = relative_error(file_outputs, reference), RELATIVE_TOLERANCE[quantization]
@@ -320,8 +326,9 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
     check_output_dir(output_dir, checkpoint, spm_model_file=spm_model_file, vocab_file=vocab_file,
                      calibration_file=calibration_file)
     check_replaceable(output_dir, overwrite)
-    kind = model_metadata(checkpoint).get("model")
-    if kind in REFUSED_KINDS:
+    recorded = model_metadata(checkpoint)
+    kind = recorded.get("model")
+    if kind in REFUSED_KINDS and not (vocab_file or recorded.get("vocabulary") == "wordpiece"):
         raise ValueError(f"{checkpoint}: holds a {kind!r} model, which a LiteRT export cannot serve: "
                          f"{REFUSED_KINDS[kind]}")
     source = load_for_export(checkpoint, LITERT_KINDS, spm_model_file, max_seq_length, lower_case, force, vocab_file)
@@ -380,7 +387,7 @@ def export_litert(checkpoint, output_dir, quantization=DEFAULT_QUANTIZATION, pad
     # encoder_ids.tflite, given the ids model.tflite makes of the same texts.
     ids_runner = lite_interpreter(ids_model).get_signature_runner("ids")
     ids_outputs = [ids_runner(**inputs) for inputs in packed(check_requests)]
-    ids_outputs = {name: np.concatenate([output[name] for output in ids_outputs]) for name in ids_outputs[0]}
+    ids_outputs = {name: stacked_rows([output[name] for output in ids_outputs]) for name in ids_outputs[0]}
     ids_error = check_against_float(ids_outputs, reference, quantization, IDS_MODEL_FILE)
 
     gate = None

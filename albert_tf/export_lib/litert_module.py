@@ -36,9 +36,10 @@ INT8_MAX_SCORE_ERROR = 0.05
 
 
 def relative_error(outputs, reference):
-    """max |outputs - reference| over the largest |reference| (at least 1e-3), over every output."""
+    """max |outputs - reference| over the largest |reference| (at least 1e-3), over every output of `outputs` (an
+    ids model's are some of the text model's)."""
     return max(float(np.abs(outputs[name] - reference[name]).max()) / max(float(np.abs(reference[name]).max()), 1e-3)
-               for name in reference)
+               for name in outputs)
 
 
 class EmbeddingRequests:
@@ -112,12 +113,86 @@ class ClassifierRequests:
                                                        f"(needs {INT8_MIN_LABEL_AGREEMENT:.1%})")
 
 
+class TokenClassifierRequests:
+    """Token classifiers (WordPiece vocabularies: their op pair gives each piece's offsets): per piece of each text,
+    probabilities [N, n, tags] (softmax over the IOB2 tags), unit_starts [N, n] (1 where a piece begins a unit,
+    the entity rule's step 1: `entities.unit_tables`), piece_starts and piece_ends [N, n] (its [start, end) in the
+    raw text's UTF-8 bytes); every output is 0 outside the text's pieces ([CLS], [SEP], padding), so a row padded
+    with zeros is the row answered alone. Each unit's tag is the argmax at its first piece; IOB2 over the units
+    gives the entities, each from its first unit's first byte to its last unit's last (`LiteModel` reads them:
+    `lite_model.litert_entities`). A text is read up to max_seq_length - 2 pieces. encoder_ids.tflite answers
+    probabilities alone."""
+
+    takes_pairs = False
+    needs_offsets = True
+
+    def __init__(self, model, metadata, tokenizer):
+        from albert_tf.text.entities import unit_tables
+
+        self.model = model
+        tables = unit_tables(tokenizer.python_tokenizer)
+        self.opens, self.closes = (tf.constant(table.astype(np.int32)) for table in (tables.opens, tables.closes))
+
+    def output_names(self):
+        return ["probabilities", "unit_starts", "piece_starts", "piece_ends"]
+
+    def export_settings(self):
+        return {}
+
+    def outputs(self, inputs, pieces=None):
+        """`pieces`: {"in_text", "piece_starts", "piece_ends"} [N, n] of the text model (`piece_offsets`); None
+        for the ids model, whose texts are the positions between [CLS] and the last [SEP]."""
+        logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
+        if pieces is None:
+            positions = tf.range(tf.shape(inputs["input_mask"])[1])[None, :]
+            length = tf.reduce_sum(inputs["input_mask"], axis=1, keepdims=True)
+            in_text = (positions >= 1) & (positions < length - 1)
+        else:
+            in_text = pieces["in_text"]
+        # (expand_dims: a new axis by slicing converts to a StridedSlice LiteRT has no kernel for.)
+        probabilities = tf.nn.softmax(logits) * tf.expand_dims(tf.cast(in_text, tf.float32), -1)
+        if pieces is None:
+            return {"probabilities": probabilities}
+        ids = inputs["input_word_ids"]
+        previous = tf.concat([tf.zeros_like(ids[:, :1]), ids[:, :-1]], axis=1)
+        first = tf.equal(tf.range(tf.shape(ids)[1])[None, :], 1)
+        starts = (tf.gather(self.opens, ids) > 0) | (tf.gather(self.closes, previous) > 0) | first
+        return {"probabilities": probabilities, "unit_starts": tf.where(in_text & starts, 1, 0),
+                "piece_starts": pieces["piece_starts"], "piece_ends": pieces["piece_ends"]}
+
+    def int8_gate(self, quantized, reference):
+        """(passed, what was measured) for full int8: the tag at every unit's first piece kept."""
+        at = reference["unit_starts"] > 0
+        agreement = float(np.mean(quantized["probabilities"].argmax(-1)[at] == reference["probabilities"].argmax(-1)[at]))
+        return agreement >= INT8_MIN_LABEL_AGREEMENT, (f"unit tag agreement with the float model {agreement:.2%} "
+                                                       f"(needs {INT8_MIN_LABEL_AGREEMENT:.1%})")
+
+
+def piece_offsets(ids, starts, ends, mapping, max_seq_length, pad_to=None):
+    """{"in_text", "piece_starts", "piece_ends"} [N, length]: at the positions `pack_requests` gives the text's
+    pieces (1 ... its kept pieces), each piece's [start, end) in the raw text's bytes (0 elsewhere), from the
+    tokenizer's normalized-text offsets and `mapping` (`LiteRTWordPieceTokenizer.pieces_with_offsets`); gathers
+    over dense positions only (LiteRT has no kernel for the ragged ops that would do it)."""
+    values_starts, row_starts, lengths = _flat_rows(starts)
+    values_ends = tf.cast(ends.flat_values, tf.int32)
+    mapping_values, mapping_starts, _ = _flat_rows(mapping)
+    keep = tf.minimum(lengths, max_seq_length - 2)
+    positions = tf.range(tf.reduce_max(keep + 2) if pad_to is None else pad_to)[None, :]
+    in_text = (positions >= 1) & (positions <= keep[:, None])
+    index = row_starts[:, None] + positions - 1  # the piece at each position
+    byte_starts = _gather_rows(mapping_values, mapping_starts[:, None] + _gather_rows(values_starts, index))
+    byte_ends = _gather_rows(mapping_values, mapping_starts[:, None] + _gather_rows(values_ends, index))
+    return {"in_text": in_text, "piece_starts": tf.where(in_text, byte_starts, 0),
+            "piece_ends": tf.where(in_text, byte_ends, 0)}
+
+
 # Every layer is computed at every position, the last one too: computing it at [CLS] alone (as the TF Serving
 # model does) makes the converter fuse the shared layer's attention weights a second time for that layer, 1.8 MB
 # more at albert_base for a twelfth of one request's work.
 # What a request returns, per model kind a LiteRT export supports (span labelers answer with text spans,
 # which the SavedModel export serves).
-REQUESTS_BY_KIND = {"encoder": EmbeddingRequests, "pretrainer": EmbeddingRequests, "classifier": ClassifierRequests}
+REQUESTS_BY_KIND = {"encoder": EmbeddingRequests, "pretrainer": EmbeddingRequests, "classifier": ClassifierRequests,
+                    "token_classifier": TokenClassifierRequests}
 LITERT_KINDS = tuple(REQUESTS_BY_KIND)
 
 
@@ -189,7 +264,13 @@ class LiteRTModule(tf.Module):
         if kind not in REQUESTS_BY_KIND:
             raise ValueError(f"a LiteRT export takes a {', '.join(LITERT_KINDS)}; this checkpoint holds a {kind!r} "
                              "model (span labelers: export SavedModels, whose serving model returns answer text)")
-        self.requests = REQUESTS_BY_KIND[kind](model, metadata)
+        requests = REQUESTS_BY_KIND[kind]
+        if getattr(requests, "needs_offsets", False) and not hasattr(tokenizer, "pieces_with_offsets"):
+            raise ValueError(f"a {kind!r} model's LiteRT file needs each piece's offsets in the raw text, which only "
+                             "the WordPiece op pair gives (tensorflow-text's SentencePiece op gives ids alone); export "
+                             "a SavedModel, whose serving model returns entities with character offsets")
+        self.requests = (requests(model, metadata, tokenizer) if getattr(requests, "needs_offsets", False)
+                         else requests(model, metadata))
         self.model = self.requests.model
         self.tokenizer = tokenizer
         self.pairs = self.requests.takes_pairs
@@ -207,6 +288,12 @@ class LiteRTModule(tf.Module):
         return self.requests.output_names()
 
     def _respond_to_text(self, text):
+        if getattr(self.requests, "needs_offsets", False):
+            ids, starts, ends, mapping = self.tokenizer.pieces_with_offsets(text)
+            inputs = pack_requests(ids, None, tf.zeros_like(text, tf.bool), self.max_seq_length,
+                                   self.tokenizer.special_ids, self.pad_to)
+            return self.requests.outputs(inputs, piece_offsets(ids, starts, ends, mapping, self.max_seq_length,
+                                                               self.pad_to))
         return self.requests.outputs(pack_requests(self.tokenizer(text), None, tf.zeros_like(text, tf.bool),
                                                    self.max_seq_length, self.tokenizer.special_ids, self.pad_to))
 

@@ -6,6 +6,8 @@
 >>> LiteModel("exports/mrpc_lite")(["He left."], ["He went away."])          # doctest: +SKIP
 >>> LiteModel("exports/tickets_lite")(["refund my card, the app crashes"])["labels"]  # doctest: +SKIP
 [['billing', 'bug']]
+>>> LiteModel("exports/ner_zh_lite")(["我在北京工作。"])["entities"]  # a WordPiece tagger   # doctest: +SKIP
+[[{'text': '北京', 'type': 'LOC', 'start': 3, 'end': 5, 'score': 0.97}]]
 
 The interpreter is ai-edge-litert's (`pip install 'albert_tf[litert]'`) when it is installed,
 else TensorFlow's own `tf.lite.Interpreter`; either way tensorflow-text registers the
@@ -122,13 +124,17 @@ class LiteModel:
         self._warned_of_single_texts = False  # once per model (a classifier fine-tuned on pairs, called on one text)
         self._runner = self.interpreter.get_signature_runner("text")
         self.label_names = None
-        if "logits" in self.output_names:
-            self.label_names = self._recorded_label_names(os.path.join(directory, METADATA_FILE), model_path)
+        self._warned_of_cut_texts = False  # once per model (a token classifier's text longer than it reads)
+        for scores in ("logits", "probabilities"):
+            if scores in self.output_names:
+                self.label_names = self._recorded_label_names(os.path.join(directory, METADATA_FILE), model_path,
+                                                              scores)
+                break
 
-    def _recorded_label_names(self, metadata_path, model_path):
+    def _recorded_label_names(self, metadata_path, model_path, scores="logits"):
         """The label names albert_tf.json records (else "0", "1", ... for its num_labels; None without either);
         ValueError naming both files when they are not one per logit of the model."""
-        logits = int(self._runner.get_output_details()["logits"]["shape"][-1])
+        logits = int(self._runner.get_output_details()[scores]["shape"][-1])
         names = self.metadata.get("label_names")
         if names is None and self.metadata.get("num_labels"):
             names = [str(i) for i in range(self.metadata["num_labels"])]
@@ -171,6 +177,18 @@ class LiteModel:
             outputs["label_id"] = outputs["logits"].argmax(-1).astype(np.int32)
             if self.label_names:
                 outputs["label"] = [self.label_names[i] for i in outputs["label_id"]]
+        elif "unit_starts" in outputs:
+            outputs["entities"] = [litert_entities(text, {name: outputs[name][row] for name in self.output_names},
+                                                   self.label_names) for row, text in enumerate(texts)]
+            cut = [row for row, text in enumerate(texts) if _bytes_read(outputs, row) < len(text.rstrip().encode())]
+            if cut and not self._warned_of_cut_texts:
+                import warnings
+
+                self._warned_of_cut_texts = True
+                warnings.warn(f"albert_tf: text {cut[0]} (of {len(cut)} such) is longer than the "
+                              f"{self.metadata.get('max_seq_length', 'max_seq_length')} pieces model.tflite reads: "
+                              "entities after that are not found; send it in parts (the SavedModel export reads "
+                              "long texts in windows)", stacklevel=2)
         return outputs
 
     def request_lengths(self, texts, texts_b=None):
@@ -227,7 +245,7 @@ def run_batches(run, texts, texts_b, groups, model_path="model.tflite"):
         parts.append(answer)
         order.extend(group)
     inverse = np.argsort(np.array(order), kind="stable")
-    return {name: np.concatenate([part[name] for part in parts])[inverse] for name in parts[0]}
+    return {name: stacked_rows([part[name] for part in parts])[inverse] for name in parts[0]}
 
 
 def run_requests(run, texts, texts_b=None):
@@ -239,7 +257,48 @@ def run_requests(run, texts, texts_b=None):
         if texts_b is not None:
             inputs["text_b"] = np.array([texts_b[index].encode("utf-8")], dtype=object)
         rows.append(run(**inputs))
-    return {name: np.concatenate([np.asarray(row[name]) for row in rows]) for name in rows[0]}
+    return {name: stacked_rows([row[name] for row in rows]) for name in rows[0]}
+
+
+def _bytes_read(outputs, row):
+    return int(outputs["piece_ends"][row].max(initial=0))
+
+
+def litert_entities(text, row, label_names):
+    """The entities of `text` from a token classifier's model.tflite answer to it (`row`: its probabilities
+    [pieces, tags], unit_starts, piece_starts and piece_ends [pieces], 0 outside its pieces), by the rule the
+    served model applies (`albert_tf.text.entities`): each unit's tag the argmax at its first piece, IOB2 over
+    the units, each entity from its first unit's first byte to its last unit's last, whitespace trimmed;
+    {"text", "type", "start", "end" (characters of `text`), "score" (the mean of its units' tag probabilities)}."""
+    from albert_tf.text.entities import entity_spans
+
+    raw = text.encode("utf-8")
+    pieces = np.flatnonzero(np.asarray(row["piece_ends"]) > 0)
+    firsts = [index for index in pieces if row["unit_starts"][index]]
+    lasts = [*(pieces[np.searchsorted(pieces, first) - 1] for first in firsts[1:]), *pieces[-1:]]
+    probabilities = np.asarray(row["probabilities"])[firsts]
+    tag_ids = probabilities.argmax(-1) if len(firsts) else np.zeros(0, int)
+    entities = []
+    for entity_type, first_unit, end_unit in entity_spans([label_names[tag] for tag in tag_ids]):
+        start = len(raw[:int(row["piece_starts"][firsts[first_unit]])].decode("utf-8", "replace"))
+        end = len(raw[:int(row["piece_ends"][lasts[end_unit - 1]])].decode("utf-8", "replace"))
+        span = text[start:end]
+        start += len(span) - len(span.lstrip())
+        end = max(start, start + len(span.strip()))
+        entities.append({"text": text[start:end], "type": entity_type, "start": start, "end": end,
+                         "score": float(probabilities[np.arange(first_unit, end_unit),
+                                                      tag_ids[first_unit:end_unit]].mean())})
+    return entities
+
+
+def stacked_rows(parts):
+    """The rows of `parts` (arrays [rows, ...]) in one array; per-piece outputs ([rows, pieces, ...], a token
+    classifier's) are padded with zeros to the longest, as model.tflite pads a batch (0 outside a text's pieces)."""
+    parts = [np.asarray(part) for part in parts]
+    if parts[0].ndim >= 2:
+        longest = max(part.shape[1] for part in parts)
+        parts = [np.pad(part, [(0, 0), (0, longest - part.shape[1])] + [(0, 0)] * (part.ndim - 2)) for part in parts]
+    return np.concatenate(parts)
 
 
 def _text_list(texts, name):

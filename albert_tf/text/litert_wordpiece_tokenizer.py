@@ -64,6 +64,23 @@ class LiteRTWordPieceTokenizer(keras.layers.Layer):
     def call(self, texts):
         return self._tokenizer.tokenize(tf.convert_to_tensor(texts, tf.string))
 
+    def as_lowercased_here(self, text):
+        """`text` with the one lowercasing difference applied: a capital sigma is σ wherever it stands, where
+        `str.lower` makes a word-final one ς. The Python tokenizer's ids of this text are this layer's ids of
+        `text` (but for the two rarer differences in the module docstring)."""
+        return text.replace("Σ", "σ") if self.lower_case else text
+
+    def pieces_with_offsets(self, texts):
+        """(ids, starts, ends, mapping), ragged [batch, (pieces)] but `mapping`: the pieces' byte offsets into the
+        NORMALIZED text, and `mapping` [batch, (normalized bytes + 1)] the raw text's byte offset of each
+        normalized byte (so a piece's raw [start, end) is mapping[starts], mapping[ends]). The op pair's own
+        `tokenize_with_offsets` does that lookup with ragged ops LiteRT has no kernels for; callers do it
+        with gathers over dense positions (`litert_module.piece_offsets`)."""
+        texts = tf.convert_to_tensor(texts, tf.string)
+        normalized, mapping = self._tokenizer._fast_bert_normalizer.normalize_with_offsets(texts)
+        ids, starts, ends = self._tokenizer._fast_wordpiece_tokenizer.tokenize_with_offsets(normalized)
+        return ids, starts, ends, mapping
+
     def get_config(self):
         return {**super().get_config(), "pieces": list(self.pieces), "lower_case": self.lower_case,
                 "strip_accents": self.strip_accents}
