@@ -240,3 +240,57 @@ def test_the_training_tool_writes_a_vocabulary_in_berts_layout(tmp_path):
     assert ids.count(tokenizer.unk_id) == 0 and tokenizer.encode("パンダ") != tokenizer.encode("ハンダ")
     again = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert again.returncode != 0 and "exists" in again.stderr.strip().splitlines()[-1]
+
+
+def test_the_keras_preprocessor_takes_a_wordpiece_vocabulary(vocabularies, tmp_path):
+    """AlbertPreprocessor.from_vocab_file / from_model_dir with a vocab.txt: the Python tokenizer's ids packed
+    with the vocabulary's [CLS] and [SEP], pairs too; its config rebuilds it."""
+    import shutil
+
+    import numpy as np
+    import tensorflow as tf
+
+    import albert_tf
+    from albert_tf.text.packing import pack_batch
+
+    vocab_file = str(vocabularies[False])
+    tokenizer = WordPieceTokenizer(vocab_file, lower_case=False)
+    preprocessor = albert_tf.AlbertPreprocessor.from_vocab_file(vocab_file, seq_length=24, lower_case=False)
+    second = ["서울", "", "Straße"] + [""] * (len(WRITTEN) - 3)
+    expected = pack_batch(tokenizer, WRITTEN, second, 24)
+    got = preprocessor((WRITTEN, second))
+    for name in ("input_word_ids", "input_mask", "input_type_ids"):
+        np.testing.assert_array_equal(got[name].numpy(), expected[name])
+    assert got["input_word_ids"].numpy()[0, 0] == tokenizer.special_ids.cls == 101
+    clone = albert_tf.AlbertPreprocessor.from_config(preprocessor.get_config())
+    np.testing.assert_array_equal(clone(tf.constant(WRITTEN))["input_word_ids"].numpy(),
+                                  pack_batch(tokenizer, WRITTEN, None, 24)["input_word_ids"])
+    (tmp_path / "model").mkdir()
+    shutil.copy(vocab_file, tmp_path / "model" / "vocab.txt")
+    from_directory = albert_tf.AlbertPreprocessor.from_model_dir(str(tmp_path / "model"), seq_length=24,
+                                                                 lower_case=False)
+    assert from_directory.vocabulary == "wordpiece"
+    np.testing.assert_array_equal(from_directory(tf.constant(WRITTEN))["input_word_ids"].numpy(),
+                                  pack_batch(tokenizer, WRITTEN, None, 24)["input_word_ids"])
+
+
+def test_a_wordpiece_model_directory_gives_its_keras_model_a_wordpiece_preprocessor(vocabularies, tmp_path):
+    """AlbertClassifier.from_preset(directory) of a model that keeps a vocab.txt takes raw text with it."""
+    import numpy as np
+
+    import albert_tf
+    from albert_tf.albert_config import AlbertConfig
+    from albert_tf.models.model_io import write_model_dir
+    from albert_tf.networks.albert_encoder import AlbertEncoder
+    from albert_tf.text.packing import pack_batch
+
+    vocab_file = str(vocabularies[True])
+    tokenizer = WordPieceTokenizer(vocab_file, lower_case=True)
+    config = AlbertConfig.from_dict({**AlbertConfig.from_name_or_path("albert_tiny").to_dict(),
+                                     "vocab_size": tokenizer.vocab_size})
+    write_model_dir(albert_tf.AlbertClassifier(AlbertEncoder(config), num_labels=2), tmp_path / "classifier",
+                    files={"vocab.txt": vocab_file}, vocabulary="wordpiece", max_seq_length=20, lower_case=True)
+    classifier = albert_tf.AlbertClassifier.from_preset(str(tmp_path / "classifier"))
+    assert classifier.preprocessor.vocabulary == "wordpiece"
+    np.testing.assert_array_equal(classifier.preprocessor(WRITTEN)["input_word_ids"].numpy(),
+                                  pack_batch(tokenizer, WRITTEN, None, 20)["input_word_ids"])

@@ -112,9 +112,14 @@ def _restore_checkpoint(model, path):
 
 
 def _preprocessor(spm_model_file, seq_length, lower_case=True, keep_accents=False, rewrite_quotes=False):
+    """An `AlbertPreprocessor` of a SentencePiece model, or of a WordPiece vocab.txt (a path ending in .txt, as a
+    model directory stores it)."""
     # Here, not at the top: the preprocessor needs tensorflow-text, which only a model fed raw text loads.
     from albert_tf.text.albert_preprocessor import AlbertPreprocessor
 
+    if str(spm_model_file).endswith(".txt"):
+        return AlbertPreprocessor.from_vocab_file(spm_model_file, seq_length=seq_length, lower_case=lower_case,
+                                                  keep_accents=keep_accents)
     return AlbertPreprocessor(read_spm_model(spm_model_file), seq_length=seq_length, lower_case=lower_case,
                               keep_accents=keep_accents, rewrite_quotes=rewrite_quotes)
 
@@ -186,7 +191,9 @@ def model_from_preset(model_class, preset, max_seq_length=None, spm_model_file=N
     else:
         model = model_class(load_encoder(preset), **arguments)
     directory = exported or resolve_checkpoint(preset)[0]
-    vocabulary = spm_model_file or spm_model_path(directory)
+    # The directory's vocabulary: its spm.model, or the vocab.txt of a WordPiece model (Google's Chinese ALBERTs).
+    wordpiece = os.path.join(directory, "assets" if exported else "", "vocab.txt")
+    vocabulary = spm_model_file or spm_model_path(directory) or (wordpiece if os.path.isfile(wordpiece) else None)
     if spm_model_file is not None:
         _check_vocabulary(caller, spm_model_file, model.albert_config.vocab_size)
     if takes_preprocessor and vocabulary and arguments.get("preprocessor") is None:

@@ -18,16 +18,21 @@ a single-segment row:
 
 The ids are those of `AlbertTokenizer` and `albert_tf.text.packing` (the original
 tokenization and pair truncation), computed with TensorFlow and tensorflow-text ops only:
-the tokenizer is `TFAlbertTokenizer`, the one the exported SavedModels use.
+the tokenizer is `TFAlbertTokenizer`, the one the exported SavedModels use. A model with a
+WordPiece vocab.txt (Google's Chinese ALBERTs) gets `TFWordPieceTokenizer` and its [CLS]
+and [SEP] instead: `from_model_dir` reads whichever the directory holds, `from_vocab_file`
+takes a vocab.txt.
 """
+
+import os
 
 import keras
 import tensorflow as tf
 
-from albert_tf.text.albert_tokenizer import spm_model_path
 from albert_tf.text.packing import check_sequence_length
-from albert_tf.text.tf_albert_tokenizer import TFAlbertTokenizer, config_with_model_proto, constructor_arguments
+from albert_tf.text.tf_albert_tokenizer import config_with_model_proto, constructor_arguments
 from albert_tf.text.tf_packing import encode_text
+from albert_tf.text.vocabularies import FILE_NAMES, KINDS, SENTENCEPIECE, WORDPIECE, Vocabulary, tf_tokenizer
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -35,10 +40,11 @@ class AlbertPreprocessor(keras.layers.Layer):
     """Raw strings [batch] (or a pair of them) -> dict of int32 [batch, seq_length] encoder inputs.
 
     Args:
-      model_proto: the serialized SentencePiece model (bytes).
+      model_proto: the vocabulary file's bytes: a serialized SentencePiece model, or a vocab.txt's.
       seq_length: length of every output row; longer text is truncated.
       lower_case, keep_accents: the original preprocessing switches.
-      rewrite_quotes: also turn `` and '' into " (Hugging Face's rule; see `AlbertTokenizer`).
+      rewrite_quotes: also turn `` and '' into " (Hugging Face's rule; see `AlbertTokenizer`; SentencePiece only).
+      vocabulary: which kind `model_proto` is: "sentencepiece" or "wordpiece".
 
     `preprocessor(x, y=None, sample_weight=None)`: `x` is a string or a batch of them (a
     list, array or string tensor of rank 1), or a tuple of two such for sentence pairs;
@@ -48,15 +54,18 @@ class AlbertPreprocessor(keras.layers.Layer):
     """
 
     def __init__(self, model_proto: bytes, seq_length: int = 128, lower_case: bool = True,
-                 keep_accents: bool = False, rewrite_quotes: bool = False, **kwargs):
+                 keep_accents: bool = False, rewrite_quotes: bool = False, vocabulary: str = SENTENCEPIECE, **kwargs):
         super().__init__(trainable=False, **kwargs)
+        if vocabulary not in KINDS:
+            raise ValueError(f"vocabulary={vocabulary!r}: choose one of {', '.join(KINDS)}")
         self.seq_length = check_sequence_length(seq_length, "seq_length")
         self.model_proto = model_proto
         self.lower_case = lower_case
         self.keep_accents = keep_accents
         self.rewrite_quotes = rewrite_quotes
-        self.tokenizer = TFAlbertTokenizer(model_proto, lower_case=lower_case, keep_accents=keep_accents,
-                                           rewrite_quotes=rewrite_quotes)
+        self.vocabulary = vocabulary
+        self.tokenizer = tf_tokenizer(Vocabulary(vocabulary, model_proto), lower_case=lower_case,
+                                      keep_accents=keep_accents, rewrite_quotes=rewrite_quotes)
         self._encode_eagerly = tf.function(self._encode, reduce_retracing=True)
 
     @classmethod
@@ -69,12 +78,22 @@ class AlbertPreprocessor(keras.layers.Layer):
         return cls(model_proto, seq_length=seq_length, **kwargs)
 
     @classmethod
+    def from_vocab_file(cls, vocab_file: str, seq_length: int = 128, **kwargs) -> "AlbertPreprocessor":
+        """The preprocessor of a WordPiece vocab.txt (BERT's layout; lowercased unless lower_case=False)."""
+        vocabulary = Vocabulary.read(vocab_file, WORDPIECE)
+        return cls(vocabulary.content, seq_length=seq_length, vocabulary=WORDPIECE, **kwargs)
+
+    @classmethod
     def from_model_dir(cls, directory: str, seq_length: int = 128, **kwargs) -> "AlbertPreprocessor":
-        """The preprocessor for the SentencePiece model stored in an albert_tf checkpoint directory."""
-        path = spm_model_path(directory)
-        if path is None:
-            raise FileNotFoundError(f"{directory}: holds no spm.model; use AlbertPreprocessor.from_spm_file")
-        return cls.from_spm_file(path, seq_length=seq_length, **kwargs)
+        """The preprocessor for the vocabulary stored in a directory (an albert_tf checkpoint, or a SavedModel's
+        assets): spm.model or a WordPiece vocab.txt."""
+        for kind, name in FILE_NAMES.items():
+            for path in (os.path.join(directory, name), os.path.join(directory, "assets", name)):
+                if os.path.isfile(path):
+                    vocabulary = Vocabulary.read(path, kind)
+                    return cls(vocabulary.content, seq_length=seq_length, vocabulary=kind, **kwargs)
+        raise FileNotFoundError(f"{directory}: holds no spm.model or vocab.txt; use AlbertPreprocessor.from_spm_file "
+                                "or from_vocab_file")
 
     @property
     def vocab_size(self) -> int:
@@ -114,7 +133,8 @@ class AlbertPreprocessor(keras.layers.Layer):
 
     def get_config(self):
         config = {**super().get_config(), "seq_length": self.seq_length, "lower_case": self.lower_case,
-                  "keep_accents": self.keep_accents, "rewrite_quotes": self.rewrite_quotes}
+                  "keep_accents": self.keep_accents, "rewrite_quotes": self.rewrite_quotes,
+                  "vocabulary": self.vocabulary}
         return config_with_model_proto(config, self.model_proto)
 
     @classmethod
