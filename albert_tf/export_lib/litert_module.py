@@ -163,7 +163,8 @@ class TokenClassifierRequests:
     def int8_gate(self, quantized, reference):
         """(passed, what was measured) for full int8: the tag at every unit's first piece kept."""
         at = reference["unit_starts"] > 0
-        agreement = float(np.mean(quantized["probabilities"].argmax(-1)[at] == reference["probabilities"].argmax(-1)[at]))
+        tags, reference_tags = (outputs["probabilities"].argmax(-1)[at] for outputs in (quantized, reference))
+        agreement = float(np.mean(tags == reference_tags))
         return agreement >= INT8_MIN_LABEL_AGREEMENT, (f"unit tag agreement with the float model {agreement:.2%} "
                                                        f"(needs {INT8_MIN_LABEL_AGREEMENT:.1%})")
 

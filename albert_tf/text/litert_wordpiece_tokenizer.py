@@ -54,15 +54,17 @@ class LiteRTWordPieceTokenizer(keras.layers.Layer):
         self.strip_accents = self.python_tokenizer.strip_accents
         self.special_ids = self.python_tokenizer.special_ids
         self.vocab_size = self.python_tokenizer.vocab_size
-        self._tokenizer = tf_text.FastBertTokenizer(
+        # The two ops tensorflow-text's FastBertTokenizer chains, held apart so the normalizer's offsets can be
+        # asked for too (pieces_with_offsets).
+        self._normalizer = tf_text.FastBertNormalizer(model_buffer=normalizer_model(lower_case, self.strip_accents))
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=unique_pieces(self.pieces), suffix_indicator=CONTINUATION_PREFIX,
             max_bytes_per_word=ORIGINAL_MAX_INPUT_CHARS_PER_WORD, token_out_type=tf.int64,
-            unknown_token=self.pieces[self.special_ids.unk],
-            fast_bert_normalizer_model_buffer=normalizer_model(lower_case, self.strip_accents))
+            unknown_token=self.pieces[self.special_ids.unk], no_pretokenization=False)
         self.built = True
 
     def call(self, texts):
-        return self._tokenizer.tokenize(tf.convert_to_tensor(texts, tf.string))
+        return self._wordpiece.tokenize(self._normalizer.normalize(tf.convert_to_tensor(texts, tf.string)))
 
     def as_lowercased_here(self, text):
         """`text` with the one lowercasing difference applied: a capital sigma is σ wherever it stands, where
@@ -76,9 +78,8 @@ class LiteRTWordPieceTokenizer(keras.layers.Layer):
         normalized byte (so a piece's raw [start, end) is mapping[starts], mapping[ends]). The op pair's own
         `tokenize_with_offsets` does that lookup with ragged ops LiteRT has no kernels for; callers do it
         with gathers over dense positions (`litert_module.piece_offsets`)."""
-        texts = tf.convert_to_tensor(texts, tf.string)
-        normalized, mapping = self._tokenizer._fast_bert_normalizer.normalize_with_offsets(texts)
-        ids, starts, ends = self._tokenizer._fast_wordpiece_tokenizer.tokenize_with_offsets(normalized)
+        normalized, mapping = self._normalizer.normalize_with_offsets(tf.convert_to_tensor(texts, tf.string))
+        ids, starts, ends = self._wordpiece.tokenize_with_offsets(normalized)
         return ids, starts, ends, mapping
 
     def get_config(self):
