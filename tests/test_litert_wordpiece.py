@@ -175,11 +175,11 @@ def test_a_wordpiece_tagger_finds_on_the_device_the_entities_its_savedmodel_serv
     """A random WordPiece token classifier exported to LiteRT: model.tflite gives each piece's byte offsets, unit
     starts and tag probabilities, and LiteModel's entities equal the Python unit rule's (which the SavedModel
     serves) on Chinese, Japanese, Korean and English text, one call per text or in batches; a text longer
-    than the file reads is said to be cut. Full int8 is gated on the unit tags. (A SentencePiece tagger stays
-    refused, its op giving no offsets: test_tagger_export.)"""
+    than the file reads is said to be cut. (A SentencePiece tagger stays refused, its op giving no offsets:
+    test_tagger_export.)"""
     import keras
 
-    from albert_tf.export_lib.litert_export import LiteRTExportError, export_litert
+    from albert_tf.export_lib.litert_export import export_litert
     from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
     from albert_tf.models.lite_model import LiteModel
     from albert_tf.models.model_io import write_model_dir
@@ -227,14 +227,26 @@ def test_a_wordpiece_tagger_finds_on_the_device_the_entities_its_savedmodel_serv
                    for entity in row)
     with pytest.warns(UserWarning, match="longer than the 64 pieces model.tflite reads"):
         lite(["北京欢迎你" * 20])
-    calibration = tmp_path / "calibration.txt"
-    calibration.write_text("".join(f"{WRITTEN[i % len(WRITTEN)]} {i}\n" for i in range(200)), encoding="utf-8")
-    try:
-        gate = export_litert(str(tmp_path / "tagger"), str(tmp_path / "litert_int8"), quantization="int8",
-                             calibration_file=str(calibration))["litert"]["int8_gate"]
-        assert gate["passed"] and gate["measured"].startswith("unit tag agreement with the float model")
-    except LiteRTExportError as error:
-        assert "unit tag agreement with the float model" in str(error)
+
+
+def test_full_int8_of_a_tagger_is_gated_on_the_tags_of_its_units():
+    """The gate reads the tag at each unit's first piece: other tags there fail it, other tags elsewhere (the
+    pieces that continue a unit, padding) do not count."""
+    from albert_tf.export_lib.litert_module import INT8_MIN_LABEL_AGREEMENT, TokenClassifierRequests
+
+    rng = np.random.default_rng(0)
+    reference = {"probabilities": rng.random((4, 30, 5)), "unit_starts": (rng.random((4, 30)) < 0.5).astype(int)}
+    starts = reference["unit_starts"] > 0
+    # (Rolled one tag along: every argmax moves.)
+    rolled = np.roll(reference["probabilities"], 1, axis=-1)
+    elsewhere = {**reference, "probabilities": np.where(starts[..., None], reference["probabilities"], rolled)}
+    passed, measured = TokenClassifierRequests.int8_gate(None, elsewhere, reference)
+    assert passed and measured.startswith("unit tag agreement with the float model 100.00%")
+    flipped = {**reference, "probabilities": reference["probabilities"].copy()}
+    first_unit = tuple(np.argwhere(starts)[0])
+    flipped["probabilities"][first_unit] = rolled[first_unit]
+    passed, measured = TokenClassifierRequests.int8_gate(None, flipped, reference)
+    assert not passed and f"(needs {INT8_MIN_LABEL_AGREEMENT:.1%})" in measured
 
 
 
