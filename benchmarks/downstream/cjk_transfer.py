@@ -341,14 +341,14 @@ def compare_vocabularies(sentencepiece_work, seeds, cmrc_epochs, tagging_epochs,
 
     rows = []
     for kind, figure in figures.items():
-        share = {name: f"{100 * figure[name]['inside'] / figure[name]['boundaries']:.1f}% of "
-                       f"{figure[name]['boundaries']:,}" for name in spans}
+        share = {name: f"{figure[name]['inside']:,} of {figure[name]['boundaries']:,} "
+                       f"({100 * figure[name]['inside'] / figure[name]['boundaries']:.2f}%)" for name in spans}
         rows.append([VOCABULARY_NAMES[kind], f"{figure['pieces']:,}", f"{figure['characters_per_piece']:.2f}",
                      share["UNER zh entities"], share["CMRC 2018 answers"],
                      cell([100 * run["f1"] for run in figure["uner"]]),
                      cell([run["f1"] for run in figure["cmrc"]]), cell([run["exact"] for run in figure["cmrc"]])])
     text = (f"SentencePiece against WordPiece on Chinese: albert_small pretrained on corpus_zh_modern with each "
-            f"vocabulary for the same {figures['sentencepiece']['steps']} steps of batch 64 at seq 128 (the same "
+            f"vocabulary for the same {figures['sentencepiece']['steps']:,} steps of batch 64 at seq 128 (the same "
             f"split, data recipe and optimizer), then fine-tuned from each checkpoint on UNER Chinese GSDSimp (run_"
             f"tagger, {tagging_epochs:g} epochs, the test split scored with the weights best on dev) and CMRC 2018 "
             f"(run_squad on the trial set for {cmrc_epochs:g} epochs, its dev set scored by CMRC's metric); seeds "
