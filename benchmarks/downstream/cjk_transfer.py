@@ -196,7 +196,8 @@ def finished_step(run_dir):
         return None
     with open(config_path) as f:
         config = json.load(f)
-    planned = config.get("train_budget", {}).get("num_train_steps") or config.get("num_train_steps")
+    # A budgeted run records the steps its budget was fitted to; a fixed one, its flag's in "config".
+    planned = config.get("train_budget", {}).get("num_train_steps") or config.get("config", {}).get("num_train_steps")
     newest = int(checkpoints_newest_first(run_dir)[0].rsplit("-", 1)[1])
     return newest if planned and newest >= planned else None
 
@@ -318,11 +319,7 @@ def compare_vocabularies(sentencepiece_work, seeds, cmrc_epochs, tagging_epochs,
     figures = {}
     for kind, run in runs.items():
         tokenizer = run_tokenizer(run)
-        with open(os.path.join(run, "run_config.json")) as f:
-            run_config = json.load(f)
-        figure = {"pieces": tokenizer.vocab_size,
-                  "steps": run_config.get("train_budget", {}).get("num_train_steps") or run_config.get(
-                      "num_train_steps")}
+        figure = {"pieces": tokenizer.vocab_size, "steps": finished_step(run)}
         for name, by_text in spans.items():
             inside, total = boundaries_inside_pieces(tokenizer, by_text)
             figure[name] = {"inside": inside, "boundaries": total}
