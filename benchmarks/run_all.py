@@ -343,8 +343,12 @@ CONCLUSIONS = {
                 "Chinese checkpoint scores 2.95 +- 2.94 F1 (seeds 6.34, 1.12, 1.39) and random init 1.05 +- 0.72; "
                 "the gap is within the seeds' spread. Measuring transfer here needs CMRC's training set and a "
                 "stronger checkpoint.",
-    "vocabularies_zh": "Not measured yet: the WordPiece run was still pretraining when this section was added "
-                       "(its command resumes it; then the stage's command fills the table).",
+    "vocabularies_zh": "At 8,000 pieces SentencePiece is nearly a character a piece on Chinese too: it hides 0.69% "
+                       "of entity and 0.56% of answer boundaries inside pieces, WordPiece none; with one seed each, "
+                       "WordPiece scores 20.31 entity F1 against 19.16 and 6.83 CMRC F1 against 6.34, both within "
+                       "the seeds' spread. On a device the WordPiece model's ids are exact on 500 of 500 lines; "
+                       "float32 matches the SavedModel, dynamic int8 reaches a min cosine of 0.9976 (mean 0.99989), "
+                       "short of 0.999.",
     "tagging_units": "Tagging units of the whole text scores English entities 2.35 F1 higher than tagging words "
                      "one by one (20.00 against 17.66 from random init, 3 seeds, stds 0.38 and 0.80): what lets "
                      "Chinese, Japanese and Korean entities begin and end inside a run does not cost English.",
