@@ -13,7 +13,7 @@ from albert_tf.data.wordpiece_vocabulary import bert_layout
 from albert_tf.text.bert_normalizer_model import left_to_the_kernel, normalized_character, normalizer_model
 from albert_tf.text.wordpiece_tokenizer import WordPieceTokenizer
 from test_tokenization import unicode_fuzz
-from test_wordpiece import STAGED, WRITTEN, _staged_lines, vocabularies  # noqa: F401 (a fixture)
+from test_wordpiece import WRITTEN, staged_vocabulary_and_texts, vocabularies  # noqa: F401 (a fixture)
 from text_fixtures import SPECIAL_LINES
 
 
@@ -76,19 +76,7 @@ def per_character_sigma(text, lower_case):
 @pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
 def test_ids_equal_the_python_tokenizers_on_the_staged_corpora(shared_data, tmp_path, lower_case):
     """300 held-out lines of Japanese, Chinese, Korean and English each and 200 CMRC 2018 contexts."""
-    import json
-
-    from albert_tf.data.wordpiece_vocabulary import train
-
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(line for relative in STAGED for line in _staged_lines(shared_data, relative, 1000)),
-                      encoding="utf-8")
-    train([str(corpus)], str(tmp_path / "vocab.txt"), vocab_size=8000, lower_case=lower_case)
-    tokenizer = WordPieceTokenizer(str(tmp_path / "vocab.txt"), lower_case=lower_case)
-    held_out = [line for relative in STAGED for line in _staged_lines(shared_data, relative, 300, skip=3000)]
-    cmrc = json.loads((shared_data / "cmrc2018" / "cmrc2018_dev.json").read_text(encoding="utf-8"))
-    contexts = [paragraph["context"] for article in cmrc["data"] for paragraph in article["paragraphs"]][:200]
-    texts = held_out + contexts
+    tokenizer, texts = staged_vocabulary_and_texts(shared_data, tmp_path, lower_case)
     expected = tokenizer.encode_batch([per_character_sigma(text, lower_case) for text in texts])
     assert device_ids(litert_layer(tokenizer), texts) == [list(row) for row in expected]
 

@@ -100,17 +100,24 @@ def _staged_lines(shared_data, relative, count, skip=0):
 def test_ids_and_offsets_equal_hugging_faces_on_the_staged_corpora(shared_data, tmp_path, lower_case):
     """A vocabulary trained on Japanese, Chinese, Korean and English text; 300 held-out lines of each, and the
     staged evaluation sets' texts (CMRC 2018 contexts, KLUE-NER sentences)."""
+    tokenizer, texts = staged_vocabulary_and_texts(shared_data, tmp_path, lower_case)
+    assert_like_huggingface(tokenizer, texts)
+
+
+def staged_vocabulary_and_texts(shared_data, tmp_path, lower_case):
+    """(a WordPieceTokenizer of an 8,000-line vocabulary trained on 1,000 lines of each staged corpus, texts it
+    never saw: 300 later lines of each corpus and 200 CMRC 2018 dev contexts)."""
+    import json
+
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(line for relative in STAGED for line in _staged_lines(shared_data, relative, 1000)),
                       encoding="utf-8")
     train([str(corpus)], str(tmp_path / "vocab.txt"), vocab_size=8000, lower_case=lower_case)
     tokenizer = WordPieceTokenizer(str(tmp_path / "vocab.txt"), lower_case=lower_case)
     held_out = [line for relative in STAGED for line in _staged_lines(shared_data, relative, 300, skip=3000)]
-    import json
-
     cmrc = json.loads((shared_data / "cmrc2018" / "cmrc2018_dev.json").read_text(encoding="utf-8"))
     contexts = [paragraph["context"] for article in cmrc["data"] for paragraph in article["paragraphs"]][:200]
-    assert_like_huggingface(tokenizer, held_out + contexts)
+    return tokenizer, held_out + contexts
 
 
 @pytest.fixture
