@@ -580,6 +580,9 @@ def test_cli_v1_trains_predicts_and_scores(tmp_path, encoder_dir, tokenizer):
                        "--num_train_steps=50", "--n_best_size=5", *SMALL_RUN)
     assert result.returncode == 0, result.stderr
     assert "SQuAD 1.1: fine-tuned for 50 steps" in result.stdout
+    # The best checkpoint answered the file while training: its evaluation after training and the predictions
+    # reuse those answers (that they are the best checkpoint's is checked below).
+    assert result.stdout.count("its answers reused") == 2
 
     predictions = json.loads((output / "predictions.json").read_text(encoding="utf-8"))
     assert set(predictions) == {f"q{i}" for i in range(len(V1_QUESTIONS))}
@@ -742,3 +745,40 @@ def test_squad_keeps_its_best_checkpoint_and_overwrite_starts_afresh(tmp_path, e
     assert not (output / "best").exists() and not (output / "eval_results.json").exists()
     assert "Resuming from" not in fresh.stdout
     assert json.loads((output / "checkpoints" / "albert_tf.json").read_text())["train_steps"] == 20
+
+
+def test_weights_answer_a_file_once(tmp_path, encoder_dir, tokenizer, monkeypatch):
+    """The best checkpoint's evaluation, its evaluation again after training and do_predict answer one file with
+    the same weights: one pass over the windows, the files written as a fresh pass writes them; changed weights
+    answer again."""
+    from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
+    from albert_tf.models.model_io import load_model
+    from albert_tf.tasks import squad_task
+    from albert_tf.tasks.squad_task import SquadConfig, SquadTask
+    from albert_tf.training.finetuning_config import FinetuningConfig
+
+    dev = squad_file(tmp_path, "dev.json", "1.1", V1_QUESTIONS[:4])
+    config = SquadTask().resolve(FinetuningConfig(
+        task=SquadConfig(version="1.1", predict_file=str(dev), max_query_length=16, doc_stride=16),
+        max_seq_length=64, do_eval=True, do_predict=True))
+    model = AlbertSpanLabeler(load_model(str(encoder_dir))[0])
+    passes = []
+    counted = squad_task.span_logits
+    monkeypatch.setattr(squad_task, "span_logits", lambda *args, **kwargs: passes.append(1) or counted(*args,
+                                                                                                         **kwargs))
+    task = SquadTask()
+    eval_data = task.read_eval(tokenizer, config)
+    first = task.evaluate(model, eval_data, config)
+    assert task.evaluate(model, eval_data, config) == first and len(passes) == 1
+    metrics, _ = task.predict(model, tokenizer, config, str(tmp_path / "kept"))
+    assert metrics == first and len(passes) == 1
+
+    fresh_metrics, _ = SquadTask().predict(model, tokenizer, config, str(tmp_path / "fresh"))
+    assert len(passes) == 2 and fresh_metrics == first
+    for name in (squad.PREDICTIONS_FILE, squad.NBEST_FILE):
+        assert (tmp_path / "kept" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes()
+
+    kernel = model.weights[-1]
+    kernel.assign(kernel.numpy() + 1.0)
+    task.predict(model, tokenizer, config, str(tmp_path / "changed"))
+    assert len(passes) == 3
