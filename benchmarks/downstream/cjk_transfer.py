@@ -67,10 +67,12 @@ CORPORA = {"zh": os.path.join(SHARED_DATA, "corpus_zh_modern", "corpus_paragraph
            "ja": os.path.join(SHARED_DATA, "corpus_ja_aozora", "corpus_paragraphs.txt")}
 
 
-def pretrain(work, corpus, budget_hours):
-    """Vocabulary, data and the pretraining run under `work` (each stage resumes); the run directory."""
-    recipe = PRETRAINING._replace(budget_hours=budget_hours)
-    train_text, heldout_text, spm = pretraining_recipes.prepare(work, corpus)
+def pretrain(work, corpus, budget_hours, steps=0, vocabulary_flags=()):
+    """Vocabulary (train_sentencepiece with `vocabulary_flags`), data and the pretraining run under `work` (each
+    stage resumes), for `steps` steps or, with none, the step count fitted to `budget_hours`; the run directory."""
+    recipe = (PRETRAINING._replace(budget_hours=0.0, steps=steps) if steps
+              else PRETRAINING._replace(budget_hours=budget_hours))
+    train_text, heldout_text, spm = pretraining_recipes.prepare(work, corpus, vocabulary_flags)
     pretraining_recipes.make_data(work, recipe, (train_text, heldout_text), spm)
     if pretraining_recipes.train(work, recipe, spm) != 0:
         print("run_pretraining stopped; rerun the same command to resume", flush=True)
@@ -271,10 +273,13 @@ def tagging_run(work, run_dir, seed, epochs):
         return json.load(f)
 
 
+LITERT_QUANTIZATIONS = ("float32", "float16", "dynamic_int8")
+
+
 def litert_agreement(run_dir, texts, output_dir):
-    """The WordPiece model on a device against its SavedModel: albert-export of the run in both formats (LiteRT
-    float32 and dynamic int8), each held-out text's pooled_output compared (cosine), and model.tflite's ids
-    against the Python tokenizer's; {quantization: figures}."""
+    """A pretrained run on a device against its SavedModel: albert-export of the run as a SavedModel and as LiteRT
+    files of each of LITERT_QUANTIZATIONS, each held-out text's pooled_output compared (cosine), and model.tflite's
+    ids against the Python tokenizer's; {"texts", "ids_equal", quantization: figures}."""
     import numpy as np
     import tensorflow as tf
 
@@ -290,19 +295,21 @@ def litert_agreement(run_dir, texts, output_dir):
     reference = np.concatenate([serving(text=tf.constant(texts[i:i + 64]))["pooled_output"].numpy()
                                 for i in range(0, len(texts), 64)])
     metadata = model_metadata(run_dir)
-    in_graph = tf_tokenizer(find_vocabulary(run_dir), bool(metadata.get("lower_case", True)),
-                            bool(metadata.get("keep_accents", False)))
-    device_tokenizer = litert_tokenizer(in_graph)[0]
+    settings = (bool(metadata.get("lower_case", True)), bool(metadata.get("keep_accents", False)),
+                bool(metadata.get("rewrite_quotes", False)))
+    vocabulary = find_vocabulary(run_dir)
+    device_tokenizer = litert_tokenizer(tf_tokenizer(vocabulary, *settings))[0]
     device_ids = device_tokenizer(tf.constant(texts)).to_list()
-    trained_ids = [in_graph.python_tokenizer.encode(text) for text in texts]
+    trained_ids = [vocabulary.tokenizer(*settings).encode(text) for text in texts]
     figures = {"texts": len(texts), "ids_equal": sum(list(a) == list(b) for a, b in zip(device_ids, trained_ids))}
-    for quantization in ("float32", "dynamic_int8"):
+    for quantization in LITERT_QUANTIZATIONS:
         output = os.path.join(output_dir, f"litert_{quantization}")
         record = export_litert(run_dir, output, quantization=quantization, max_seq_length=PRETRAINING.seq_length,
                                overwrite=True)["litert"]
         pooled = LiteModel(output)(texts, max_batch_tokens=512)["pooled_output"]
         cosines = (pooled * reference).sum(-1) / np.linalg.norm(pooled, axis=-1) / np.linalg.norm(reference, axis=-1)
         figures[quantization] = {"min_cosine": float(cosines.min()), "mean_cosine": float(cosines.mean()),
+                                 "below_0.999": int((cosines < 0.999).sum()),
                                  "bytes": record["files"]["model.tflite"]["bytes"]}
     return figures
 
@@ -330,8 +337,8 @@ def compare_vocabularies(sentencepiece_work, seeds, cmrc_epochs, tagging_epochs,
         figures[kind] = figure
     with open(os.path.join(works["wordpiece"], "heldout.txt"), encoding="utf-8") as f:
         held_out = [line.strip() for line in f if line.strip()][:LITERT_TEXTS]
-    device = litert_agreement(runs["wordpiece"], held_out, os.path.join(works["wordpiece"], "exports"))
-    figures["wordpiece"]["litert"] = device
+    for kind, run in runs.items():
+        figures[kind]["litert"] = litert_agreement(run, held_out, os.path.join(works[kind], "exports"))
 
     def cell(values):
         return f"{statistics.mean(values):.2f}" + (f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else "")
@@ -344,6 +351,11 @@ def compare_vocabularies(sentencepiece_work, seeds, cmrc_epochs, tagging_epochs,
                      share["UNER zh entities"], share["CMRC 2018 answers"],
                      cell([100 * run["f1"] for run in figure["uner"]]),
                      cell([run["f1"] for run in figure["cmrc"]]), cell([run["exact"] for run in figure["cmrc"]])])
+    held_out_count = figures["wordpiece"]["litert"]["texts"]
+    device_rows = [[VOCABULARY_NAMES[kind], f"{figure['litert']['ids_equal']} of {figure['litert']['texts']}"]
+                   + [f"{figure['litert'][q]['min_cosine']:.6f} / {figure['litert'][q]['mean_cosine']:.6f} "
+                      f"({figure['litert'][q]['below_0.999']}), {figure['litert'][q]['bytes'] / 1e6:.1f} MB"
+                      for q in LITERT_QUANTIZATIONS] for kind, figure in figures.items()]
     text = (f"SentencePiece against WordPiece on Chinese: albert_small pretrained on corpus_zh_modern with each "
             f"vocabulary for the same {figures['sentencepiece']['steps']:,} steps of batch 64 at seq 128 (the same "
             f"split, data recipe and optimizer), then fine-tuned from each checkpoint on UNER Chinese GSDSimp (run_"
@@ -355,13 +367,14 @@ def compare_vocabularies(sentencepiece_work, seeds, cmrc_epochs, tagging_epochs,
             + markdown_table(["vocabulary", "pieces", "characters per piece (CMRC contexts)",
                               "entity boundaries inside a piece", "answer boundaries inside a piece",
                               "UNER zh entity F1", "CMRC F1", "CMRC EM"], rows) + "\n\n"
-            f"On a device: the WordPiece checkpoint exported by albert-export --format=litert (model.tflite "
-            f"tokenizing with tensorflow-text's FastBertNormalize and FastWordpieceTokenizeWithOffsets kernels) and "
-            f"as a SavedModel, on {device['texts']} held-out lines of the corpus: model.tflite's ids equal the "
-            f"trained ids on {device['ids_equal']} of them; pooled_output cosine against the SavedModel's: float32 "
-            f"min {device['float32']['min_cosine']:.6f} ({device['float32']['bytes'] / 1e6:.1f} MB), dynamic int8 "
-            f"min {device['dynamic_int8']['min_cosine']:.6f} (mean {device['dynamic_int8']['mean_cosine']:.6f}, "
-            f"{device['dynamic_int8']['bytes'] / 1e6:.1f} MB).\n")
+            f"On a device: each checkpoint exported by albert-export as a SavedModel and as LiteRT files "
+            f"(model.tflite tokenizing raw text in the file: SentencePiece's kernel, or WordPiece's through tensorflow-"
+            f"text's FastBertNormalize and FastWordpieceTokenizeWithOffsets), on {held_out_count} held-out lines of "
+            f"the corpus: model.tflite's ids against the trained ids, and its pooled_output cosine against the "
+            f"SavedModel's per quantization.\n\n"
+            + markdown_table(["vocabulary", "ids equal"]
+                             + [f"{quantization}: min / mean cosine (lines below 0.999), size"
+                                for quantization in LITERT_QUANTIZATIONS], device_rows) + "\n")
     os.makedirs(results_dir, exist_ok=True)
     with open(os.path.join(results_dir, "vocabularies_zh.md"), "w") as f:
         f.write(portable(text))
@@ -387,6 +400,13 @@ def main(argv=None):
                              "WORK_DIR/LANGUAGE_wordpiece")
     parser.add_argument("--budget_hours", type=float, default=PRETRAINING.budget_hours,
                         help="pretraining's wall-clock budget; its schedule is fitted to it")
+    parser.add_argument("--train_steps", type=int, default=0,
+                        help="pretrain for this many steps instead of fitting the step count to --budget_hours "
+                             "(a run the same length as another language's, whatever else the machine runs)")
+    parser.add_argument("--accents", choices=("auto", "strip"), default="auto",
+                        help="auto: the vocabulary tool's default (accents kept where stripping would rewrite the "
+                             "text, as Japanese kana's voicing marks); strip: --nokeep_accents, the original's rule, "
+                             "under WORK_DIR/LANGUAGE_stripped (the accents stage compares the two)")
     parser.add_argument("--seeds", default="1", help="comma-separated fine-tuning seeds")
     parser.add_argument("--cmrc_epochs", type=float, default=2.0, help="passes over CMRC 2018's trial set")
     parser.add_argument("--tagging_epochs", type=float, default=3.0,
@@ -396,6 +416,10 @@ def main(argv=None):
     work = os.path.join(args.work_dir, args.language)
     if args.vocabulary == "wordpiece":
         sentencepiece_work, work = work, work + "_wordpiece"
+    if args.accents == "strip":
+        if args.vocabulary == "wordpiece":
+            parser.error("--accents=strip is a SentencePiece vocabulary's setting (WordPiece strips with lowercasing)")
+        work += "_stripped"
     os.makedirs(os.path.join(work, "runs"), exist_ok=True)
     stages = [stage for stage in args.stages.split(",") if stage]
     unknown = sorted(set(stages) - {"pretrain", "cmrc", "vocabularies"})
@@ -405,7 +429,8 @@ def main(argv=None):
         if args.vocabulary == "wordpiece":
             pretrain_wordpiece(work, CORPORA[args.language], sentencepiece_work)
         else:
-            pretrain(work, CORPORA[args.language], args.budget_hours)
+            pretrain(work, CORPORA[args.language], args.budget_hours, args.train_steps,
+                     ["--nokeep_accents"] if args.accents == "strip" else [])
     if "cmrc" in stages:
         if args.language != "zh":
             parser.error("CMRC 2018 is Chinese: --language=zh")

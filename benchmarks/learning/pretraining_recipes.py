@@ -112,15 +112,16 @@ def tool(*args):
     return subprocess.run([sys.executable, "-m", *args], env=env, cwd=REPO).returncode
 
 
-def prepare(work, corpus):
-    """The held-out split, the vocabulary, and the model configs with its size."""
+def prepare(work, corpus, vocabulary_flags=()):
+    """The held-out split, the vocabulary (train_sentencepiece with `vocabulary_flags` besides the recipe's), and
+    the model configs with its size."""
     train_text, eval_text = os.path.join(work, "train.txt"), os.path.join(work, "heldout.txt")
     if not os.path.exists(eval_text):
         split_documents(corpus, train_text, eval_text)
     spm = os.path.join(work, "spm")
     if not os.path.exists(spm + ".model"):
         tool("albert_tf.train_sentencepiece", f"--input={train_text}", "--input_format=paragraphs",
-             f"--vocab_size={VOCAB_SIZE}", f"--output_prefix={spm}")
+             f"--vocab_size={VOCAB_SIZE}", f"--output_prefix={spm}", *vocabulary_flags)
     for model, preset in MODELS.items():
         path = os.path.join(work, f"{model}8k.json")
         if not os.path.exists(path):
