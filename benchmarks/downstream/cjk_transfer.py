@@ -1,6 +1,6 @@
-r"""Does pretraining on a small Chinese (or Japanese) corpus transfer? A small ALBERT pretrained on
-../shared/data/corpus_zh_modern (or corpus_ja_aozora) against the same model from random init, fine-tuned on
-the staged CJK sets.
+r"""Does pretraining on a small Chinese, Japanese or Korean corpus transfer? A small ALBERT pretrained on
+../shared/data/corpus_zh_modern (corpus_ja_aozora, corpus_ko_ud_kaist) against the same model from random init,
+fine-tuned on the staged CJK sets.
 
   # stage 1 (hours, resumable: rerun the same command to continue): vocabulary, data, pretraining
   python -m benchmarks.downstream.cjk_transfer --language=zh --stages=pretrain [--work_dir=../cjk_transfer]
@@ -11,6 +11,15 @@ the staged CJK sets.
   # the SentencePiece run's step count, then both fine-tuned on UNER zh and CMRC 2018 (writes vocabularies_zh)
   python -m benchmarks.downstream.cjk_transfer --language=zh --vocabulary=wordpiece --stages=pretrain
   python -m benchmarks.downstream.cjk_transfer --language=zh --stages=vocabularies --seeds=1,2,3
+
+  # Japanese and Korean: pretraining for the Chinese run's 4,962 steps, then semantic similarity (JSTS, KorSTS:
+  # run_text_classifier as a regression, the dev set's Spearman), pretrained against random init (writes sts_LANG)
+  python -m benchmarks.downstream.cjk_transfer --language=ja --stages=pretrain --train_steps=4962
+  python -m benchmarks.downstream.cjk_transfer --language=ja --stages=sts --seeds=1,2,3
+  # Japanese with the original's accent stripping (under WORK_DIR/ja_stripped), then both runs compared: voiced-kana
+  # pieces and held-out accuracy at [MASK] (writes accents_ja)
+  python -m benchmarks.downstream.cjk_transfer --language=ja --stages=pretrain --train_steps=4962 --accents=strip
+  python -m benchmarks.downstream.cjk_transfer --language=ja --stages=accents
 
 Pretraining goes through the real CLIs, as benchmarks.learning.pretraining_recipes does (that module's
 helpers): every 10th document held out, a SentencePiece vocabulary of 8,000 pieces trained on the rest
@@ -40,7 +49,7 @@ with the SentencePiece model's 8,000 as its size, lowercased as Google's) and th
   - fine-tuned from its checkpoint on UNER Chinese GSDSimp (run_tagger, benchmarks.downstream.tagging's recipe:
     --tagging_epochs, lr 1e-4, batch 32, dev every tenth of the steps, test scored with the weights best on dev)
     and on CMRC 2018 (as stage 2), over --seeds;
-and the WordPiece checkpoint exported as LiteRT files (float32, dynamic int8) and a SavedModel: model.tflite's
+and each checkpoint exported as LiteRT files (float32, float16, dynamic int8) and a SavedModel: model.tflite's
 ids against the trained ids and its pooled_output cosine against the SavedModel's on held-out lines. Writes
 RESULTS_DIR/vocabularies_zh.{json,md}.
 
@@ -48,6 +57,7 @@ Every finished run is kept under WORK_DIR/LANGUAGE and reused when the command i
 """
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -63,8 +73,11 @@ PRETRAINING = pretraining_recipes.Recipe(
     "small", 128, 20, 1, 64, "adamw", 5e-4, 1000, 200000, "pretrain",
     "albert_small on documents at sequence length 128, the schedule fitted to the budget", True, "documents", 1.5)
 
-CORPORA = {"zh": os.path.join(SHARED_DATA, "corpus_zh_modern", "corpus_paragraphs.txt"),
-           "ja": os.path.join(SHARED_DATA, "corpus_ja_aozora", "corpus_paragraphs.txt")}
+# Each language's corpus and its layout (--input_format of the vocabulary and data tools).
+Corpus = collections.namedtuple("Corpus", "path input_format")
+CORPORA = {"zh": Corpus(os.path.join(SHARED_DATA, "corpus_zh_modern", "corpus_paragraphs.txt"), "paragraphs"),
+           "ja": Corpus(os.path.join(SHARED_DATA, "corpus_ja_aozora", "corpus_paragraphs.txt"), "paragraphs"),
+           "ko": Corpus(os.path.join(SHARED_DATA, "corpus_ko_ud_kaist", "corpus_sentences.txt"), "sentences")}
 
 
 def pretrain(work, corpus, budget_hours, steps=0, vocabulary_flags=()):
@@ -72,8 +85,9 @@ def pretrain(work, corpus, budget_hours, steps=0, vocabulary_flags=()):
     stage resumes), for `steps` steps or, with none, the step count fitted to `budget_hours`; the run directory."""
     recipe = (PRETRAINING._replace(budget_hours=0.0, steps=steps) if steps
               else PRETRAINING._replace(budget_hours=budget_hours))
-    train_text, heldout_text, spm = pretraining_recipes.prepare(work, corpus, vocabulary_flags)
-    pretraining_recipes.make_data(work, recipe, (train_text, heldout_text), spm)
+    train_text, heldout_text, spm = pretraining_recipes.prepare(work, corpus.path, vocabulary_flags,
+                                                                corpus.input_format)
+    pretraining_recipes.make_data(work, recipe, (train_text, heldout_text), spm, input_format=corpus.input_format)
     if pretraining_recipes.train(work, recipe, spm) != 0:
         print("run_pretraining stopped; rerun the same command to resume", flush=True)
     return os.path.join(work, "runs", recipe.run)
@@ -101,7 +115,7 @@ def pretrain_wordpiece(work, corpus, sentencepiece_work):
 
     train_text, heldout_text = os.path.join(work, "train.txt"), os.path.join(work, "heldout.txt")
     if not os.path.exists(heldout_text):
-        split_documents(corpus, train_text, heldout_text)
+        split_documents(corpus.path, train_text, heldout_text)
     vocab_file = os.path.join(work, "vocab.txt")
     if not os.path.exists(vocab_file):
         train_wordpiece([train_text], vocab_file, vocab_size=pretraining_recipes.VOCAB_SIZE, lower_case=True)
@@ -115,7 +129,8 @@ def pretrain_wordpiece(work, corpus, sentencepiece_work):
             json.dump(config, f, indent=2)
     steps = sentencepiece_steps(sentencepiece_work)
     recipe = PRETRAINING._replace(budget_hours=0.0, steps=steps)
-    pretraining_recipes.make_data(work, recipe, (train_text, heldout_text), vocab_file)
+    pretraining_recipes.make_data(work, recipe, (train_text, heldout_text), vocab_file,
+                                  input_format=corpus.input_format)
     if pretraining_recipes.train(work, recipe, vocab_file) != 0:
         print("run_pretraining stopped; rerun the same command to resume", flush=True)
     return os.path.join(work, "runs", recipe.run)
@@ -171,6 +186,132 @@ def cmrc(work, seeds, epochs, results_dir):
         f.write(portable(text))
     with open(os.path.join(results_dir, "cmrc2018.json"), "w") as f:
         json.dump(portable({"runs": figures, "seeds": seeds, "epochs": epochs}), f, indent=1)
+    print(text)
+
+
+# Each language's semantic-similarity set: (title, train file, dev file, run_text_classifier's column flags).
+STS_SETS = {
+    "ja": ("JSTS (JGLUE v1.3)", os.path.join(SHARED_DATA, "jglue", "jsts-v1.3", "train-v1.3.json"),
+           os.path.join(SHARED_DATA, "jglue", "jsts-v1.3", "valid-v1.3.json"),
+           ["--text_column=sentence1", "--text_b_column=sentence2", "--label_column=label",
+            "--id_column=sentence_pair_id"]),
+    "ko": ("KorSTS", os.path.join(SHARED_DATA, "korsts", "sts-train.tsv"),
+           os.path.join(SHARED_DATA, "korsts", "sts-dev.tsv"),
+           ["--text_column=sentence1", "--text_b_column=sentence2", "--label_column=score", "--id_column=id",
+            "--quoting=none"]),
+}
+
+
+def sts_run(work, language, start, seed, epochs, pretrained):
+    """run_text_classifier as a regression on the language's STS set (train, its dev set evaluated every tenth of
+    the steps, the weights with the best Spearman kept and scored) from `start` ("pretrained": the checkpoint
+    `pretrained`; "random init": its config and vocabulary); eval_results.json (kept, reused)."""
+    output = os.path.join(work, "sts", start.replace(" ", "_"), f"seed{seed}")
+    results = os.path.join(output, "eval_results.json")
+    if not os.path.exists(results):
+        _, train_file, dev_file, columns = STS_SETS[language]
+        init = ([f"--init_checkpoint={pretrained}"] if start == "pretrained" else
+                [f"--albert_config={os.path.join(work, PRETRAINING.model + '8k.json')}",
+                 pretraining_recipes.vocabulary_flag(os.path.join(work, "spm.model"))])
+        command = [sys.executable, "-m", "albert_tf.run_text_classifier", "--do_train", "--do_eval",
+                   f"--train_file={train_file}", f"--eval_file={dev_file}", *columns, "--problem_type=regression",
+                   "--metric=spearman", f"--output_dir={output}", f"--max_seq_length={PRETRAINING.seq_length}",
+                   "--train_batch_size=32", "--learning_rate=1e-4", f"--num_train_epochs={epochs}",
+                   "--eval_batch_size=64", f"--seed={seed}", "--overwrite", *init]
+        print("+ " + " ".join(command[1:]), flush=True)
+        subprocess.run(command, check=True, cwd=REPO, env=child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1"))
+    with open(results) as f:
+        return json.load(f)
+
+
+def sts(work, language, seeds, epochs, results_dir):
+    """Both starts over `seeds` on the language's STS set; RESULTS_DIR/sts_LANGUAGE.{md,json}."""
+    pretrained = os.path.join(work, "runs", PRETRAINING.run)
+    if finished_step(pretrained) is None:
+        sys.exit(f"{pretrained}: pretraining has not finished; run --language={language} --stages=pretrain to its "
+                 "end first")
+    figures = {start: [sts_run(work, language, start, seed, epochs, pretrained) for seed in seeds]
+               for start in ("pretrained", "random init")}
+
+    def cell(runs, key):
+        values = [100 * run[key] for run in runs]
+        return f"{statistics.mean(values):.2f}" + (f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else "")
+
+    rows = [[start, str(len(runs)), cell(runs, "spearman"), cell(runs, "pearson")] for start, runs in figures.items()]
+    gain = (statistics.mean(run["spearman"] for run in figures["pretrained"])
+            - statistics.mean(run["spearman"] for run in figures["random init"]))
+    title, train_file, dev_file, _ = STS_SETS[language]
+    text = (f"{title}: run_text_classifier as a regression, trained on {os.path.basename(train_file)} for "
+            f"{epochs:g} epochs (batch 32, lr 1e-4, seq {PRETRAINING.seq_length} as pretrained), "
+            f"{os.path.basename(dev_file)} evaluated every tenth of the steps and the weights with the best "
+            f"Spearman scored (the dev set both picks and scores: no test labels are used); albert_small pretrained "
+            f"on {os.path.basename(os.path.dirname(CORPORA[language].path))} ({finished_step(pretrained):,} steps of "
+            f"batch 64, seq 128) and from random init (the same config and vocabulary); seeds "
+            f"{','.join(map(str, seeds))}; {cpu_description()}. Pretrained minus random init: {100 * gain:+.2f} "
+            f"Spearman.\n\n" + markdown_table(["start", "seeds", "Spearman x 100", "Pearson x 100"], rows) + "\n")
+    os.makedirs(results_dir, exist_ok=True)
+    with open(os.path.join(results_dir, f"sts_{language}.md"), "w") as f:
+        f.write(portable(text))
+    with open(os.path.join(results_dir, f"sts_{language}.json"), "w") as f:
+        json.dump(portable({"runs": figures, "seeds": seeds, "epochs": epochs}), f, indent=1)
+    print(text)
+
+
+def heldout_accuracy(run_dir):
+    """(held-out accuracy at [MASK], its frequent-piece level) of the run's newest held-out evaluation."""
+    with open(os.path.join(run_dir, "eval_history.jsonl")) as f:
+        last = [json.loads(line) for line in f if line.strip()][-1]
+    return last["heldout"]["masked_lm_accuracy_at_mask"], last["frequent_piece_level"]
+
+
+def voiced_kana_pieces(spm_model):
+    """How many of the SentencePiece model's pieces hold a voiced or semi-voiced kana (が, パ, ...: the letters
+    accent stripping rewrites), and how many pieces it has."""
+    import unicodedata
+
+    import sentencepiece
+
+    processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    # A voiced kana decomposes into its plain kana and the combining (semi-)voiced sound mark, U+3099 / U+309A.
+    voiced = sum(any(mark in unicodedata.normalize("NFD", piece) for mark in ("\u3099", "\u309a"))
+                 for piece in pieces)
+    return voiced, len(pieces)
+
+
+def accents(work, results_dir):
+    """The Japanese runs with accents kept (the vocabulary tool's default for kana) and stripped (the original's
+    rule, --accents=strip), both finished: voiced-kana pieces and held-out accuracy at [MASK];
+    RESULTS_DIR/accents_ja.{md,json}."""
+    works = {"kept": work, "stripped": work + "_stripped"}
+    figures = {}
+    for name, directory in works.items():
+        run = os.path.join(directory, "runs", PRETRAINING.run)
+        if finished_step(run) is None:
+            flag = " --accents=strip" if name == "stripped" else ""
+            sys.exit(f"{run}: pretraining has not finished; run --language=ja --stages=pretrain{flag} to its end "
+                     "first")
+        voiced, pieces = voiced_kana_pieces(os.path.join(directory, "spm.model"))
+        accuracy, level = heldout_accuracy(run)
+        figures[name] = {"voiced_kana_pieces": voiced, "pieces": pieces, "steps": finished_step(run),
+                         "heldout_accuracy_at_mask": accuracy, "frequent_piece_level": level}
+    rows = [[f"accents {name}", f"{figure['voiced_kana_pieces']:,} of {figure['pieces']:,}",
+             f"{figure['heldout_accuracy_at_mask']:.4f}", f"{figure['frequent_piece_level']:.4f}",
+             f"{figure['heldout_accuracy_at_mask'] - figure['frequent_piece_level']:+.4f}"]
+            for name, figure in figures.items()]
+    text = (f"Japanese with and without accent stripping: albert_small pretrained on corpus_ja_aozora for "
+            f"{figures['kept']['steps']:,} steps each (the same split and recipe), with an 8,000-piece SentencePiece "
+            f"vocabulary trained with accents kept (the vocabulary tool's default where stripping would rewrite the "
+            f"text) and with --nokeep_accents (the original's NFKD rule, which turns が into か and パ into ハ). Held-out "
+            f"accuracy at [MASK] is over each vocabulary's own pieces (a stripped vocabulary predicts the stripped "
+            f"text, an easier target), so it is read beside its frequent-piece level; {cpu_description()}.\n\n"
+            + markdown_table(["vocabulary", "pieces holding a voiced kana", "held-out accuracy at [MASK]",
+                              "frequent-piece level", "above the level"], rows) + "\n")
+    os.makedirs(results_dir, exist_ok=True)
+    with open(os.path.join(results_dir, "accents_ja.md"), "w") as f:
+        f.write(portable(text))
+    with open(os.path.join(results_dir, "accents_ja.json"), "w") as f:
+        json.dump(portable(figures), f, indent=1)
     print(text)
 
 
@@ -391,8 +532,10 @@ def main(argv=None):
                         help="holds each language's split, vocabulary, data, runs and fine-tuning results; reused "
                              "when rerun")
     parser.add_argument("--stages", default="pretrain",
-                        help="comma-separated: pretrain, cmrc, vocabularies (zh: the SentencePiece and the WordPiece "
-                             "runs compared; both pretrained first)")
+                        help="comma-separated: pretrain, cmrc (zh), vocabularies (zh: the SentencePiece and the "
+                             "WordPiece runs compared; both pretrained first), sts (ja: JSTS, ko: KorSTS; "
+                             "pretrained against random init), accents (ja: the runs with accents kept and "
+                             "stripped compared; both pretrained first)")
     parser.add_argument("--vocabulary", choices=("sentencepiece", "wordpiece"), default="sentencepiece",
                         help="sentencepiece: an 8,000-piece SentencePiece model, the run fitted to --budget_hours; "
                              "wordpiece: a WordPiece vocab.txt of as many lines (BERT's layout, as Google's Chinese "
@@ -409,6 +552,7 @@ def main(argv=None):
                              "under WORK_DIR/LANGUAGE_stripped (the accents stage compares the two)")
     parser.add_argument("--seeds", default="1", help="comma-separated fine-tuning seeds")
     parser.add_argument("--cmrc_epochs", type=float, default=2.0, help="passes over CMRC 2018's trial set")
+    parser.add_argument("--sts_epochs", type=float, default=3.0, help="passes over the STS training set")
     parser.add_argument("--tagging_epochs", type=float, default=3.0,
                         help="passes over UNER Chinese GSDSimp's training sentences (the vocabularies stage)")
     parser.add_argument("--results_dir", default=RESULTS, help="where the tables go")
@@ -422,9 +566,10 @@ def main(argv=None):
         work += "_stripped"
     os.makedirs(os.path.join(work, "runs"), exist_ok=True)
     stages = [stage for stage in args.stages.split(",") if stage]
-    unknown = sorted(set(stages) - {"pretrain", "cmrc", "vocabularies"})
+    known = ("pretrain", "cmrc", "vocabularies", "sts", "accents")
+    unknown = sorted(set(stages) - set(known))
     if unknown:
-        parser.error(f"unknown stage(s) {', '.join(unknown)}; known: pretrain, cmrc, vocabularies")
+        parser.error(f"unknown stage(s) {', '.join(unknown)}; known: {', '.join(known)}")
     if "pretrain" in stages:
         if args.vocabulary == "wordpiece":
             pretrain_wordpiece(work, CORPORA[args.language], sentencepiece_work)
@@ -441,6 +586,16 @@ def main(argv=None):
         compare_vocabularies(os.path.join(args.work_dir, args.language),
                              [int(seed) for seed in args.seeds.split(",") if seed], args.cmrc_epochs,
                              args.tagging_epochs, args.results_dir)
+    if "sts" in stages:
+        if args.language not in STS_SETS:
+            parser.error(f"the sts stage has a set for {' and '.join(sorted(STS_SETS))}: --language=ja (JSTS) or "
+                         "--language=ko (KorSTS)")
+        sts(work, args.language, [int(seed) for seed in args.seeds.split(",") if seed], args.sts_epochs,
+            args.results_dir)
+    if "accents" in stages:
+        if args.language != "ja":
+            parser.error("the accents stage compares the Japanese runs: --language=ja")
+        accents(os.path.join(args.work_dir, args.language), args.results_dir)
     return 0
 
 

@@ -112,15 +112,15 @@ def tool(*args):
     return subprocess.run([sys.executable, "-m", *args], env=env, cwd=REPO).returncode
 
 
-def prepare(work, corpus, vocabulary_flags=()):
+def prepare(work, corpus, vocabulary_flags=(), input_format="paragraphs"):
     """The held-out split, the vocabulary (train_sentencepiece with `vocabulary_flags` besides the recipe's), and
-    the model configs with its size."""
+    the model configs with its size; `input_format`: the corpus's layout (the tools' --input_format)."""
     train_text, eval_text = os.path.join(work, "train.txt"), os.path.join(work, "heldout.txt")
     if not os.path.exists(eval_text):
         split_documents(corpus, train_text, eval_text)
     spm = os.path.join(work, "spm")
     if not os.path.exists(spm + ".model"):
-        tool("albert_tf.train_sentencepiece", f"--input={train_text}", "--input_format=paragraphs",
+        tool("albert_tf.train_sentencepiece", f"--input={train_text}", f"--input_format={input_format}",
              f"--vocab_size={VOCAB_SIZE}", f"--output_prefix={spm}", *vocabulary_flags)
     for model, preset in MODELS.items():
         path = os.path.join(work, f"{model}8k.json")
@@ -142,13 +142,14 @@ def data_prefix(work, recipe, name, nsp=False):
     return os.path.join(work, f"d{recipe.seq_length}", name + suffix)
 
 
-def make_data(work, recipe, texts, spm, nsp=False):
+def make_data(work, recipe, texts, spm, nsp=False, input_format="paragraphs"):
     """The training and held-out data sets (made once); `nsp`: NSP pairs (--random_next_sentence) instead of SOP.
-    `spm`: the vocabulary file (a SentencePiece model, or a WordPiece vocab.txt)."""
+    `spm`: the vocabulary file (a SentencePiece model, or a WordPiece vocab.txt); `input_format`: the texts'
+    layout."""
     for name, text, dupe in (("train", texts[0], recipe.dupe_factor), ("heldout", texts[1], 1)):
         prefix = data_prefix(work, recipe, name, nsp)
         if not os.path.exists(prefix + ".metadata.json"):
-            tool("albert_tf.create_pretraining_data", f"--input_file={text}", "--input_format=paragraphs",
+            tool("albert_tf.create_pretraining_data", f"--input_file={text}", f"--input_format={input_format}",
                  f"--output_file={prefix}", vocabulary_flag(spm), f"--dupe_factor={dupe}", "--num_workers=2",
                  f"--num_output_shards={8 if name == 'train' else 1}", f"--max_seq_length={recipe.seq_length}",
                  f"--max_predictions_per_seq={recipe.predictions}", *(["--random_next_sentence"] if nsp else []),
