@@ -539,3 +539,26 @@ def test_results_are_written_with_paths_relative_to_the_repository_or_the_work_d
                        "commands": ["python -m tool --input_file=../shared/data/corpus.txt "
                                     "--work_dir=$TMPDIR/y"]}
     assert not re.search(MACHINE_PATH, (results / "example.json").read_text())
+
+
+def test_cpu_serving_compares_bfloat16_with_onnx_runtime_float32():
+    """bfloat16 replaces float32 where the CPU computes it: its rows stand against ONNX Runtime's fastest fp32
+    path, int8 against int8, fp32 against fp32, each side's fastest row."""
+    from benchmarks.speed.cpu_serving import ratios
+
+    def row(implementation, precision, p50_ms):
+        return {"model": "encoder", "text": "short", "batch": 1, "threads": 1, "implementation": implementation,
+                "precision": precision, "p50_ms": p50_ms}
+
+    records = ratios([row("albert_tf SavedModel", "fp32", 40.0), row("albert_tf SavedModel bfloat16", "bf16", 20.0),
+                      row("albert_tf SavedModel --serving_xla bfloat16", "bf16", 25.0),
+                      row("albert_tf LiteRT dynamic_int8", "int8", 9.0), row("onnxruntime", "fp32", 21.6),
+                      row("onnxruntime, transformers optimizer", "fp32", 30.0),
+                      row("onnxruntime quantize_dynamic", "int8", 7.35)])
+    by_precision = {record["precision"]: record for record in records}
+    assert set(by_precision) == {"fp32", "bf16", "int8"}
+    assert (by_precision["bf16"]["albert_tf"], by_precision["bf16"]["onnx"]) == (
+        "albert_tf SavedModel bfloat16", "onnxruntime")
+    assert by_precision["bf16"]["albert_tf_speedup"] == pytest.approx(21.6 / 20.0)
+    assert by_precision["fp32"]["albert_tf_speedup"] == pytest.approx(21.6 / 40.0)
+    assert by_precision["int8"]["onnx"] == "onnxruntime quantize_dynamic"
