@@ -136,6 +136,12 @@ def pretrain_wordpiece(work, corpus, sentencepiece_work):
     return os.path.join(work, "runs", recipe.run)
 
 
+def run_tool(command):
+    """Runs a fine-tuning tool's command (printed first) from the repository, failing loudly."""
+    print("+ " + " ".join(command[1:]), flush=True)
+    subprocess.run(command, check=True, cwd=REPO, env=child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1"))
+
+
 def cmrc_run(work, start, seed, epochs, pretrained):
     """run_squad trained on CMRC 2018's trial set and predicting its dev set, from `start` ("pretrained": the
     checkpoint `pretrained`; "random init": its config and vocabulary); eval_results.json (kept, reused)."""
@@ -154,8 +160,7 @@ def cmrc_run(work, start, seed, epochs, pretrained):
                    f"--doc_stride={PRETRAINING.seq_length // 2}", "--max_query_length=32",
                    "--train_batch_size=32", "--learning_rate=1e-4", f"--num_train_epochs={epochs}",
                    "--predict_batch_size=64", f"--seed={seed}", "--overwrite", *init]
-        print("+ " + " ".join(command[1:]), flush=True)
-        subprocess.run(command, check=True, cwd=REPO, env=child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1"))
+        run_tool(command)
     with open(results) as f:
         return json.load(f)
 
@@ -218,8 +223,7 @@ def sts_run(work, language, start, seed, epochs, pretrained):
                    "--metric=spearman", f"--output_dir={output}", f"--max_seq_length={PRETRAINING.seq_length}",
                    "--train_batch_size=32", "--learning_rate=1e-4", f"--num_train_epochs={epochs}",
                    "--eval_batch_size=64", f"--seed={seed}", "--overwrite", *init]
-        print("+ " + " ".join(command[1:]), flush=True)
-        subprocess.run(command, check=True, cwd=REPO, env=child_env(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1"))
+        run_tool(command)
     with open(results) as f:
         return json.load(f)
 
