@@ -175,26 +175,28 @@ BENCHMARKS = [
      "sizes; on the whole SST-2 dev set whether the .tflite's tokenizer gives the Python ids, accuracy, label "
      "agreement with the SavedModel and the largest logit difference; p50/p90 latency of single requests on 1 "
      "thread for texts of about 10, 40 and 128+ tokens."),
-    ("cpu_serving", "On a CPU server: albert_tf's SavedModel and LiteRT files against ONNX Runtime, fp32 and int8",
+    ("cpu_serving", "On a CPU server: albert_tf's SavedModel and LiteRT files against ONNX Runtime, fp32, bfloat16 and int8",
      "python -m benchmarks.speed.cpu_serving",
      "albert_base_v2's shapes with random weights (latency does not depend on them), 30k-clean.model, seq 128, as an "
      "encoder (pooled output) and an SST-2-shaped 2-label classifier: albert_tf's serving SavedModel (with and "
-     "without --serving_xla) and LiteRT float32 and dynamic-range int8 files (XNNPack; one call per text, and one "
-     "per batch) against the same checkpoint converted by `albert_tf.convert --to=huggingface`, exported by "
+     "without --serving_xla, float32 and --serving_precision=bfloat16) and LiteRT float32 and dynamic-range int8 "
+     "files (XNNPack; one call per text, and LiteModel(texts, max_batch_tokens=512)) against the same checkpoint converted by `albert_tf.convert --to=huggingface`, exported by "
      "torch.onnx.export and run by ONNX Runtime in fp32 and after quantize_dynamic (int8 weights), plain and fused "
      "by onnxruntime.transformers.optimizer, each request tokenized by the converted fast tokenizer inside the "
      "timed call as albert_tf's in-graph tokenizer is. Texts of about 10, 40 and 128+ tokens from SST-2 dev and "
      "the corpus, batch 1 and 32, 1 and 2 threads (each in a fresh process), interleaved rounds, p50 and p99; "
-     "label agreement and largest logit difference of every int8 file against its float model, and albert_tf's "
-     "float outputs against ONNX Runtime fp32 on the same ids."),
+     "label agreement and largest logit difference of every int8 and bfloat16 file against its float model, and "
+     "albert_tf's float outputs against ONNX Runtime fp32 on the same ids; bfloat16 is compared with ONNX Runtime "
+     "fp32, the precision it replaces."),
     ("cpu_projections", "The products of one request alone: each CPU runtime's kernels on albert_base's projections",
      "python -m benchmarks.speed.cpu_projections",
      "What separates the serving rows above at batch 1: albert_base's four weight products with their biases "
      "(query/key/value joined, attention output, feed-forward in and out), chained over twelve layers of shared "
      "weights on 12, 40 and 128 rows (a text's tokens), with nothing between them. TensorFlow's matmul and bias "
-     "add over variables (as the SavedModel runs them; and under XLA), LiteRT's FULLY_CONNECTED in float32 and "
-     "dynamic-range int8 (XNNPack), and the same graph in ONNX Runtime (MLAS) in fp32 and after quantize_dynamic, "
-     "in one process on 1 thread, interleaved; each output checked against numpy float64."),
+     "add over variables (as the SavedModel runs them; and under XLA), in float32 and with bfloat16 weights and "
+     "products (as --serving_precision=bfloat16 runs them), LiteRT's FULLY_CONNECTED in float32 and dynamic-range "
+     "int8 (XNNPack), and the same graph in ONNX Runtime (MLAS) in fp32 and after quantize_dynamic, at 1 and 2 "
+     "threads (each in a fresh process), interleaved; each output checked against numpy float64."),
     ("in_graph_tokenizer", "The in-graph tokenizer: one op against the string ops it replaced",
      "python -m benchmarks.speed.in_graph_tokenizer",
      "2,000 paragraphs of the 14 MB corpus, 30k-clean.model, through TFAlbertTokenizer (tensorflow-text's "
@@ -362,8 +364,11 @@ CONCLUSIONS = {
                 "+3.3 SQuAD F1 (about 10 standard deviations) over random init and moves neither SST-2 (+0.3) nor "
                 "MRPC (-0.6), as its step-8,006 checkpoint (19.3%: +3.1 SQuAD) and the 6,000-step run (16.0%) did: "
                 "transfer does not grow with the pretraining this corpus allows.",
-    "train_step": "albert_tf's best step is 1.07x KerasHub's best and 1.10x Hugging Face's on this CPU, at 96% "
-                  "of the matmul peak measured in the same run.",
+    "train_step": "On a Zen 4 EPYC with native bfloat16, albert_tf's pretraining step in bfloat16 (no XLA) is "
+                  "1.76x its float32 step, 1.11x KerasHub's best and 1.30x Hugging Face's best (autocast "
+                  "bfloat16), at 78% of the bfloat16 matmul peak measured in the same run; in float32 1.12x "
+                  "KerasHub's and 1.29x Hugging Face's at 89% of the float32 peak. XLA adds nothing to bfloat16 "
+                  "on this CPU.",
     "finetune_step": "albert_tf fine-tunes albert_base on SST-2-shaped rows 3.2x faster than the best peer "
                      "(Hugging Face bf16) and 3.4x KerasHub's best, in bf16 without XLA; in fp32 3.6x Hugging "
                      "Face's. Skipping the padding gives 2.7x over albert_tf's own step computed on every "
@@ -391,14 +396,19 @@ CONCLUSIONS = {
               "answers a 40-token text in 23.0 ms on one thread, 3.9x the SavedModel; on SST-2 its tokenizer gives "
               "the Python ids on every dev sentence and it keeps 99.77% of the SavedModel's labels at the same "
               "accuracy; full int8 is refused (98.6% of the labels).",
-    "cpu_serving": "Against ONNX Runtime on the same checkpoint and texts, albert_tf's LiteRT int8 file serves "
-                   "batches of 32 at 1.29-1.59x ONNX Runtime's best int8 and long texts at 1.03-1.17x, level on "
-                   "medium texts at batch 1 (0.97-0.98x, 1 thread); in fp32 at batch 1 on short and medium texts "
-                   "ONNX Runtime is ahead (albert_tf 0.42-0.80x), so the issue's goals are not met yet.",
-    "cpu_projections": "The 48 weight products of a batch-1 request alone: TensorFlow's fp32 kernels are 0.55x "
-                       "ONNX Runtime's (MLAS) on 12 rows, 0.84x on 40 and 1.04x on 128 at 1 thread (0.40-0.83x at "
-                       "2), and LiteRT's dynamic int8 (XNNPack) 0.71-0.78x ONNX Runtime's int8 at 1 thread, level "
-                       "at 2: most of what separates the serving rows at batch 1 is the runtimes' matrix kernels.",
+    "cpu_serving": "On a Zen 4 EPYC with native bfloat16 (AVX512-BF16, no AMX), the bfloat16 SavedModel serves "
+                   "1.44-1.70x the fp32 SavedModel at 1 thread with 100% of its labels, 1.34x ONNX Runtime fp32 on "
+                   "medium texts at batch 1 (goal 1.2x: met) and 1.58-1.94x at batch 32; it misses 1.0x on short "
+                   "texts at batch 1 (0.97-0.98x at 1 thread, 0.54-0.61x at 2) and medium ones at 2 threads "
+                   "(0.94-0.95x), where TensorFlow's second thread gains 1.2-1.34x and ONNX Runtime's 1.9x. "
+                   "LiteRT int8 stays the fastest file (0.82x ONNX Runtime's best int8 on short texts, 1.06-1.36x "
+                   "elsewhere at 1 thread).",
+    "cpu_projections": "The 48 weight products of a batch-1 request alone, on a Zen 4 EPYC: TensorFlow's "
+                       "bfloat16 products are 1.5-1.7x its float32 ones and 1.12-1.78x ONNX Runtime's float32 "
+                       "(MLAS) on 1 thread, but 0.87x on 12 rows at 2 threads; under XLA bfloat16 gains nothing. "
+                       "What keeps the bfloat16 SavedModel behind on short texts is mostly the rest of "
+                       "TensorFlow's request (3.8 ms at 1 thread, 8.1 at 2, against ONNX Runtime's 0.3-1.4); "
+                       "LiteRT's int8 products are 0.67x ONNX Runtime's on 12 rows and level from 40.",
     "in_graph_tokenizer": "The one-op tokenizer is 1.93-2.11x the string-op one it replaced on a batch of 2,000 "
                           "paragraphs and 1.37-1.42x on one paragraph per call, with the Python tokenizer's "
                           "ids on every paragraph of the 240 MB corpus (the replaced one: 151 of 833,840 "

@@ -562,3 +562,25 @@ def test_cpu_serving_compares_bfloat16_with_onnx_runtime_float32():
     assert by_precision["bf16"]["albert_tf_speedup"] == pytest.approx(21.6 / 20.0)
     assert by_precision["fp32"]["albert_tf_speedup"] == pytest.approx(21.6 / 40.0)
     assert by_precision["int8"]["onnx"] == "onnxruntime quantize_dynamic"
+
+
+def test_cpu_serving_goals_judge_the_bfloat16_savedmodel_against_onnx_runtime_float32():
+    """The bfloat16 SavedModel's goals read its rows alone: >= 1.0x ONNX Runtime fp32 in every row and >= 1.2x at
+    batch 1, medium texts, 1 thread; a slow fp32 or int8 row misses only the every-precision goal."""
+    from benchmarks.speed.cpu_serving import goals
+
+    def ratio(text, precision, speedup, threads=1):
+        return {"model": "encoder", "text": text, "batch": 1, "threads": threads, "precision": precision,
+                "albert_tf_speedup": speedup}
+
+    same_model = [{"max_diff_same_ids": 1e-6}]
+    met = dict(goals([ratio("medium", "bf16", 1.34), ratio("short", "bf16", 1.05), ratio("short", "fp32", 0.8)],
+                     same_model))
+    assert list(met.values()) == [True, True, True, False]
+    short_row_slow = dict(goals([ratio("medium", "bf16", 1.34), ratio("short", "bf16", 0.97)], same_model))
+    assert list(short_row_slow.values()) == [True, False, True, True]
+    medium_below_goal = dict(goals([ratio("medium", "bf16", 1.15), ratio("medium", "bf16", 1.5, threads=2)],
+                                   same_model))
+    assert list(medium_below_goal.values()) == [True, True, False, True]
+    no_bf16 = list(dict(goals([ratio("medium", "fp32", 1.3)], same_model)).values())
+    assert no_bf16 == [True, False, False, True]  # no bfloat16 row: its goals are not met

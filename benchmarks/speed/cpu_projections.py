@@ -14,6 +14,10 @@ slow every kernel) nor grow. The same computation, in one process, by
   TensorFlow (oneDNN)          a tf.function of tf.matmul + tf.nn.bias_add over tf.Variables, as albert_tf's
                                SavedModel holds its weights
   TensorFlow, XLA              the same function with jit_compile=True (the --serving_xla export's path)
+  ..., bfloat16                the same two with the weights stored in bfloat16 and the products computed in
+                               bfloat16 (the request cast on the way in, the result on the way out), as
+                               `albert_tf.export --serving_precision=bfloat16` computes them; compared with ONNX
+                               Runtime fp32, the precision it replaces
   LiteRT float32 (XNNPack)     the function converted by TFLiteConverter (static shape), run by
                                ai-edge-litert's interpreter (FULLY_CONNECTED, XNNPack)
   ONNX Runtime (MLAS)          the same graph written as ONNX (MatMul, Add, Slice; opset 17), an
@@ -25,8 +29,8 @@ slow every kernel) nor grow. The same computation, in one process, by
 each at --threads threads (TensorFlow's intra- and inter-op pools, the interpreters' num_threads, ONNX Runtime's
 intra_op_num_threads with inter-op 1). After --warmup untimed calls, the implementations' calls are
 interleaved in two rounds; the median is reported. Every output is checked against numpy float64 before the
-timing (relative error; int8 rows carry theirs). Ratios: ONNX Runtime's median at the same precision over each
-implementation's (> 1: faster than ONNX Runtime). Writes RESULTS_DIR/cpu_projections.{md,json}. Needs
+timing (relative error; int8 and bf16 rows carry theirs). Ratios: ONNX Runtime's median at the same precision
+(bf16: fp32) over each implementation's (> 1: faster than ONNX Runtime). Writes RESULTS_DIR/cpu_projections.{md,json}. Needs
 benchmarks/requirements.txt (onnx, onnxruntime) and ai-edge-litert.
 """
 
@@ -48,6 +52,7 @@ HIDDEN, INTERMEDIATE, LAYERS = 768, 3072, 12  # albert_base
 PROJECTIONS = (("qkv", HIDDEN, 3 * HIDDEN), ("attention_output", HIDDEN, HIDDEN),
                ("intermediate", HIDDEN, INTERMEDIATE), ("output", INTERMEDIATE, HIDDEN))
 INT8_IMPLEMENTATIONS = ("LiteRT dynamic_int8 (XNNPack)", "ONNX Runtime quantize_dynamic")
+BF16_IMPLEMENTATIONS = ("TensorFlow (oneDNN), bfloat16", "TensorFlow, XLA, bfloat16")
 ONNX_FLOAT, ONNX_INT8 = "ONNX Runtime (MLAS)", "ONNX Runtime quantize_dynamic"
 FLOPS_PER_ROW = 2 * LAYERS * sum(rows * columns for _, rows, columns in PROJECTIONS)
 
@@ -70,17 +75,21 @@ def reference(weights, h):
     return h
 
 
-def tensorflow_function(weights, rows, jit_compile):
+def tensorflow_function(weights, rows, jit_compile, dtype="float32"):
+    """(the tf.function of float32 [rows, 768] -> float32, a numpy caller) with the weights held as `dtype`
+    variables and the products computed in it."""
     import tensorflow as tf
 
-    variables = {name: (tf.Variable(kernel), tf.Variable(bias)) for name, (kernel, bias) in weights.items()}
+    variables = {name: (tf.Variable(tf.cast(kernel, dtype)), tf.Variable(tf.cast(bias, dtype)))
+                 for name, (kernel, bias) in weights.items()}
 
     def chain(h):
+        h = tf.cast(h, dtype)
         for _ in range(LAYERS):
             for name, _, _ in PROJECTIONS:
                 kernel, bias = variables[name]
                 h = tf.nn.bias_add(tf.matmul(h[:, :HIDDEN] if name == "attention_output" else h, kernel), bias)
-        return h
+        return tf.cast(h, tf.float32)
 
     function = tf.function(chain, input_signature=[tf.TensorSpec([rows, HIDDEN], tf.float32)],
                            jit_compile=jit_compile)
@@ -157,6 +166,8 @@ def implementations(weights, rows, threads, directory):
     quantize_dynamic(float_onnx, int8_onnx, weight_type=QuantType.QInt8)
     return {"TensorFlow (oneDNN)": tensorflow_function(weights, rows, jit_compile=False)[1],
             "TensorFlow, XLA": tensorflow_function(weights, rows, jit_compile=True)[1],
+            BF16_IMPLEMENTATIONS[0]: tensorflow_function(weights, rows, jit_compile=False, dtype="bfloat16")[1],
+            BF16_IMPLEMENTATIONS[1]: tensorflow_function(weights, rows, jit_compile=True, dtype="bfloat16")[1],
             "LiteRT float32 (XNNPack)": litert_model(weights, rows, quantized=False, threads=threads),
             ONNX_FLOAT: onnx_session(float_onnx, threads),
             "LiteRT dynamic_int8 (XNNPack)": litert_model(weights, rows, quantized=True, threads=threads),
@@ -198,8 +209,10 @@ def worker(args):
         medians = {name: float(np.median(values)) for name, values in seconds.items()}
         for name, median in medians.items():
             peer = ONNX_INT8 if name in INT8_IMPLEMENTATIONS else ONNX_FLOAT
+            # bfloat16 is compared with ONNX Runtime fp32: the precision it replaces on a CPU that computes it.
             records.append({"rows": rows, "threads": threads, "implementation": name,
-                            "precision": "int8" if name in INT8_IMPLEMENTATIONS else "fp32",
+                            "precision": ("int8" if name in INT8_IMPLEMENTATIONS else
+                                          "bf16" if name in BF16_IMPLEMENTATIONS else "fp32"),
                             "median_ms": median * 1e3, "gflops": FLOPS_PER_ROW * rows / median / 1e9,
                             "vs_onnxruntime": medians[peer] / median, "relative_error": errors[name],
                             "calls": len(seconds[name])})
@@ -246,7 +259,7 @@ def main(argv=None):
     records = [record for result in measured for record in result["records"]]
     table = markdown_table(
         ["threads", "rows (tokens)", "implementation", "precision", "ms for the 48 products", "GFLOP/s",
-         "ONNX Runtime / it (same precision)", "max error / max |output|"],
+         "ONNX Runtime / it (same precision; bf16: ONNX Runtime fp32)", "max error / max |output|"],
         [[r["threads"], r["rows"], r["implementation"], r["precision"], f"{r['median_ms']:.2f}",
           f"{r['gflops']:.0f}", f"{r['vs_onnxruntime']:.2f}x", f"{r['relative_error']:.1e}"] for r in records])
     title = (f"albert_base's four projections with their biases, twelve layers over shared weights "
