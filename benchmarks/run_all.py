@@ -175,12 +175,14 @@ BENCHMARKS = [
      "sizes; on the whole SST-2 dev set whether the .tflite's tokenizer gives the Python ids, accuracy, label "
      "agreement with the SavedModel and the largest logit difference; p50/p90 latency of single requests on 1 "
      "thread for texts of about 10, 40 and 128+ tokens."),
-    ("cpu_serving", "On a CPU server: albert_tf's SavedModel and LiteRT files against ONNX Runtime, fp32, bfloat16 and int8",
+    ("cpu_serving",
+     "On a CPU server: albert_tf's SavedModel and LiteRT files against ONNX Runtime, fp32, bfloat16 and int8",
      "python -m benchmarks.speed.cpu_serving",
      "albert_base_v2's shapes with random weights (latency does not depend on them), 30k-clean.model, seq 128, as an "
      "encoder (pooled output) and an SST-2-shaped 2-label classifier: albert_tf's serving SavedModel (with and "
      "without --serving_xla, float32 and --serving_precision=bfloat16) and LiteRT float32 and dynamic-range int8 "
-     "files (XNNPack; one call per text, and LiteModel(texts, max_batch_tokens=512)) against the same checkpoint converted by `albert_tf.convert --to=huggingface`, exported by "
+     "files (XNNPack; one call per text, and LiteModel(texts, max_batch_tokens=512)) against the same checkpoint "
+     "converted by `albert_tf.convert --to=huggingface`, exported by "
      "torch.onnx.export and run by ONNX Runtime in fp32 and after quantize_dynamic (int8 weights), plain and fused "
      "by onnxruntime.transformers.optimizer, each request tokenized by the converted fast tokenizer inside the "
      "timed call as albert_tf's in-graph tokenizer is. Texts of about 10, 40 and 128+ tokens from SST-2 dev and "

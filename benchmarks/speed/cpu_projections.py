@@ -30,8 +30,8 @@ each at --threads threads (TensorFlow's intra- and inter-op pools, the interpret
 intra_op_num_threads with inter-op 1). After --warmup untimed calls, the implementations' calls are
 interleaved in two rounds; the median is reported. Every output is checked against numpy float64 before the
 timing (relative error; int8 and bf16 rows carry theirs). Ratios: ONNX Runtime's median at the same precision
-(bf16: fp32) over each implementation's (> 1: faster than ONNX Runtime). Writes RESULTS_DIR/cpu_projections.{md,json}. Needs
-benchmarks/requirements.txt (onnx, onnxruntime) and ai-edge-litert.
+(bf16: fp32) over each implementation's (> 1: faster than ONNX Runtime). Writes
+RESULTS_DIR/cpu_projections.{md,json}. Needs benchmarks/requirements.txt (onnx, onnxruntime) and ai-edge-litert.
 """
 
 import argparse
