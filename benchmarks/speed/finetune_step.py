@@ -1,7 +1,7 @@
 r"""Fine-tuning step throughput: albert_tf vs KerasHub's AlbertTextClassifier.fit vs Hugging Face's PyTorch ALBERT.
 
   python -m benchmarks.speed.finetune_step [--preset=albert_base_v2] [--batch_size=32] [--seq_length=128] \
-      [--steps=5] [--rounds=2] [--json=results.json]
+      [--steps=5] [--rounds=2] [--json=PATH]
 
 SST-2-shaped batches (one sentence of 8 to 60 pieces per row, padded to
 --seq_length, two labels), the same model (the preset's architecture, random

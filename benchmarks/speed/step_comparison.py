@@ -59,7 +59,8 @@ def add_arguments(parser, results_name):
                         "peer:precision:xla|noxla (e.g. huggingface:bf16:noxla)")
     parser.add_argument("--timeout_s", type=int, default=900,
                         help="a configuration taking longer (build + warm-up + timed steps) is reported as such")
-    parser.add_argument("--json", help="also write the per-round figures here")
+    parser.add_argument("--json", help="where the per-round figures go (default: RESULTS_DIR/RESULTS_NAME.json, beside "
+                        "the table, so a rerun never leaves the figures of an earlier run there)")
     parser.add_argument("--results_dir", default=RESULTS, help=f"writes {results_name}.md (the table) here")
     parser.add_argument("--results_name", default=results_name,
                         help=f"the table goes to RESULTS_DIR/RESULTS_NAME.md ({results_name}_amx for a CPU with AMX)")
@@ -82,7 +83,7 @@ def compare(args, module_name, configs, flops, describe, parser):
     configs = [c for c in configs if (not args.only or c[0] in args.only.split(",")) and spec_of(*c) not in skipped]
     env = child_env(TF_CPP_MIN_LOG_LEVEL="3")
     rates = {c: [] for c in configs}
-    timed_out = set()
+    timed_out, failed = set(), set()
     peaks = {precision: [] for precision in sorted({c[1] for c in configs})}
 
     def measure_peaks(round_index):
@@ -114,6 +115,7 @@ def compare(args, module_name, configs, flops, describe, parser):
             line = [x for x in result.stdout.splitlines() if x.startswith("RESULT ")]
             if result.returncode or not line:
                 print(f"{spec}: failed\n{result.stderr[-2000:]}", file=sys.stderr)
+                failed.add(spec)
                 continue
             rates[(peer, precision, xla)].append(json.loads(line[0][7:])["sequences_per_second"])
             print(f"round {round_index + 1}: {spec}: {rates[(peer, precision, xla)][-1]:.2f} seq/s", flush=True)
@@ -139,6 +141,9 @@ def compare(args, module_name, configs, flops, describe, parser):
         records.append({"peer": peer, "precision": precision, "xla": xla, "sequences_per_second": values,
                         "mfu": median * flops / peak if peak else None})
     left_out = f"; left out (--skip): {', '.join(sorted(skipped))}" if skipped else ""
+    # A configuration whose worker failed in some round is named, so a missing or thinner row is never read as
+    # left out by choice.
+    left_out += f"; failed (its error went to stderr): {', '.join(sorted(failed))}" if failed else ""
     # XLA:CPU's flags (oneDNN or XNNPACK dots, say) change what the XLA rows measure.
     xla_flags = f"; XLA_FLAGS={os.environ['XLA_FLAGS']}" if os.environ.get("XLA_FLAGS") else ""
     peak_text = ", ".join(f"{precision} {max(values) / 1e9:.0f}" for precision, values in peaks.items() if values)
@@ -149,7 +154,7 @@ def compare(args, module_name, configs, flops, describe, parser):
             "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     write_results(args.results_dir, args.results_name, text,
                   {"args": vars(args), "flops_per_sequence": flops, "matmul_peak_flops_per_second": peaks,
-                   "results": records} if args.json else None, json_path=args.json)
+                   "results": records}, json_path=args.json)
 
 
 def print_result(sequences_per_second):

@@ -1,7 +1,7 @@
 r"""Training-step throughput: albert_tf vs KerasHub's ALBERT vs Hugging Face's PyTorch ALBERT.
 
   python -m benchmarks.speed.train_step [--preset=albert_base_v2] [--batch_size=8] [--seq_length=128] \
-      [--steps=5] [--rounds=2] [--json=results.json]
+      [--steps=5] [--rounds=2] [--json=PATH]
 
 Same model (the preset's architecture, random weights), same input shapes, one
 optimizer step per training step, on whatever this machine has. Each
@@ -173,6 +173,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser, "train_step")
     args = parser.parse_args(argv)
+    if args.seq_length <= PREDICTIONS:
+        # Each row masks PREDICTIONS distinct positions after [CLS]; a shorter row cannot hold them, and every
+        # worker would fail with an empty table.
+        parser.error(f"--seq_length={args.seq_length}: a row masks {PREDICTIONS} positions after [CLS], so it needs "
+                     f"at least {PREDICTIONS + 1} positions")
     if args.worker:
         return worker(args)
 
