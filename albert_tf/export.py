@@ -120,7 +120,9 @@ def define_flags():
     flags.DEFINE_integer("serving_version", 1, "Model version in the TF Serving layout (default 1).")
     flags.DEFINE_bool("serving_xla", False,
                       "Run the TF Serving model's encoder and head as XLA programs (jit_compile): 1.25-1.4x faster "
-                      "per full 128-token request on CPU at albert_base; request shapes are padded up to buckets "
+                      "per full 128-token request at albert_base on an AVX2 CPU, but no faster on an AVX-512 Zen 4 "
+                      "and slower with --serving_precision=bfloat16 (XLA on a CPU does not use the bfloat16 "
+                      "instructions): measure on your CPU. Request shapes are padded up to buckets "
                       "(lengths 16, 32, 64, ..., max_seq_length; batch 1, 2, 4, 8, then multiples of 8), each "
                       "compiled on its first request. TF Serving must then run with "
                       "--xla_cpu_compilation_enabled=true (default false: plain TF graphs, any server).")
@@ -189,12 +191,26 @@ def main(argv):
           "serve_examples: serialized tf.Example). Check them with "
           f"`saved_model_cli show --all --dir {paths['serving']}`; in Python, "
           + python_call_hint(written, f"albert_tf.load_export({os.path.abspath(FLAGS.output_dir)!r})"))
-    if FLAGS.serving_xla:
-        print("The serving model's encoder is XLA-compiled: start TF Serving with --xla_cpu_compilation_enabled=true"
-              + ("; its warm-up requests compile the shape buckets of batch sizes "
-                 f"{','.join(FLAGS.serving_warmup_batch_sizes)} while it loads the model."
-                 if FLAGS.serving_warmup_batch_sizes else "."))
+    for line in xla_notes(FLAGS.serving_xla, FLAGS.serving_precision, FLAGS.serving_warmup_batch_sizes):
+        print(line)
     return 0
+
+
+def xla_notes(serving_xla, serving_precision, warmup_batch_sizes):
+    """What a user of an XLA-compiled serving model must know: the server flag, the warm-up's compilations, and,
+    with bfloat16 weights, that XLA throws their speed away on a CPU."""
+    if not serving_xla:
+        return []
+    notes = ["The serving model's encoder is XLA-compiled: start TF Serving with --xla_cpu_compilation_enabled=true"
+             + ("; its warm-up requests compile the shape buckets of batch sizes "
+                f"{','.join(warmup_batch_sizes)} while it loads the model." if warmup_batch_sizes else ".")]
+    if serving_precision == "bfloat16":
+        # XLA:CPU lowers bfloat16 dots without the avx512_bf16/amx_bf16 instructions oneDNN uses, so the bfloat16
+        # XLA export measured the slowest of the four SavedModels (benchmarks/speed/cpu_serving).
+        notes.append("Note: XLA on a CPU does not use the bfloat16 instructions, so this bfloat16 export runs slower "
+                     "than the same export without --serving_xla; for speed on CPUs leave out --serving_xla with "
+                     "--serving_precision=bfloat16.")
+    return notes
 
 
 def python_call_hint(metadata, model):

@@ -227,6 +227,17 @@ def test_a_cpu_without_native_bfloat16_is_named_in_one_line(tmp_path):
     assert emulation_note(cpu_bfloat16_support(str(tmp_path / "none"))) is None
 
 
+def test_an_xla_bfloat16_export_is_told_that_xla_throws_the_bfloat16_speed_away():
+    from albert_tf.export import xla_notes
+
+    assert xla_notes(False, "bfloat16", ["1"]) == []
+    (server,) = xla_notes(True, "float32", ["1", "2"])
+    assert "--xla_cpu_compilation_enabled=true" in server and "batch sizes 1,2" in server
+    server, advice = xla_notes(True, "bfloat16", [])
+    assert server.endswith("--xla_cpu_compilation_enabled=true.") and "\n" not in advice
+    assert "leave out --serving_xla" in advice
+
+
 def test_calibration_texts_are_for_the_bfloat16_gate_alone(exported, tmp_path):  # noqa: F811
     """A float32 export refuses --calibration_file (it measures nothing there) before anything is read or written."""
     from albert_tf.settings import SettingError
