@@ -138,11 +138,16 @@ def test_transfer_takes_random_init_runs_from_an_earlier_grid_only_when_they_app
 
 @pytest.mark.slow
 def test_speed_family_smoke(tmp_path):
+    import json
+
     skip = "albert_tf:bf16:noxla,albert_tf:bf16:xla,albert_tf:fp32:xla"
-    run_benchmark("benchmarks.speed.train_step", "--preset=albert_tiny", "--batch_size=2", "--seq_length=16",
+    run_benchmark("benchmarks.speed.train_step", "--preset=albert_tiny", "--batch_size=2", "--seq_length=32",
                   "--steps=1", "--rounds=1", "--only=albert_tf", f"--skip={skip}", results=tmp_path)
-    table = (tmp_path / "train_step.md").read_text()
-    assert "albert_tf" in table and "fp32" in table, table
+    rows = [line for line in (tmp_path / "train_step.md").read_text().splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[:3] for row in rows[1:]] == [["| albert_tf", "fp32", "off"]], rows
+    # The per-round figures go beside the table without --json, so a rerun never leaves stale ones there.
+    record = json.loads((tmp_path / "train_step.json").read_text())
+    assert record["args"]["batch_size"] == 2 and record["results"], record
     # The fine-tuning step beside Hugging Face's (KerasHub is not among the test requirements).
     skip = "albert_tf:bf16:noxla,albert_tf:bf16:xla,albert_tf:fp32:xla,huggingface:bf16:noxla"
     run_benchmark("benchmarks.speed.finetune_step", "--preset=albert_tiny", "--batch_size=2", "--seq_length=16",
@@ -584,3 +589,67 @@ def test_cpu_serving_goals_judge_the_bfloat16_savedmodel_against_onnx_runtime_fl
     assert list(medium_below_goal.values()) == [True, True, False, True]
     no_bf16 = list(dict(goals([ratio("medium", "fp32", 1.3)], same_model)).values())
     assert no_bf16 == [True, False, False, True]  # no bfloat16 row: its goals are not met
+
+
+def test_the_accents_comparison_counts_voiced_kana_and_refuses_runs_of_unequal_length(tmp_path, monkeypatch):
+    """cjk_transfer's accents stage on two stand-in runs: a vocabulary trained with accents kept holds voiced-kana
+    pieces and one trained with the original's stripping none; runs pretrained for different step counts are
+    refused (their held-out accuracies would compare the steps, not the accents)."""
+    import json
+
+    from albert_tf.data.vocabulary import train
+    from benchmarks.downstream import cjk_transfer
+
+    # "Gakkou de benkyou shimasu. Panda wa zou yori chiisai desu." and friends: voiced (が, ぶ, ぞ) and semi-voiced
+    # (パ) kana in words.
+    lines = ["学校で勉強します。", "パンダは象より小さいです。", "ごはんを食べました。", "ぶどうとバナナが好きです。",
+             "デパートで本を買いました。", "ぞうさんはどこですか。"] * 20
+    corpus = tmp_path / "ja.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    work = tmp_path / "work" / "ja"
+
+    def stand_in_run(directory, keep_accents, steps, accuracy):
+        directory.mkdir(parents=True)
+        train([str(corpus)], str(directory / "spm"), vocab_size=80, hard_vocab_limit=False, keep_accents=keep_accents)
+        run = directory / "runs" / cjk_transfer.PRETRAINING.run
+        run.mkdir(parents=True)
+        (run / "run_config.json").write_text(json.dumps({"config": {"num_train_steps": steps}}))
+        (run / f"ckpt-{steps}.index").write_bytes(b"")
+        (run / "eval_history.jsonl").write_text(json.dumps(
+            {"step": steps, "heldout": {"masked_lm_accuracy_at_mask": accuracy}, "frequent_piece_level": 0.04}) + "\n")
+
+    stand_in_run(work, True, 10, 0.07)
+    stand_in_run(tmp_path / "work" / "ja_stripped", False, 10, 0.08)
+    results = tmp_path / "results"
+    cjk_transfer.accents(str(work), str(results))
+    figures = json.loads((results / "accents_ja.json").read_text())
+    assert figures["kept"]["voiced_kana_pieces"] > 0 and figures["stripped"]["voiced_kana_pieces"] == 0, figures
+    accuracies = [figures[name]["heldout_accuracy_at_mask"] for name in ("kept", "stripped")]
+    assert accuracies == [0.07, 0.08], figures
+    assert "| accents stripped | 0 of " in (results / "accents_ja.md").read_text()
+
+    (work / "runs" / cjk_transfer.PRETRAINING.run / "ckpt-20.index").write_bytes(b"")
+    (work / "runs" / cjk_transfer.PRETRAINING.run / "run_config.json").write_text(
+        json.dumps({"config": {"num_train_steps": 20}}))
+    with pytest.raises(SystemExit, match="the same --train_steps"):
+        cjk_transfer.accents(str(work), str(tmp_path / "refused"))
+    assert not (tmp_path / "refused").exists()
+
+
+def test_a_held_out_set_smaller_than_a_batch_is_evaluated_whole(tmp_path):
+    """pretraining_recipes' evaluation flags: 64 a batch, or every instance in one batch where the held-out set of a
+    small corpus holds fewer (run_pretraining refuses a set of less than one batch)."""
+    import json
+
+    from benchmarks.learning.pretraining_recipes import eval_flags
+
+    def batch_flag(instances):
+        prefix = tmp_path / f"heldout{instances}"
+        metadata = {"statistics": {"instances": instances}}
+        (tmp_path / f"heldout{instances}.metadata.json").write_text(json.dumps(metadata))
+        flags = eval_flags(str(prefix))
+        assert f"--eval_input_file={prefix}" in flags, flags
+        return [flag for flag in flags if flag.startswith("--eval_batch_size=")]
+
+    assert batch_flag(12) == ["--eval_batch_size=12"]
+    assert batch_flag(5000) == ["--eval_batch_size=64"]

@@ -12,14 +12,22 @@ fine-tuned on the staged CJK sets.
   python -m benchmarks.downstream.cjk_transfer --language=zh --vocabulary=wordpiece --stages=pretrain
   python -m benchmarks.downstream.cjk_transfer --language=zh --stages=vocabularies --seeds=1,2,3
 
-  # Japanese and Korean: pretraining for the Chinese run's 4,962 steps, then semantic similarity (JSTS, KorSTS:
-  # run_text_classifier as a regression, the dev set's Spearman), pretrained against random init (writes sts_LANG)
+  # Japanese and Korean: pretraining, then semantic similarity (JSTS, KorSTS: run_text_classifier as a regression,
+  # the dev set's Spearman), pretrained against random init (writes sts_LANG). Japanese for the Chinese run's 4,962
+  # steps; Korean for 1,000 (its corpus holds 95k pieces, 1/13 of the Chinese one: 4,962 steps of 64 rows of 128
+  # would read it about 400 times, 1,000 read it about 80, the Chinese run read its own about 34)
   python -m benchmarks.downstream.cjk_transfer --language=ja --stages=pretrain --train_steps=4962
   python -m benchmarks.downstream.cjk_transfer --language=ja --stages=sts --seeds=1,2,3
-  # Japanese with the original's accent stripping (under WORK_DIR/ja_stripped), then both runs compared: voiced-kana
-  # pieces and held-out accuracy at [MASK] (writes accents_ja)
-  python -m benchmarks.downstream.cjk_transfer --language=ja --stages=pretrain --train_steps=4962 --accents=strip
-  python -m benchmarks.downstream.cjk_transfer --language=ja --stages=accents
+  python -m benchmarks.downstream.cjk_transfer --language=ko --stages=pretrain --train_steps=1000
+  python -m benchmarks.downstream.cjk_transfer --language=ko --stages=sts --seeds=1,2,3
+  # Japanese with accents kept and with the original's stripping (under WORK_DIR/ja_stripped), both for the same
+  # steps (1,000 here, in a work dir of their own), then compared: voiced-kana pieces and held-out accuracy at
+  # [MASK] (writes accents_ja)
+  python -m benchmarks.downstream.cjk_transfer --language=ja --stages=pretrain --train_steps=1000 \
+      --work_dir=../cjk_transfer_1k
+  python -m benchmarks.downstream.cjk_transfer --language=ja --stages=pretrain --train_steps=1000 --accents=strip \
+      --work_dir=../cjk_transfer_1k
+  python -m benchmarks.downstream.cjk_transfer --language=ja --stages=accents --work_dir=../cjk_transfer_1k
 
 Pretraining goes through the real CLIs, as benchmarks.learning.pretraining_recipes does (that module's
 helpers): every 10th document held out, a SentencePiece vocabulary of 8,000 pieces trained on the rest
@@ -299,6 +307,10 @@ def accents(work, results_dir):
         accuracy, level = heldout_accuracy(run)
         figures[name] = {"voiced_kana_pieces": voiced, "pieces": pieces, "steps": finished_step(run),
                          "heldout_accuracy_at_mask": accuracy, "frequent_piece_level": level}
+    if figures["kept"]["steps"] != figures["stripped"]["steps"]:
+        # Held-out accuracy grows with the steps trained: runs of unequal length say nothing about the accents.
+        sys.exit(f"the runs trained for {figures['kept']['steps']:,} (accents kept) and "
+                 f"{figures['stripped']['steps']:,} (stripped) steps: pretrain both with the same --train_steps under one --work_dir")
     rows = [[f"accents {name}", f"{figure['voiced_kana_pieces']:,} of {figure['pieces']:,}",
              f"{figure['heldout_accuracy_at_mask']:.4f}", f"{figure['frequent_piece_level']:.4f}",
              f"{figure['heldout_accuracy_at_mask'] - figure['frequent_piece_level']:+.4f}"]

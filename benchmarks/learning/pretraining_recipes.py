@@ -98,7 +98,8 @@ RECIPES = {
 # compared in hours by benchmarks.learning.from_scratch): every 500 steps, all held-out records in batches
 # of 64, the records benchmarks.learning.huggingface_from_scratch evaluates on.
 EVAL_EVERY_STEPS = 500
-EVAL_FLAGS = ("--eval_every_steps=500", "--eval_batch_size=64", "--max_eval_steps=100000")
+EVAL_BATCH_SIZE = 64
+EVAL_FLAGS = ("--eval_every_steps=500", f"--eval_batch_size={EVAL_BATCH_SIZE}", "--max_eval_steps=100000")
 
 
 def vocabulary_flag(vocabulary):
@@ -156,6 +157,18 @@ def make_data(work, recipe, texts, spm, nsp=False, input_format="paragraphs"):
                  f"--output_format={recipe.data_format if name == 'train' else 'instances'}")
 
 
+def eval_flags(heldout_prefix):
+    """run_pretraining's held-out evaluation flags (EVAL_FLAGS) for the data set at `heldout_prefix`; a set of fewer
+    than EVAL_BATCH_SIZE instances (a small corpus whose every tenth document is short: Korean's UD-KAIST holds 17)
+    is read in one batch of them all, which run_pretraining then says is noise, rather than refused."""
+    flags = [f"--eval_input_file={heldout_prefix}", *EVAL_FLAGS]
+    with open(heldout_prefix + ".metadata.json") as f:
+        instances = json.load(f).get("statistics", {}).get("instances", EVAL_BATCH_SIZE)
+    if instances < EVAL_BATCH_SIZE:
+        flags = [f"--eval_batch_size={instances}" if flag.startswith("--eval_batch_size=") else flag for flag in flags]
+    return flags
+
+
 def train(work, recipe, spm, data=None, albert_config=None, output_dir=None, steps=None, save_checkpoints_steps=500,
           extra_flags=()):
     """run_pretraining with the recipe's settings (resuming); the keywords replace the recipe's own data,
@@ -170,7 +183,7 @@ def train(work, recipe, spm, data=None, albert_config=None, output_dir=None, ste
                 f"--num_train_steps={steps}", f"--save_checkpoints_steps={save_checkpoints_steps}",
                 "--keep_checkpoint_max=200", "--iterations_per_loop=100",
                 *(["--jit_compile"] if recipe.jit_compile else []),
-                *([f"--eval_input_file={data_prefix(work, recipe, 'heldout')}", *EVAL_FLAGS]
+                *(eval_flags(data_prefix(work, recipe, "heldout"))
                   if recipe.data_format == "documents" or recipe.budget_hours or recipe.heldout_eval else []),
                 *([f"--train_budget_hours={recipe.budget_hours}"] if recipe.budget_hours else []), *recipe.flags,
                 *extra_flags)
