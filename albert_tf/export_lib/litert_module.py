@@ -266,12 +266,13 @@ class LiteRTModule(tf.Module):
             raise ValueError(f"a LiteRT export takes a {', '.join(LITERT_KINDS)}; this checkpoint holds a {kind!r} "
                              "model (span labelers: export SavedModels, whose serving model returns answer text)")
         requests = REQUESTS_BY_KIND[kind]
-        if getattr(requests, "needs_offsets", False) and not hasattr(tokenizer, "pieces_with_offsets"):
+        # A tagger's requests read each piece's offsets in the raw text, which the tokenizer then has to give.
+        self.needs_offsets = getattr(requests, "needs_offsets", False)
+        if self.needs_offsets and not hasattr(tokenizer, "pieces_with_offsets"):
             raise ValueError(f"a {kind!r} model's LiteRT file needs each piece's offsets in the raw text, which only "
                              "the WordPiece op pair gives (tensorflow-text's SentencePiece op gives ids alone); export "
                              "a SavedModel, whose serving model returns entities with character offsets")
-        self.requests = (requests(model, metadata, tokenizer) if getattr(requests, "needs_offsets", False)
-                         else requests(model, metadata))
+        self.requests = requests(model, metadata, tokenizer) if self.needs_offsets else requests(model, metadata)
         self.model = self.requests.model
         self.tokenizer = tokenizer
         self.pairs = self.requests.takes_pairs
@@ -289,7 +290,7 @@ class LiteRTModule(tf.Module):
         return self.requests.output_names()
 
     def _respond_to_text(self, text):
-        if getattr(self.requests, "needs_offsets", False):
+        if self.needs_offsets:
             ids, starts, ends, mapping = self.tokenizer.pieces_with_offsets(text)
             inputs = pack_requests(ids, None, tf.zeros_like(text, tf.bool), self.max_seq_length,
                                    self.tokenizer.special_ids, self.pad_to)
