@@ -296,6 +296,17 @@ BENCHMARKS = [
      "(--problem_type=regression --metric=spearman) on JGLUE's JSTS v1.3 (12,451 training pairs, scores 0-5) for "
      "3 epochs, its valid set (1,457 pairs; the test labels are not public) evaluated every tenth of the steps, "
      "the best Spearman kept and reported."),
+    ("accents_ja", "Japanese with and without accent stripping: voiced kana and held-out accuracy",
+     "python -m benchmarks.downstream.cjk_transfer --language=ja --stages=pretrain --train_steps=1000 "
+     "--work_dir=../cjk_transfer_1k && python -m benchmarks.downstream.cjk_transfer --language=ja "
+     "--stages=pretrain --train_steps=1000 --accents=strip --work_dir=../cjk_transfer_1k && python -m "
+     "benchmarks.downstream.cjk_transfer --language=ja --stages=accents --work_dir=../cjk_transfer_1k",
+     "Two albert_small runs on ../shared/data/corpus_ja_aozora, the same split, data recipe and optimizer for "
+     "1,000 steps each (documents, seq 128, batch 64), one with an 8,000-piece vocabulary trained with accents "
+     "kept (the vocabulary tool's default where stripping would rewrite the text, as here: 6.6% of its "
+     "characters) and one with --nokeep_accents (the original's NFKD rule: が becomes か, パ becomes ハ): the "
+     "pieces holding a voiced kana, and held-out accuracy at [MASK] beside each vocabulary's frequent-piece "
+     "level."),
     ("tagging_units", "Entity tagging by units of the text against tagging words, on English",
      "python -m benchmarks.downstream.tagging_units --baseline=../tagging_baseline --seeds=1,2,3",
      "run_tagger of the checkout before units (`--baseline`, a `git worktree` of commit 1eba7a4: each word tokenized "
@@ -366,6 +377,10 @@ CONCLUSIONS = {
               "8.69 from the checkpoint against 25.89 +- 2.44 from random init (+16.3; every pretrained seed above "
               "every random one), far below published Japanese BERTs (about 80-90), as a 1.9M-character corpus "
               "and 3 epochs predict.",
+    "accents_ja": "Stripping accents (the original's rule) leaves the Japanese vocabulary no voiced kana (0 of "
+                  "8,000 pieces, against 656 kept) and buys no held-out accuracy: 0.0526 at [MASK] against 0.0530 "
+                  "with accents kept after 1,000 steps each, both 0.011 above their frequent-piece level, within "
+                  "the evaluation's noise (0.0014). Keeping them, the default for kana, costs nothing here.",
     "vocabularies_zh": "At 8,000 pieces SentencePiece is nearly a character a piece on Chinese too: it hides 0.69% "
                        "of entity and 0.56% of answer boundaries inside pieces, WordPiece none. Over 3 seeds the "
                        "two tag entities alike (19.58 against 19.94 F1) and WordPiece answers CMRC 2018 better and "
@@ -495,6 +510,12 @@ are in benchmarks/README.md (generated, like this page, by `python -m benchmarks
 """
 
 
+def command_parts(command):
+    """The commands a section's command line runs one after another: a benchmark whose stages need separate
+    invocations (two pretraining runs, then their comparison) joins them with " && ", as a shell would run them."""
+    return command.split(" && ")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--original_albert", help="checkout of google-research/albert for the data benchmark")
@@ -508,13 +529,14 @@ def main(argv=None):
             if name in ELSEWHERE:
                 print(f"=== {name}: measured on another machine; run its command there: {command}", flush=True)
                 continue
-            argv = command.split()[1:]
-            if name == "data_creation":
-                argv = [a for a in argv if not a.startswith("--original_albert")]
-                if args.original_albert:
-                    argv.append(f"--original_albert={args.original_albert}")
-            print(f"=== {name}: python {' '.join(argv)}", flush=True)
-            subprocess.run([sys.executable, *argv], check=True, cwd=REPO)
+            for part in command_parts(command):
+                argv = part.split()[1:]
+                if name == "data_creation":
+                    argv = [a for a in argv if not a.startswith("--original_albert")]
+                    if args.original_albert:
+                        argv.append(f"--original_albert={args.original_albert}")
+                print(f"=== {name}: python {' '.join(argv)}", flush=True)
+                subprocess.run([sys.executable, *argv], check=True, cwd=REPO)
     readme()
 
 

@@ -42,9 +42,11 @@ def test_every_benchmark_imports_and_answers_help():
         assert output.getvalue().startswith("usage:"), f"{name}: {output.getvalue()[:200]}"
     run_all = importlib.import_module("benchmarks.run_all")
     commands = {name: command for name, _, command, _ in run_all.BENCHMARKS}
-    for name, command in commands.items():  # run_all's commands name modules that exist
-        module = command.split()[2]
-        assert command.startswith("python -m benchmarks.") and module in modules, (name, command)
+    for name, command in commands.items():  # run_all's commands name modules that exist, each part of a chain too
+        for part in run_all.command_parts(command):
+            module = part.split()[2]
+            assert part.startswith("python -m benchmarks.") and module in modules, (name, part)
+    assert len(run_all.command_parts(commands["accents_ja"])) == 3
 
 
 def run_benchmark(module, *args, results):
