@@ -100,6 +100,8 @@ def test_the_stripping_notice_counts_kana_and_never_hangul(tmp_path):
         "carry meaning (Hiragana 2, Katakana 1; が becomes か): train the vocabulary without --nokeep_accents (or "
         "with --keep_accents) to keep them"]
     assert stats.character_counts["한"] == 1 and "\u1112" not in stats.character_counts  # counted composed
+    # The coverage report's total counts the same composed characters as its counts (not NFKD's jamo, 2-3 each).
+    assert stats.characters_counted == sum(stats.character_counts.values())
 
 
 def test_the_data_tool_follows_the_vocabularys_choice(cjk_vocabularies):

@@ -44,8 +44,9 @@ class VocabularyStats(CorpusStats):
         if self.characters_counted < CHARACTER_SAMPLE:
             # As the model sees them: NFC composes the Hangul syllables that NFKD (accent stripping) split into
             # jamo, as the model's own NFKC normalizer does; counted apart, each jamo would look like an <unk>.
-            self.character_counts.update(text if text.isascii() else unicodedata.normalize("NFC", text))
-            self.characters_counted += len(text)
+            seen = text if text.isascii() else unicodedata.normalize("NFC", text)
+            self.character_counts.update(seen)
+            self.characters_counted += len(seen)  # the report's total: the same characters as its counts
 
     def find_dropped(self, model):
         """Notes the counted characters that no piece of `model` (a SentencePieceProcessor) holds, once the
