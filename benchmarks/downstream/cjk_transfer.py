@@ -310,7 +310,8 @@ def accents(work, results_dir):
     if figures["kept"]["steps"] != figures["stripped"]["steps"]:
         # Held-out accuracy grows with the steps trained: runs of unequal length say nothing about the accents.
         sys.exit(f"the runs trained for {figures['kept']['steps']:,} (accents kept) and "
-                 f"{figures['stripped']['steps']:,} (stripped) steps: pretrain both with the same --train_steps under one --work_dir")
+                 f"{figures['stripped']['steps']:,} (stripped) steps: pretrain both with the same --train_steps "
+                 "under one --work_dir")
     rows = [[f"accents {name}", f"{figure['voiced_kana_pieces']:,} of {figure['pieces']:,}",
              f"{figure['heldout_accuracy_at_mask']:.4f}", f"{figure['frequent_piece_level']:.4f}",
              f"{figure['heldout_accuracy_at_mask'] - figure['frequent_piece_level']:+.4f}"]
