@@ -593,7 +593,7 @@ def test_cpu_serving_goals_judge_the_bfloat16_savedmodel_against_onnx_runtime_fl
     assert no_bf16 == [True, False, False, True]  # no bfloat16 row: its goals are not met
 
 
-def test_the_accents_comparison_counts_voiced_kana_and_refuses_runs_of_unequal_length(tmp_path, monkeypatch):
+def test_the_accents_comparison_counts_voiced_kana_and_refuses_runs_of_unequal_length(tmp_path):
     """cjk_transfer's accents stage on two stand-in runs: a vocabulary trained with accents kept holds voiced-kana
     pieces and one trained with the original's stripping none; runs pretrained for different step counts are
     refused (their held-out accuracies would compare the steps, not the accents)."""

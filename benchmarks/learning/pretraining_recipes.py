@@ -44,6 +44,7 @@ from benchmarks.learning.from_scratch import planned_steps as budget_steps
 from benchmarks.learning.learning_curve import evaluate_checkpoints
 from benchmarks.common import REPO, RESULTS, SHARED_CORPUS, child_env, portable
 
+from albert_tf.data.data_set_files import read_metadata
 from albert_tf.data.heldout_split import split_documents
 from albert_tf.data.pretraining_dataset import frequent_piece_level
 
@@ -162,8 +163,7 @@ def eval_flags(heldout_prefix):
     than EVAL_BATCH_SIZE instances (a small corpus whose every tenth document is short: Korean's UD-KAIST holds 17)
     is read in one batch of them all, which run_pretraining then says is noise, rather than refused."""
     flags = [f"--eval_input_file={heldout_prefix}", *EVAL_FLAGS]
-    with open(heldout_prefix + ".metadata.json") as f:
-        instances = json.load(f).get("statistics", {}).get("instances", EVAL_BATCH_SIZE)
+    instances = (read_metadata(heldout_prefix) or {}).get("statistics", {}).get("instances", EVAL_BATCH_SIZE)
     if instances < EVAL_BATCH_SIZE:
         flags = [f"--eval_batch_size={instances}" if flag.startswith("--eval_batch_size=") else flag for flag in flags]
     return flags
