@@ -387,3 +387,85 @@ def test_a_config_without_architectures_tells_the_two_classifiers_apart_by_the_p
     _without_architectures(tmp_path / "hf_sequence")
     summary = convert("huggingface", "albert_tf", str(tmp_path / "hf_sequence"), str(tmp_path / "sequence"))
     assert summary["kind"] == "classifier" and summary["initialized_heads"] == []
+
+
+def test_fine_tuning_takes_the_steps_hugging_face_takes_with_the_original_optimizer(tmp_path):
+    """Fine-tuning trains as Hugging Face's PyTorch ALBERT does, step for step: an AlbertForTokenClassification
+    converted to albert_tf, dropout off on both sides, trained ten steps on the same batch at a large rate, ends
+    at the same weights through run_tagger's trainer (albert_tf.training.finetuning) and through keras fit's step
+    (`train_on_batch` after `default_compile`) as through the tagging benchmark's Hugging Face loop with the
+    original's optimizer (benchmarks.downstream.own_labels.huggingface_train). The batch's gradient norm is above
+    the clip of 1, and every token is of segment 0: the segment table's one row is looked up batch * seq times,
+    so a clip that measured those rows rather than their sum would take other steps (it did, on fit's path)."""
+    import types
+
+    import torch
+
+    from albert_tf.models.model_io import load_model
+    from albert_tf.tasks.tagging_task import TaggingObjective
+    from albert_tf.training.finetuning import finetune
+    from albert_tf.training.finetuning_config import FinetuningConfig
+    from benchmarks.downstream.own_labels import huggingface_train
+
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    config = dataclasses.replace(TINY_GROUPS, num_hidden_groups=1, inner_group_num=1, num_hidden_layers=3)
+
+    def token_classifier(hf_config):
+        hf_config.id2label = dict(enumerate(tags))
+        hf_config.label2id = {name: index for index, name in enumerate(tags)}
+        hf_config.classifier_dropout_prob = 0.0
+        return transformers.AlbertForTokenClassification(hf_config)
+
+    hf_model = oracle.random_pretraining_model(config, seed=3, model_class=token_classifier)
+    assert hf_model.config.hidden_dropout_prob == hf_model.config.attention_probs_dropout_prob == 0.0
+    hf_model.save_pretrained(tmp_path / "hf")
+    convert("huggingface", "albert_tf", str(tmp_path / "hf"), str(tmp_path / "start"))
+
+    rng = np.random.default_rng(0)
+    rows, seq, steps, learning_rate = 4, 20, 10, 1e-2
+    mask = (np.arange(seq)[None] < rng.integers(6, seq + 1, (rows, 1))).astype(np.int32)
+    arrays = {"input_word_ids": rng.integers(5, config.vocab_size, (rows, seq)).astype(np.int32) * mask,
+              "input_mask": mask, "input_type_ids": np.zeros((rows, seq), np.int32),
+              "label_ids": np.where((rng.random((rows, seq)) < 0.5) & (mask > 0),
+                                    rng.integers(0, len(tags), (rows, seq)), -100).astype(np.int32)}
+    names = {"input_word_ids": "input_ids", "input_mask": "attention_mask", "input_type_ids": "token_type_ids",
+             "label_ids": "labels"}
+    hf_inputs = {names[name]: torch.from_numpy(values.astype(np.int64)) for name, values in arrays.items()}
+
+    def batch_loss(indices):  # every step's batch is all rows; their order leaves the token mean as it is
+        return hf_model(**{name: values[indices] for name, values in hf_inputs.items()}).loss
+
+    hf_model.train()
+    batch_loss(torch.arange(rows)).backward()
+    assert torch.nn.utils.clip_grad_norm_(hf_model.parameters(), float("inf")) > 1.0
+    hf_model.zero_grad()
+    settings = types.SimpleNamespace(steps=steps, warmup=1, batch_size=rows, learning_rate=learning_rate,
+                                     eval_every=steps)
+    huggingface_train(hf_model, rows, batch_loss, settings, seed=0, after_step=lambda step, loss: None,
+                      original_adamw=True)
+    hf_model.save_pretrained(tmp_path / "hf_trained")
+    convert("huggingface", "albert_tf", str(tmp_path / "hf_trained"), str(tmp_path / "theirs"))
+    theirs = {weight.path: weight.numpy() for weight in load_model(str(tmp_path / "theirs"))[0].weights}
+
+    def without_dropout():
+        model, _ = load_model(str(tmp_path / "start"))
+        model.dropout.rate = 0.0
+        return model
+
+    trained = without_dropout()
+    finetune(trained, arrays, None,
+             FinetuningConfig(train_batch_size=rows, learning_rate=learning_rate, num_train_steps=steps,
+                              num_warmup_steps=1, save_checkpoints_steps=steps, seed=1),
+             str(tmp_path / "trainer"), kind="token_classifier",
+             objective=TaggingObjective(None, trained.TRAINING_INPUTS), log=lambda *args, **kwargs: None)
+    fitted = without_dropout()
+    fitted.default_compile(steps, learning_rate=learning_rate)  # warmup: a tenth of the steps, 1
+    inputs = {name: arrays[name] for name in ("input_word_ids", "input_mask", "input_type_ids")}
+    for _ in range(steps):
+        fitted.train_on_batch(inputs, {"logits": arrays["label_ids"]})
+
+    start = {weight.path: weight.numpy() for weight in without_dropout().weights}
+    for model in (trained, fitted):
+        for weight in model.trainable_weights:  # all but the pooler, which Hugging Face's tagger has not
+            np.testing.assert_allclose(weight.numpy(), theirs[weight.path], atol=3e-5, rtol=0, err_msg=weight.path)
+    assert np.abs(theirs["token_classifier/kernel"] - start["token_classifier/kernel"]).max() > 0.05

@@ -109,6 +109,25 @@ def test_global_norm_clipping():
     np.testing.assert_allclose(variable.numpy(), [-0.6 / 1.6, -0.8 / 1.8], rtol=1e-6)
 
 
+def test_global_norm_clipping_measures_an_embedding_gradient_with_repeated_rows_summed():
+    """An embedding's gradient arrives as IndexedSlices, one row per lookup: row 0 looked up twice, with [3, 0]
+    each time, has the gradient [6, 0], of norm 6, where the rows' own norm is 4.24. The clip to norm 1 scales
+    it by 1 / 6, as PyTorch's clip_grad_norm_ and the original's one-hot embeddings (a dense gradient) do."""
+    table = keras.Variable(np.zeros((3, 2), np.float32), name="word_embeddings")  # decayed, but w = 0
+    optimizer = AdamWeightDecay(learning_rate=1.0, global_clipnorm=1.0, beta_1=0.0, beta_2=0.0, epsilon=1.0)
+    optimizer.apply([tf.IndexedSlices(tf.constant([[3.0, 0.0], [3.0, 0.0]]), tf.constant([0, 0]),
+                                      tf.constant([3, 2]))], [table])
+    # beta 0, epsilon 1: the step is g / (|g| + 1) per element, g = [6, 0] / 6 = [1, 0] in row 0.
+    np.testing.assert_allclose(table.numpy(), [[-0.5, 0.0], [0.0, 0.0], [0.0, 0.0]], rtol=1e-6)
+
+    # Under the norm: no clipping, and the sparse gradient's rows still reach every moment (dense update).
+    optimizer = AdamWeightDecay(learning_rate=1.0, global_clipnorm=100.0, beta_1=0.0, beta_2=0.0, epsilon=1.0)
+    table.assign(np.zeros((3, 2), np.float32))
+    optimizer.apply([tf.IndexedSlices(tf.constant([[3.0, 0.0], [0.0, 4.0]]), tf.constant([0, 2]),
+                                      tf.constant([3, 2]))], [table])
+    np.testing.assert_allclose(table.numpy(), [[-0.75, 0.0], [0.0, 0.0], [0.0, -0.8]], rtol=1e-6)
+
+
 def test_schedule_length_can_be_a_variable_set_after_tracing():
     """run_pretraining --train_budget_hours sets T once the step time is measured, in a loop already compiled."""
     total = tf.Variable(1000, dtype=tf.int64)

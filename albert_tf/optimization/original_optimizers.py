@@ -26,11 +26,20 @@ own clipping, so clipping would act on per-replica gradients. Training loops
 that all-reduce and clip the global gradient themselves (run_pretraining does)
 pass `gradients_are_aggregated=True`, and `apply` then uses the gradients as
 given.
+
+Clipping to a global norm measures the gradient itself. An embedding's gradient
+reaches `apply` (from keras.Model.fit, say) as IndexedSlices holding one row per
+lookup, so a token seen twice has two rows there, and the norm of those rows is
+not the gradient's: every token of segment 0 gives the segment table's one row
+batch * seq times. Keras's own clipping takes the rows' norm; here the rows of
+each token are summed first, as the original's TPU path (one-hot embeddings)
+and PyTorch's clip_grad_norm_ see them.
 """
 
 import re
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
@@ -86,9 +95,20 @@ class _OriginalAdamBase(keras.optimizers.Optimizer):
             return list(grads_and_vars)
         return super()._all_reduce_sum_gradients(grads_and_vars)
 
+    def _clip_gradients(self, grads):
+        if not (self.global_clipnorm and self.global_clipnorm > 0):
+            return super()._clip_gradients(grads)
+        norm = gradients_global_norm(grads)
+        # Keras's clip_by_global_norm: a non-finite norm makes every gradient non-finite too.
+        scale = self.global_clipnorm * ops.minimum(1.0 / norm, 1.0 / self.global_clipnorm) + (norm - norm)
+        return [None if gradient is None else _scaled(gradient, scale) for gradient in grads]
+
     def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
+        if isinstance(gradient, tf.IndexedSlices):
+            # Every row's moments decay at every step, as the original's dense update has them.
+            gradient = tf.convert_to_tensor(gradient)
         gradient = ops.cast(gradient, variable.dtype)
         learning_rate = ops.cast(learning_rate, variable.dtype)
 
@@ -154,3 +174,24 @@ class Lamb(_OriginalAdamBase):
         config = super().get_config()
         config["exclude_from_layer_adaptation"] = list(self.exclude_from_layer_adaptation)
         return config
+
+
+def gradients_global_norm(gradients):
+    """The global L2 norm of `gradients` as dense tensors (None entries skipped): IndexedSlices rows of the
+    same index are summed before squaring, so a row looked up n times counts once, with its summed gradient."""
+    squares = []
+    for gradient in gradients:
+        if gradient is None:
+            continue
+        if isinstance(gradient, tf.IndexedSlices):
+            # A static row count keeps this XLA-compilable (tf.unique's output shape is not).
+            gradient = tf.math.unsorted_segment_sum(gradient.values, gradient.indices, gradient.dense_shape[0])
+        squares.append(ops.sum(ops.square(ops.cast(gradient, "float32"))))
+    return ops.sqrt(ops.sum(ops.stack(squares)))
+
+
+def _scaled(gradient, scale):
+    if isinstance(gradient, tf.IndexedSlices):
+        return tf.IndexedSlices(gradient.values * ops.cast(scale, gradient.values.dtype), gradient.indices,
+                                gradient.dense_shape)
+    return gradient * ops.cast(scale, gradient.dtype)
