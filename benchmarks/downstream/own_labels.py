@@ -289,24 +289,38 @@ def huggingface_run(start, seed, data, hf_dir, settings):
             "seconds_per_step": statistics.mean(step_seconds), "timed_steps": len(step_seconds)}
 
 
+def weight_decay_groups(model, original_adamw=False):
+    """`model`'s parameters as torch optimizer groups, weight decay 0.01 and 0. Which go without: run_glue's rule
+    (a name holding "bias" or "LayerNorm.weight"), or with the original's optimizer the original's, albert_tf's
+    (a name holding LayerNorm, layer_norm or bias). They differ on Hugging Face ALBERT's feed-forward LayerNorm,
+    named full_layer_layer_norm: run_glue decays its weight, the original does not."""
+    from albert_tf.optimization import EXCLUDE_FROM_WEIGHT_DECAY
+
+    if original_adamw:
+        def decayed(name):
+            return not any(re.search(pattern, name) for pattern in EXCLUDE_FROM_WEIGHT_DECAY)
+    else:
+        def decayed(name):
+            return not any(part in name for part in ("bias", "LayerNorm.weight"))
+    parameters = list(model.named_parameters())
+    return [{"params": [p for n, p in parameters if decayed(n)], "weight_decay": 0.01},
+            {"params": [p for n, p in parameters if not decayed(n)], "weight_decay": 0.0}]
+
+
 def huggingface_train(model, num_rows, batch_loss, settings, seed, after_step, original_adamw=False):
     """Trains `model` as run_glue does (AdamW with weight decay 0.01 off biases and LayerNorm, linear warmup then
     decay, gradients clipped to norm 1) for settings.steps steps over `num_rows` rows: the rows shuffled every
     epoch, the epochs one stream cut into full batches, as the tool feeds its steps. `batch_loss(rows)` is the
     loss of a batch of row indices; `after_step(step, loss)` runs after each step, untimed (evaluations,
-    progress). `original_adamw`: the original's AdamW (no bias correction, epsilon 1e-6) and schedule (the decay
-    measured from step 0), albert_tf's, instead of torch's AdamW (epsilon 1e-8) and transformers' schedule
-    (run_glue's). Returns the seconds of each step from the first the tool's timing counts too."""
+    progress). `original_adamw`: the original's AdamW (no bias correction, epsilon 1e-6), schedule (the decay
+    measured from step 0) and decay exclusions (`weight_decay_groups`), albert_tf's, instead of torch's AdamW
+    (epsilon 1e-8), transformers' schedule and run_glue's exclusions. Returns the seconds of each step from the first the tool's timing counts too."""
     import torch
     import transformers
 
     from benchmarks.downstream.original_adamw_torch import OriginalAdamW, original_schedule
 
-    no_decay = ("bias", "LayerNorm.weight")
-    groups = [{"params": [p for n, p in model.named_parameters() if not any(s in n for s in no_decay)],
-               "weight_decay": 0.01},
-              {"params": [p for n, p in model.named_parameters() if any(s in n for s in no_decay)],
-               "weight_decay": 0.0}]
+    groups = weight_decay_groups(model, original_adamw)
     optimizer = (OriginalAdamW(groups, lr=settings.learning_rate) if original_adamw
                  else torch.optim.AdamW(groups, lr=settings.learning_rate, eps=1e-8))
     schedule = (original_schedule(optimizer, settings.warmup, settings.steps) if original_adamw

@@ -25,8 +25,10 @@ decay, --learning_rate, --max_seq_length, seed) and threads:
     run_glue-style loop: torch AdamW (weight decay 0.01, LayerNorm weights and biases excluded; epsilon 1e-8),
     gradients clipped to norm 1, transformers.get_linear_schedule_with_warmup;
   - Hugging Face from --pretrained with the original's optimizer, albert_tf's: AdamW without bias correction,
-    epsilon 1e-6, and the schedule's decay measured from step 0 (benchmarks.downstream.original_adamw_torch); the
-    loop otherwise the same: the same recipe to the update rule.
+    epsilon 1e-6, the schedule's decay measured from step 0 (benchmarks.downstream.original_adamw_torch) and
+    the original's decay exclusions (every LayerNorm, where run_glue's rule decays full_layer_layer_norm's
+    weight); the loop otherwise the same: the same recipe to the update rule. A test trains both sides from the
+    same weights on the same batches, dropout off, and finds the same weights after every step.
 Both implementations see the same inputs, so what is compared is the training, not the tokenization: the Hugging
 Face side's windows are made by albert_tf.tasks.tagging_task.tagged_data, as run_tagger makes them (each
 sentence's text tokenized whole, its pieces grouped into units, each unit's tag at its reading piece, -100
@@ -400,6 +402,9 @@ def main(argv=None):
             os.makedirs(os.path.dirname(output), exist_ok=True)
             key = {"implementation": implementation, "start": start, "seed": seed, **identities[start],
                    **vars(settings), **data_key}
+            if implementation == HUGGING_FACE_ORIGINAL_OPTIMIZER:
+                # Runs before 2026-11-30 decayed full_layer_layer_norm's weight (run_glue's exclusions): redone.
+                key["weight_decay_exclusions"] = "original"
             if implementation == "albert_tf":
                 result = cached(output + ".json", key, lambda: albert_tf_run(
                     seed, data, init_flags[start], settings, output, labels.labels))
