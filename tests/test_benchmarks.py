@@ -655,3 +655,28 @@ def test_a_held_out_set_smaller_than_a_batch_is_evaluated_whole(tmp_path):
 
     assert batch_flag(12) == ["--eval_batch_size=12"]
     assert batch_flag(5000) == ["--eval_batch_size=64"]
+
+
+def test_the_served_entities_check_counts_a_sentence_equal_only_when_every_span_is():
+    """served_entities.compare: a sentence is equal when the served entities have the file's types and character
+    spans, in order; the tagging benchmark's goal is met only when every sentence of every seed is."""
+    from benchmarks.downstream.served_entities import compare
+    from benchmarks.downstream.tagging import served_goal
+
+    rows = [{"where": "test.iob2:1", "text": "张三在北京", "entities": [
+                {"text": "张三", "type": "PER", "start": 0, "end": 2},
+                {"text": "北京", "type": "LOC", "start": 3, "end": 5}]},
+            {"where": "test.iob2:5", "text": "서울에서", "entities": [{"text": "서울", "type": "LOC", "start": 0,
+                                                                   "end": 2}]},
+            {"where": "test.iob2:9", "text": "no entity", "entities": []}]
+    served = [[{"type": "PER", "start": 0, "end": 2, "text": "张三"}, {"type": "LOC", "start": 3, "end": 5}],
+              [{"type": "LOC", "start": 0, "end": 3, "text": "서울에"}],  # one character too far
+              []]
+    result = compare(rows, served)
+    assert (result["sentences"], result["equal"], result["entities"]) == (3, 2, 3)
+    assert [difference["where"] for difference in result["differences"]] == ["test.iob2:5"]
+    assert result["differences"][0]["served"] == [("LOC", 0, 3)]
+    assert served_goal([{"served": result}, {"served": compare(rows, [served[0], [rows[1]["entities"][0]], []])}]
+                       )["met"] is False
+    goal = served_goal([{"served": compare(rows, [row["entities"] for row in rows])}] * 3)
+    assert goal["met"] is True and goal["measured"].endswith("3 of 3, 3 of 3, 3 of 3")

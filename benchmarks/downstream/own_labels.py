@@ -314,7 +314,8 @@ def huggingface_train(model, num_rows, batch_loss, settings, seed, after_step, o
     loss of a batch of row indices; `after_step(step, loss)` runs after each step, untimed (evaluations,
     progress). `original_adamw`: the original's AdamW (no bias correction, epsilon 1e-6), schedule (the decay
     measured from step 0) and decay exclusions (`weight_decay_groups`), albert_tf's, instead of torch's AdamW
-    (epsilon 1e-8), transformers' schedule and run_glue's exclusions. Returns the seconds of each step from the first the tool's timing counts too."""
+    (epsilon 1e-8), transformers' schedule and run_glue's exclusions. Returns the seconds of each step from the
+    first the tool's timing counts too."""
     import torch
     import transformers
 

@@ -64,7 +64,9 @@ the same settings, checkpoint and data, so the grid can run across sessions. Wri
 per run kind the mean, standard deviation and range over seeds of entity F1 overall and per type, precision,
 recall and token accuracy, the time per step, and the judged goals: pretrained beats random init by >= 10 F1;
 albert_tf within 1 F1 of Hugging Face from the same weights and optimizer; albert_tf's time per step no more than
-Hugging Face's (with torch's AdamW, run_glue's).
+Hugging Face's (with torch's AdamW, run_glue's); albert_tf serves what it measured: each pretrained run's best
+model, exported as a SavedModel, finds on the raw test texts the entities of its predictions file, sentence by
+sentence (benchmarks.downstream.served_entities; kept as WORK_DIR/albert_tf/pretrained/seedN.served.json).
 """
 
 import argparse
@@ -75,10 +77,12 @@ import os
 import random
 import re
 import statistics
+import subprocess
 import sys
 import types
 
-from benchmarks.common import RESULTS, SHARED_DATA, cpu_description, markdown_table, write_results
+from benchmarks.common import (REPO, RESULTS, SHARED_DATA, child_env, cpu_description, markdown_table,
+                               write_results)
 from benchmarks.downstream.own_labels import (ITERATIONS_PER_LOOP, huggingface_train, library_versions,
                                               run_finetuning_tool, spread, starting_points)
 from benchmarks.downstream.transfer import cached
@@ -255,6 +259,36 @@ def run_name(implementation, start):
     return f"{implementation}/{start}"
 
 
+def served_check(output, key, threads):
+    """Whether albert_tf's run in `output` serves what it measured: its best model exported and its test texts
+    served (benchmarks.downstream.served_entities, in a process of its own, as TensorFlow is the tool's), the
+    entities compared with its predictions file. Kept beside the run's result, as OUTPUT.served.json."""
+    def check():
+        result_file = os.path.join(output, "served.json")
+        command = [sys.executable, "-m", "benchmarks.downstream.served_entities",
+                   f"--model={os.path.join(output, 'best')}",
+                   f"--predictions={os.path.join(output, 'predictions.entities.jsonl')}",
+                   f"--export_dir={os.path.join(output, 'served')}", f"--result={result_file}"]
+        print("+ " + " ".join(command[1:]), flush=True)
+        subprocess.run(command, check=True, cwd=REPO,
+                       env=child_env(TF_CPP_MIN_LOG_LEVEL="3", TF_NUM_INTRAOP_THREADS=str(threads)))
+        with open(result_file, encoding="utf-8") as f:
+            return json.load(f)
+
+    return cached(output + ".served.json", key, check)
+
+
+def served_goal(records):
+    """The judged goal that every albert_tf run from the pretrained checkpoint serves its predictions file's
+    entities on every test sentence."""
+    checks = [record["served"] for record in records]
+    per_seed = ", ".join(f"{check['equal']:,} of {check['sentences']:,}" for check in checks)
+    return {"goal": "albert_tf serves what it measured: its SavedModel's entities on the raw test texts equal its "
+                    "predictions file's on every sentence",
+            "met": all(check["equal"] == check["sentences"] for check in checks),
+            "measured": f"sentences equal, each seed's pretrained run: {per_seed}"}
+
+
 def summarize(records, types_, gain_goal=PRETRAINING_GAIN_GOAL):
     """({run name: figures}, goals): metrics in percent, time per step in milliseconds."""
     summary = {}
@@ -413,12 +447,15 @@ def main(argv=None):
                     seed, hf_dir, prepared, settings, labels.labels,
                     original_adamw=implementation == HUGGING_FACE_ORIGINAL_OPTIMIZER))
             record[run_name(implementation, start)] = result
+            if (implementation, start) == RUNS[0]:
+                record["served"] = served_check(output, key, settings.threads)
         records.append(record)
         print(f"seed {seed}: " + ", ".join(
             f"{name} entity F1 {record[name]['f1']:.4f} {1000 * record[name]['seconds_per_step']:.1f} ms/step"
             for name in (run_name(*run) for run in RUNS)), flush=True)
 
     summary, goals = summarize(records, labels.types, args.gain_goal)
+    goals.append(served_goal(records))
     config = metadata["albert_config"]
     vocabulary_casing = "uncased" if preprocessing.lower_case else "cased"
     scored = "evaluated after the last step"
