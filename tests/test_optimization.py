@@ -127,6 +127,13 @@ def test_global_norm_clipping_measures_an_embedding_gradient_with_repeated_rows_
                                       tf.constant([3, 2]))], [table])
     np.testing.assert_allclose(table.numpy(), [[-0.75, 0.0], [0.0, 0.0], [0.0, -0.8]], rtol=1e-6)
 
+    # Without clipping too (Keras's clip used to be what made the rows dense, so this step failed).
+    optimizer = AdamWeightDecay(learning_rate=1.0, beta_1=0.0, beta_2=0.0, epsilon=1.0)
+    table.assign(np.zeros((3, 2), np.float32))
+    optimizer.apply([tf.IndexedSlices(tf.constant([[3.0, 0.0], [1.0, 0.0]]), tf.constant([0, 0]),
+                                      tf.constant([3, 2]))], [table])
+    np.testing.assert_allclose(table.numpy(), [[-0.8, 0.0], [0.0, 0.0], [0.0, 0.0]], rtol=1e-6)
+
 
 def test_schedule_length_can_be_a_variable_set_after_tracing():
     """run_pretraining --train_budget_hours sets T once the step time is measured, in a loop already compiled."""
