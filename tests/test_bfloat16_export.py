@@ -127,17 +127,18 @@ def test_bfloat16_own_data_classifiers_and_tagger_answer_as_float32(exported, ta
                               max_seq_length=SEQ)
     tagged = {"text": tf.constant(["John Smith lives in Paris with Mary", "Ångström", ""]),
               "text_b": tf.constant([""] * 3)}
-    # The tagger trained a little: the shared fixture's random head, whose tags change from unit to unit, puts
+    # The tagger trained (120 steps): the shared fixture's random head, whose tags change from unit to unit, puts
     # some of the gate texts' hundreds of units at a near tie, where any rounding flips them (as the classifiers'
-    # biases keep their labels off the threshold above).
+    # biases keep their labels off the threshold above). Half as many steps left one calibration text at a tie
+    # (seed 0); 120 pass with seeds 0 and 1.
     import keras
 
     model = tagger["model"]
     keras.utils.set_random_seed(0)
-    model.default_compile(num_train_steps=60, learning_rate=3e-3)
+    model.default_compile(num_train_steps=120, learning_rate=3e-3)
     words = [["John", "Smith", "lives", "in", "Paris", "with", "Mary"], ["Mary", "visited", "Berlin", "today"]]
     tags = [["B-PER", "I-PER", "O", "O", "B-LOC", "O", "B-PER"], ["B-PER", "O", "B-LOC", "O"]]
-    model.fit(words * 8, tags * 8, batch_size=4, epochs=15, verbose=0)
+    model.fit(words * 8, tags * 8, batch_size=4, epochs=30, verbose=0)
     directory = write_model_dir(model, str(tmp_path / "tagger"), lower_case=False,
                                 max_seq_length=model.preprocessor.seq_length)
     float_paths = export(directory, str(tmp_path / "tagger_float32"))
