@@ -260,9 +260,9 @@ def run_name(implementation, start):
 
 
 def served_check(output, key, threads):
-    """Whether albert_tf's run in `output` serves what it measured: its best model exported and its test texts
-    served (benchmarks.downstream.served_entities, in a process of its own, as TensorFlow is the tool's), the
-    entities compared with its predictions file. Kept beside the run's result, as OUTPUT.served.json."""
+    """Does albert_tf's run in `output` serve what it measured? Its best model exported, its test texts served
+    and the entities compared with its predictions file (benchmarks.downstream.served_entities, in a process of
+    its own, as TensorFlow is the tool's); that module's result, kept beside the run's as OUTPUT.served.json."""
     def check():
         result_file = os.path.join(output, "served.json")
         command = [sys.executable, "-m", "benchmarks.downstream.served_entities",
