@@ -6,9 +6,9 @@ and compares each sentence's entities (type, start, end) with the file's.
       --predictions=OUT/predictions.entities.jsonl --export_dir=OUT/served [--result=OUT/served.json]
 
 The tagging benchmark runs it on each albert_tf run from the pretrained checkpoint (its best model and the test
-split's predictions), in a process of its own, since the benchmark's own process runs PyTorch. Prints and writes (--result) a
-JSON object: sentences, sentences whose served entities equal the file's, entities in the file, and the first
-differing sentences.
+split's predictions), in a process of its own, since the benchmark's own process runs PyTorch. Prints and writes
+(--result) a JSON object: sentences, sentences whose served entities equal the file's, entities in the file, and
+the first differing sentences.
 """
 
 import argparse
