@@ -493,6 +493,39 @@ def test_the_torch_original_adamw_takes_albert_tfs_steps_at_its_rates():
     np.testing.assert_allclose(rates, [float(ours(step)) for step in range(12)], rtol=1e-6, atol=1e-7)
 
 
+def test_the_torch_side_excludes_the_originals_decay_patterns_without_loading_tensorflow():
+    """The Hugging Face run with the original's optimizer leaves out of decay what albert_tf's AdamWeightDecay does
+    (every LayerNorm, full_layer_layer_norm too, and every bias), run_glue's run what run_glue does; building the
+    groups loads no TensorFlow into the PyTorch process (the constant is a copy, held equal here)."""
+    from albert_tf.optimization import EXCLUDE_FROM_WEIGHT_DECAY
+    from benchmarks.downstream import original_adamw_torch
+
+    assert original_adamw_torch.EXCLUDE_FROM_WEIGHT_DECAY == EXCLUDE_FROM_WEIGHT_DECAY
+    script = """
+import sys, torch
+from benchmarks.downstream.own_labels import weight_decay_groups
+
+class Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ffn = torch.nn.Linear(2, 2)
+        self.full_layer_layer_norm = torch.nn.LayerNorm(2)
+        self.LayerNorm = torch.nn.LayerNorm(2)
+
+model = Layer()
+names = {id(p): n for n, p in model.named_parameters()}
+for original in (True, False):
+    decayed, kept = (sorted(names[id(p)] for p in group["params"]) for group in weight_decay_groups(model, original))
+    print(original, decayed)
+print("tensorflow" in sys.modules)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == [
+        "True ['ffn.weight']", "False ['ffn.weight', 'full_layer_layer_norm.weight']", "False"]
+
+
 # An absolute path of a machine (the work directory, scratch, home): what no recorded result may name.
 MACHINE_PATH = r"/(?:work|tmp|root|home)/"
 

@@ -8,8 +8,9 @@ AdamW and transformers' schedule.
 
 No bias correction (torch.optim.AdamW corrects m and v by 1 - beta^t, so its first steps are smaller while v is
 still filling), epsilon 1e-6, weight decay inside the step; a parameter group's "weight_decay" says where decay
-applies (0 for LayerNorm and biases, as run_glue groups them). transformers' own AdamW(correct_bias=False) did this
-and is gone from transformers 5.
+applies: none for a parameter whose name holds a pattern of EXCLUDE_FROM_WEIGHT_DECAY, the original's (every
+LayerNorm and bias; run_glue's own groups decay Hugging Face ALBERT's full_layer_layer_norm weight).
+transformers' own AdamW(correct_bias=False) did this and is gone from transformers 5.
 
 The schedule: linear warmup over W steps, then linear decay measured from step 0 over all T steps, so at step W
 the rate is lr * (1 - W / T), 10% below the peak with 10% warmup, where transformers' get_linear_schedule_with_warmup
@@ -17,6 +18,9 @@ decays from the peak over the T - W steps after warmup.
 """
 
 import torch
+
+# albert_tf.optimization's, held equal by a test: importing it would load TensorFlow into the PyTorch process.
+EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 
 
 class OriginalAdamW(torch.optim.Optimizer):

@@ -294,7 +294,7 @@ def weight_decay_groups(model, original_adamw=False):
     (a name holding "bias" or "LayerNorm.weight"), or with the original's optimizer the original's, albert_tf's
     (a name holding LayerNorm, layer_norm or bias). They differ on Hugging Face ALBERT's feed-forward LayerNorm,
     named full_layer_layer_norm: run_glue decays its weight, the original does not."""
-    from albert_tf.optimization import EXCLUDE_FROM_WEIGHT_DECAY
+    from benchmarks.downstream.original_adamw_torch import EXCLUDE_FROM_WEIGHT_DECAY
 
     if original_adamw:
         def decayed(name):

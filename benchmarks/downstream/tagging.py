@@ -82,7 +82,7 @@ import sys
 import types
 
 from benchmarks.common import (REPO, RESULTS, SHARED_DATA, child_env, cpu_description, markdown_table,
-                               write_results)
+                               module_command, write_results)
 from benchmarks.downstream.own_labels import (ITERATIONS_PER_LOOP, huggingface_train, library_versions,
                                               run_finetuning_tool, spread, starting_points)
 from benchmarks.downstream.transfer import cached
@@ -265,10 +265,9 @@ def served_check(output, key, threads):
     its own, as TensorFlow is the tool's); that module's result, kept beside the run's as OUTPUT.served.json."""
     def check():
         result_file = os.path.join(output, "served.json")
-        command = [sys.executable, "-m", "benchmarks.downstream.served_entities",
-                   f"--model={os.path.join(output, 'best')}",
-                   f"--predictions={os.path.join(output, 'predictions.entities.jsonl')}",
-                   f"--export_dir={os.path.join(output, 'served')}", f"--result={result_file}"]
+        command = module_command("benchmarks.downstream.served_entities", f"--model={os.path.join(output, 'best')}",
+                                 f"--predictions={os.path.join(output, 'predictions.entities.jsonl')}",
+                                 f"--export_dir={os.path.join(output, 'served')}", f"--result={result_file}")
         print("+ " + " ".join(command[1:]), flush=True)
         subprocess.run(command, check=True, cwd=REPO,
                        env=child_env(TF_CPP_MIN_LOG_LEVEL="3", TF_NUM_INTRAOP_THREADS=str(threads)))
