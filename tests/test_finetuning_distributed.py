@@ -13,7 +13,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -162,23 +161,14 @@ def run_tool(module, *args):
     return result
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
-
-
 def run_two_workers(module, *args):
     """Two MultiWorkerMirroredStrategy workers of `module` on one --output_dir (as on a shared file system)."""
-    cluster = {"worker": [f"localhost:{free_port()}", f"localhost:{free_port()}"]}
-    from test_pretraining_from_documents import finish_logged, run_logged
+    from multi_worker import run_cluster
 
     output_dir = next(arg.split("=", 1)[1] for arg in args if arg.startswith("--output_dir="))
-    processes = [run_logged(
-        [sys.executable, "-m", module, *args, "--strategy=multi_worker"], f"{output_dir}-worker{index}",
-        env=environment(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})))
-        for index in range(2)]
-    return [finish_logged(process, log, timeout=600) for process, log in processes]
+    commands = [[sys.executable, "-m", module, *args, "--strategy=multi_worker"]] * 2
+    return run_cluster(commands, [f"{output_dir}-worker{index}" for index in range(2)], environment, REPO_ROOT,
+                       timeout=600)
 
 
 def weights_of(directory):

@@ -5,7 +5,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 import psutil
@@ -21,7 +20,8 @@ from albert_tf.training.learning_phase import (
 )
 from albert_tf.training.train_budget import plan_budget
 from pretraining_fixtures import PREDICTIONS, SEQ_LENGTH, assert_trained_alike, make_pretraining_data
-from test_run_pretraining import REPO_ROOT, environment, fingerprint, free_port, kill_then_resume, run
+from multi_worker import run_cluster
+from test_run_pretraining import REPO_ROOT, environment, fingerprint, kill_then_resume, run
 
 STEPS = 40
 EVAL_EVERY = 10
@@ -125,30 +125,10 @@ def test_a_run_resumed_from_an_earlier_checkpoint_rewrites_the_history_of_the_st
 
 def two_workers(data, tmp_path, *extra, steps):
     """Runs two MultiWorkerMirroredStrategy workers; returns their stdouts after checking they succeeded."""
-    cluster = {"worker": [f"localhost:{free_port()}" for _ in range(2)]}
-    processes = []
-    for index in range(2):
-        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-        args = command(data, tmp_path / f"worker{index}", "--strategy=multi_worker", *extra, steps=steps)
-        processes.append(run_logged(args, tmp_path / f"worker{index}.log", env=environment(TF_CONFIG=tf_config)))
-    return [finish_logged(process, log, timeout=600) for process, log in processes]  # 2 processes on 2 cores
-
-
-def run_logged(args, log, env):
-    """Starts `args` with stdout and stderr into files: a worker blocked on a full pipe while its peer waits
-    for it in a collective would hang both."""
-    out, err = open(f"{log}.out", "w"), open(f"{log}.err", "w")
-    process = subprocess.Popen(args, stdout=out, stderr=err, text=True, env=env, cwd=REPO_ROOT)
-    out.close(), err.close()
-    return process, log
-
-
-def finish_logged(process, log, timeout):
-    """The stdout of a `run_logged` process, after checking it succeeded."""
-    process.wait(timeout=timeout)
-    stderr = open(f"{log}.err").read()
-    assert process.returncode == 0, stderr[-3000:]
-    return open(f"{log}.out").read()
+    commands = [command(data, tmp_path / f"worker{index}", "--strategy=multi_worker", *extra, steps=steps)
+                for index in range(2)]
+    logs = [tmp_path / f"worker{index}.log" for index in range(2)]
+    return run_cluster(commands, logs, environment, REPO_ROOT, timeout=600)  # 2 processes on 2 cores
 
 
 def test_two_workers_read_their_own_documents_and_train_identically(data, tmp_path):

@@ -4,7 +4,6 @@ import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -276,26 +275,15 @@ def test_bad_flags_and_changed_runs_fail_clearly(data, uninterrupted, tmp_path):
     assert "--tpu='no-such-tpu': no TPU could be reached" in result.stderr and "Traceback" not in result.stderr
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
-
-
 def test_multi_worker_trains_identically_and_only_the_chief_writes(data, tmp_path):
-    from test_pretraining_from_documents import finish_logged, run_logged
+    from multi_worker import run_cluster
 
-    ports = [free_port(), free_port()]
-    cluster = {"worker": [f"localhost:{port}" for port in ports]}
-    processes = []
-    for index in range(2):
-        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-        args = command(data, tmp_path / f"worker{index}", "--strategy=multi_worker", "--save_checkpoints_steps=4",
-                       steps=8)
-        processes.append(run_logged(args, tmp_path / f"worker{index}.log", env=environment(TF_CONFIG=tf_config)))
-    outputs = [(finish_logged(process, log, timeout=300), None) for process, log in processes]
-    assert "2 replica(s)" in outputs[0][0]
-    assert fingerprint(outputs[0][0]) == fingerprint(outputs[1][0])
+    commands = [command(data, tmp_path / f"worker{index}", "--strategy=multi_worker", "--save_checkpoints_steps=4",
+                        steps=8) for index in range(2)]
+    outputs = run_cluster(commands, [tmp_path / f"worker{index}.log" for index in range(2)], environment, REPO_ROOT,
+                          timeout=300)
+    assert "2 replica(s)" in outputs[0]
+    assert fingerprint(outputs[0]) == fingerprint(outputs[1])
     chief, other = tmp_path / "worker0", tmp_path / "worker1"
     assert (chief / "ckpt-8.index").exists() and list((chief / "train").glob("events.*"))
     assert not list(other.glob("ckpt-*")) and not (other / "train").exists()
