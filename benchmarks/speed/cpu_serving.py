@@ -593,7 +593,9 @@ def main(argv=None):
                         help="a check of the script: 4 calls at batch 1, 2 at batch 32, 1 warm-up call, "
                              f"{REQUEST_TEXTS} quality texts (use with --preset=albert_tiny and a scratch "
                              "--results_dir)")
-    parser.add_argument("--results_dir", default=RESULTS, help="where cpu_serving.{md,json} go")
+    parser.add_argument("--results_dir", default=RESULTS, help="where RESULTS_NAME.{md,json} go")
+    parser.add_argument("--results_name", default="cpu_serving",
+                        help="the results files' name (default cpu_serving; cpu_serving_amx on a CPU with AMX)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -643,7 +645,7 @@ def main(argv=None):
               "results": rows, "ratios": ratio_records, "quality": quality_records, "checks": checks}
     record["goals"] = goals(ratio_records, checks)
     record["seconds"], record["setup_seconds"] = time.perf_counter() - started, setup_seconds
-    write_results(args.results_dir, "cpu_serving", report(record), record)
+    write_results(args.results_dir, args.results_name, report(record), record)
 
 
 if __name__ == "__main__":
