@@ -206,6 +206,10 @@ BENCHMARKS = [
      "products (as --serving_precision=bfloat16 runs them), LiteRT's FULLY_CONNECTED in float32 and dynamic-range "
      "int8 (XNNPack), and the same graph in ONNX Runtime (MLAS) in fp32 and after quantize_dynamic, at 1 and 2 "
      "threads (each in a fresh process), interleaved; each output checked against numpy float64."),
+    ("cpu_projections_amx", "The products of one request alone, on a CPU with AMX",
+     "python -m benchmarks.speed.cpu_projections --results_name=cpu_projections_amx",
+     "The cpu_projections script above, run on the 2-core Intel Xeon with AMX of cpu_serving_amx, where oneDNN runs "
+     "the bfloat16 products on AMX's tiles. run_all.py leaves it to be run where such a CPU is."),
     ("in_graph_tokenizer", "The in-graph tokenizer: one op against the string ops it replaced",
      "python -m benchmarks.speed.in_graph_tokenizer",
      "2,000 paragraphs of the 14 MB corpus, 30k-clean.model, through TFAlbertTokenizer (tensorflow-text's "
@@ -459,14 +463,18 @@ CONCLUSIONS = {
     "cpu_serving_amx": "On a 2-core Xeon with AMX, the bfloat16 SavedModel serves 1.8-2.3x the fp32 SavedModel "
                        "and 1.4-2.6x ONNX Runtime fp32 at batch 32, and 1.36-1.53x ONNX Runtime fp32 on medium "
                        "texts at batch 1 (goal 1.2x: met); short texts at batch 1 fall further behind than on the "
-                       "Zen 4 EPYC (0.58-0.74x at 1 thread, 0.35-0.45x at 2): AMX speeds the products, not "
-                       "TensorFlow's per-request cost or its second thread.",
+                       "Zen 4 EPYC (0.58-0.74x at 1 thread, 0.35-0.45x at 2): on AMX oneDNN's bfloat16 products "
+                       "pay on many rows, not on a short text's dozen (cpu_projections_amx).",
     "cpu_projections": "The 48 weight products of a batch-1 request alone, on a Zen 4 EPYC: TensorFlow's "
                        "bfloat16 products are 1.5-1.7x its float32 ones and 1.12-1.78x ONNX Runtime's float32 "
                        "(MLAS) on 1 thread, but 0.87x on 12 rows at 2 threads; under XLA bfloat16 gains nothing. "
                        "What keeps the bfloat16 SavedModel behind on short texts is mostly the rest of "
                        "TensorFlow's request (3.8 ms at 1 thread, 8.1 at 2, against ONNX Runtime's 0.3-1.4); "
                        "LiteRT's int8 products are 0.67x ONNX Runtime's on 12 rows and level from 40.",
+    "cpu_projections_amx": "On AMX, oneDNN's bfloat16 products pay with the row count: 3.0x ONNX Runtime's "
+                           "float32 (MLAS) on 128 rows and 1.49x on 40, but 0.61x on a short text's 12 rows (77 "
+                           "against 127 GFLOP/s), where on the Zen 4 EPYC they were ahead: on this Xeon the products "
+                           "themselves keep short single requests behind.",
     "in_graph_tokenizer": "The one-op tokenizer is 1.93-2.11x the string-op one it replaced on a batch of 2,000 "
                           "paragraphs and 1.37-1.42x on one paragraph per call, with the Python tokenizer's "
                           "ids on every paragraph of the 240 MB corpus (the replaced one: 151 of 833,840 "
@@ -482,7 +490,7 @@ CONCLUSIONS = {
 
 # Measured on a machine their sections name (a CPU with AMX; a GPU's host), which a development machine may not
 # be (the command is run there): rebuilt into the README from their results files, never rerun by run_all.
-ELSEWHERE = {"train_step_amx", "cpu_serving_amx", "accelerator_feed"}
+ELSEWHERE = {"train_step_amx", "cpu_serving_amx", "cpu_projections_amx", "accelerator_feed"}
 
 INTRO = """# Benchmarks
 

@@ -241,7 +241,9 @@ def main(argv=None):
     parser.add_argument("--calls", type=int, default=40, help="timed calls per implementation, row count and "
                         "thread count (default 40)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
-    parser.add_argument("--results_dir", default=RESULTS, help="where cpu_projections.{md,json} go")
+    parser.add_argument("--results_dir", default=RESULTS, help="where RESULTS_NAME.{md,json} go")
+    parser.add_argument("--results_name", default="cpu_projections",
+                        help="the results files' name (default cpu_projections; cpu_projections_amx on a CPU with AMX)")
     parser.add_argument("--worker_threads", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
@@ -267,7 +269,7 @@ def main(argv=None):
              f"{cpu_description()}; int8 flags: {int8_cpu_flags()}; tensorflow {measured[0]['tensorflow']}, "
              + ", ".join(f"{package} {found or 'not installed'}"
                          for package, found in installed_versions("onnxruntime", "ai-edge-litert").items()) + ".")
-    write_results(args.results_dir, "cpu_projections", f"{title}\n\n{table}\n",
+    write_results(args.results_dir, args.results_name, f"{title}\n\n{table}\n",
                   record={"args": {key: value for key, value in vars(args).items() if key != "worker_threads"},
                           "cpu": cpu_description(), "int8_cpu_flags": int8_cpu_flags(), "records": records})
 
