@@ -46,7 +46,7 @@ def cluster_ports(count):
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     block = (ephemeral_port_floor() - LOWEST_PORT) // BLOCKS
     first = LOWEST_PORT + (int(worker) % BLOCKS if worker.isdigit() else 0) * block
-    candidates = random.Random().sample(range(first, first + block), block)  # unlike the last test's cluster
+    candidates = random.Random().sample(range(first, first + block), block)  # not the last cluster's, just released
     ports = [port for port in candidates[:200] if port_is_free(port)][:count]
     assert len(ports) == count, f"fewer than {count} free ports in {first}..{first + block - 1}"
     return ports
@@ -77,8 +77,10 @@ def finish_workers(processes, logs, timeout):
                 if process.poll() is None:
                     process.kill()
                 process.wait()
-            reports = [f"worker {index} {'exit code ' + str(code) if code is not None else 'killed at the timeout'}:"
-                       f"\n{read(f'{log}.err')[-3000:]}" for index, (code, log) in enumerate(zip(codes, logs))]
+            ends = [f"exit code {code}" if code is not None else "killed, a peer having failed" if failed
+                    else "killed at the timeout" for code in codes]
+            reports = [f"worker {index} {end}:\n{read(f'{log}.err')[-3000:]}"
+                       for index, (end, log) in enumerate(zip(ends, logs))]
             pytest.fail(f"a worker {'failed' if failed else f'ran past {timeout} s'}\n" + "\n".join(reports))
         time.sleep(0.2)
 

@@ -20,7 +20,8 @@ def test_a_failed_worker_kills_its_waiting_peer_and_shows_its_stderr(tmp_path):
                 [sys.executable, "-c", "import time; time.sleep(600)"]]  # a peer waiting in a collective
     logs = [tmp_path / "failing", tmp_path / "waiting"]
     processes = [start_logged(args, log, env=None, cwd=tmp_path) for args, log in zip(commands, logs)]
-    with pytest.raises(pytest.fail.Exception, match="worker 0 exit code 1:\nCould not start gRPC server"):
+    reported = "worker 0 exit code 1:\nCould not start gRPC server\n+worker 1 killed, a peer having failed"
+    with pytest.raises(pytest.fail.Exception, match=reported):
         finish_workers(processes, logs, timeout=600)
     assert processes[1].returncode == -signal.SIGKILL
 
