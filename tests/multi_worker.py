@@ -12,6 +12,7 @@ others are killed, and at the timeout all are; the failure shows every worker's 
 
 import json
 import os
+import pathlib
 import random
 import socket
 import subprocess
@@ -46,15 +47,13 @@ def cluster_ports(count):
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     block = (ephemeral_port_floor() - LOWEST_PORT) // BLOCKS
     first = LOWEST_PORT + (int(worker) % BLOCKS if worker.isdigit() else 0) * block
-    candidates = random.Random().sample(range(first, first + block), block)  # not the last cluster's, just released
-    ports = [port for port in candidates[:200] if port_is_free(port)][:count]
-    assert len(ports) == count, f"fewer than {count} free ports in {first}..{first + block - 1}"
-    return ports
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
+    ports = []
+    for port in random.Random().sample(range(first, first + block), 200):  # not the last cluster's, just released
+        if port_is_free(port):
+            ports.append(port)
+            if len(ports) == count:
+                return ports
+    raise AssertionError(f"fewer than {count} free ports among 200 tried in {first}..{first + block - 1}")
 
 
 def start_logged(args, log, env, cwd):
@@ -71,7 +70,7 @@ def finish_workers(processes, logs, timeout):
         codes = [process.poll() for process in processes]
         failed = any(code not in (None, 0) for code in codes)
         if not failed and None not in codes:
-            return [read(f"{log}.out") for log in logs]
+            return [pathlib.Path(f"{log}.out").read_text() for log in logs]
         if failed or time.monotonic() > deadline:
             for process in processes:
                 if process.poll() is None:
@@ -79,7 +78,7 @@ def finish_workers(processes, logs, timeout):
                 process.wait()
             ends = [f"exit code {code}" if code is not None else "killed, a peer having failed" if failed
                     else "killed at the timeout" for code in codes]
-            reports = [f"worker {index} {end}:\n{read(f'{log}.err')[-3000:]}"
+            reports = [f"worker {index} {end}:\n{pathlib.Path(f'{log}.err').read_text()[-3000:]}"
                        for index, (end, log) in enumerate(zip(ends, logs))]
             pytest.fail(f"a worker {'failed' if failed else f'ran past {timeout} s'}\n" + "\n".join(reports))
         time.sleep(0.2)
